@@ -1,0 +1,37 @@
+"""benchsuite: a multi-track benchmark suite for neural token mixers.
+
+This module is a plugin author's whole import surface; it never imports torch.
+"""
+
+from benchsuite.hookspecs import hookimpl
+from benchsuite.specs import (
+    Budget,
+    Job,
+    Metric,
+    Mixer,
+    Option,
+    PluginError,
+    RunRecord,
+    Signature,
+    Track,
+    TrackData,
+    UsageError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Budget",
+    "Job",
+    "Metric",
+    "Mixer",
+    "Option",
+    "PluginError",
+    "RunRecord",
+    "Signature",
+    "Track",
+    "TrackData",
+    "UsageError",
+    "__version__",
+    "hookimpl",
+]

@@ -1,0 +1,318 @@
+"""The Python API the CLI is a thin layer over: ``run``, ``report``.
+
+A run: validate the request -> load each track's data once (skip broken tracks with their reason)
+-> sweep jobs -> choose configs on validation -> evaluation jobs -> analysis -> report files.
+Every finished job is in the store before the next starts, so an interrupted run resumes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchsuite.plan import (
+    OVERRIDABLE,
+    RunRequest,
+    budget_signature,
+    effective_budget,
+    eval_jobs,
+    sweep_jobs,
+)
+from benchsuite.registry import Registry, load_registry
+from benchsuite.seeds import Streams, sweep_seeds
+from benchsuite.specs import Job, RunRecord, UsageError, resolve_options
+from benchsuite.store import Store
+
+
+@dataclass
+class Progress:
+    """Callbacks the runner reports to (the CLI draws a progress bar from them)."""
+
+    start: Callable[[str, int], None] = lambda phase, total: None
+    advance: Callable[[RunRecord, bool], None] = lambda record, reused: None
+
+
+@dataclass
+class RunSummary:
+    """What a finished (or interrupted) run returns."""
+
+    out: Path
+    report: dict[str, Any]
+    trained: int = 0
+    reused: int = 0
+    failed: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+def _closest(name: str, valid: Sequence[str]) -> str:
+    import difflib
+
+    match = difflib.get_close_matches(name, valid, n=1)
+    return f" (did you mean {match[0]!r}?)" if match else ""
+
+
+def _check_names(kind: str, asked: Sequence[str], valid: Sequence[str]) -> None:
+    seen: set[str] = set()
+    for name in asked:
+        if name in seen:
+            raise UsageError(f"{kind} {name!r} is named twice")
+        seen.add(name)
+        if name not in valid:
+            raise UsageError(
+                f"unknown {kind} {name!r}{_closest(name, valid)}; valid: {', '.join(sorted(valid))}"
+            )
+
+
+def make_request(
+    registry: Registry,
+    *,
+    tracks: Sequence[str] | None = None,
+    mixers: Sequence[str] | None = None,
+    baseline: str = "dense",
+    seeds: int | None = None,
+    sweep_seeds: int = 2,
+    preset: str = "quick",
+    track_options: dict[str, dict[str, Any]] | None = None,
+    mixer_options: dict[str, dict[str, Any]] | None = None,
+    data_dir: str | None = None,
+    threads: int = 1,
+    budget_overrides: dict[str, Any] | None = None,
+) -> RunRequest:
+    """Validate names and options against the registry; default to every track and mixer."""
+    from benchsuite.stats import min_seeds_for_significance
+
+    track_names = list(tracks) if tracks else sorted(registry.tracks)
+    mixer_names = list(mixers) if mixers else sorted(registry.mixers)
+    _check_names("track", track_names, list(registry.tracks))
+    _check_names("mixer", [baseline, *[m for m in mixer_names if m != baseline]],
+                 list(registry.mixers))  # fmt: skip
+    mixer_names = [baseline, *[m for m in mixer_names if m != baseline]]
+    if len(mixer_names) < 2:
+        raise UsageError(f"nothing to compare: only the baseline {baseline!r} was given")
+    if sweep_seeds < 1:
+        raise UsageError(f"--sweep-seeds must be at least 1, got {sweep_seeds}")
+    comparisons = len(track_names) * (len(mixer_names) - 1)
+    if seeds is None:
+        seeds = max(8, min_seeds_for_significance(comparisons))
+    if seeds < 2:
+        raise UsageError(f"--seeds must be at least 2 for a paired comparison, got {seeds}")
+    for name in track_names:
+        registry.tracks[name].budget(preset)
+    overrides = _budget_overrides(budget_overrides or {})
+    for group, given in (("track", track_options or {}), ("mixer", mixer_options or {})):
+        pool = registry.tracks if group == "track" else registry.mixers
+        for name in given:
+            if name not in pool:
+                raise UsageError(
+                    f"option given for unknown {group} {name!r}{_closest(name, list(pool))}"
+                )
+    resolved_tracks = {
+        n: resolve_options(registry.tracks[n].options, (track_options or {}).get(n, {}), n)
+        for n in track_names
+    }
+    resolved_mixers = {
+        n: resolve_options(registry.mixers[n].options, (mixer_options or {}).get(n, {}), n)
+        for n in mixer_names
+    }
+    return RunRequest(
+        tracks=tuple(track_names),
+        mixers=tuple(mixer_names),
+        baseline=baseline,
+        seeds=seeds,
+        sweep_seeds=sweep_seeds,
+        preset=preset,
+        track_options=resolved_tracks,
+        mixer_options=resolved_mixers,
+        data_dir=data_dir,
+        threads=threads,
+        budget_overrides=overrides,
+    )
+
+
+def _budget_overrides(given: dict[str, Any]) -> dict[str, int]:
+    overrides = {}
+    for key, value in given.items():
+        if key not in OVERRIDABLE:
+            raise UsageError(f"unknown budget key {key!r}; valid: {', '.join(OVERRIDABLE)}")
+        try:
+            overrides[key] = int(value)
+        except (TypeError, ValueError):
+            raise UsageError(f"budget {key}: expected a whole number, got {value!r}") from None
+        if overrides[key] < 1:
+            raise UsageError(f"budget {key}: must be at least 1, got {value!r}")
+    return overrides
+
+
+def _probe_track(registry: Registry, request: RunRequest, name: str) -> dict[str, Any]:
+    """Load the track's data for the first sweep seed: token count, dataset line, data key."""
+    track = registry.tracks[name]
+    options = dict(request.track_options[name])
+    data = track.load(Streams(request.salt, name, sweep_seeds(1)[0]), options, request.preset,
+                      request.data_dir)  # fmt: skip
+    budget = effective_budget(track, request)
+    return {
+        "metric": track.metric.name,
+        "higher_is_better": track.metric.higher_is_better,
+        "direction": track.metric.direction,
+        "dataset": data.description,
+        "verified": data.verified,
+        "tokens": data.tokens,
+        "grid": [dict(cfg) for cfg in budget.grid],
+        "budget": {
+            "steps": budget.steps,
+            "batch_size": budget.batch_size,
+            "dim": budget.dim,
+            "depth": budget.depth,
+            "checkpoint": budget.checkpoint,
+        },
+        "budget_signature": budget_signature(track, request),
+        "data_key": track.data_key(options, request.preset, request.data_dir) + data.identity,
+        "plugin": f"{track.distribution} {track.version}".strip(),
+    }
+
+
+def _mixer_meta(registry: Registry, name: str) -> dict[str, Any]:
+    mixer = registry.mixers[name]
+    signature = mixer.signature
+    return {
+        "description": mixer.description,
+        "plugin": f"{mixer.distribution} {mixer.version}".strip(),
+        "causal": mixer.causal,
+        "signature": None if signature is None else {
+            "prediction": signature.prediction,
+            "predicted": dict(signature.predicted),
+            "tolerance": signature.tolerance,
+        },
+    }  # fmt: skip
+
+
+class Runner:
+    """Carries one run through its phases, writing every record to the store as it arrives."""
+
+    def __init__(self, registry: Registry, request: RunRequest, store: Store, executor,
+                 progress: Progress, logs: Path) -> None:  # fmt: skip
+        self.registry, self.request, self.store = registry, request, store
+        self.executor, self.progress, self.logs = executor, progress, logs
+        self.trained = self.reused = self.failed = 0
+
+    def execute(self, phase: str, jobs: list[Job]) -> dict[str, RunRecord]:
+        """Run the jobs that have no stored result; return every stored result among ``jobs``."""
+        keys = [job.key for job in jobs]
+        known = self.store.known_keys(keys)
+        self.progress.start(phase, len(jobs))
+        for key in keys:
+            if key in known:
+                self.reused += 1
+                self.progress.advance(RunRecord(key=key, job={}, status="ok"), True)
+        todo = [job for job in jobs if job.key not in known]
+        for record in self.executor.map(todo):
+            if record.status != "ok":
+                self._save_traceback(record)
+                self.failed += 1
+            else:
+                self.trained += 1
+            self.store.put(record)
+            self.progress.advance(record, False)
+        return self.store.results(keys)
+
+    def _save_traceback(self, record: RunRecord) -> None:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        path = self.logs / f"{record.key}.txt"
+        path.write_text(record.traceback)
+        record.traceback = str(path)
+
+
+def run(
+    request: RunRequest,
+    *,
+    out: Path | str = "benchsuite-results",
+    registry: Registry | None = None,
+    plugins_dir: str | None = None,
+    executor: str = "process",
+    jobs: int | None = None,
+    progress: Progress | None = None,
+) -> RunSummary:
+    """Run the whole protocol for ``request`` and write the report files into ``out``."""
+    import os
+
+    from benchsuite.analysis import analyse, select_configs
+    from benchsuite.environment import describe
+    from benchsuite.executors import make_executor
+    from benchsuite.report import write_report
+
+    out = Path(out)
+    registry = registry or load_registry(plugins_dir)
+    store = Store.in_folder(out)
+    workers = jobs or max(1, min(os.cpu_count() or 1, 8) // request.threads)
+    runner = Runner(registry, request, store, make_executor(executor, workers, plugins_dir),
+                    progress or Progress(), out / "logs")  # fmt: skip
+
+    manifest: dict[str, Any] = {"request": request.to_dict(), "tracks": {}, "mixers": {},
+                                "skipped": [], "cells": {}}  # fmt: skip
+    manifest["mixers"] = {name: _mixer_meta(registry, name) for name in request.mixers}
+    manifest["environment"] = describe(request.device, request.threads)
+    sweep: list[Job] = []
+    for name in request.tracks:
+        try:
+            meta = _probe_track(registry, request, name)
+        except Exception as error:  # one broken track never takes the others down
+            manifest["skipped"].append({"track": name, "mixer": "*", "reason": _one_line(error)})
+            continue
+        manifest["tracks"][name] = meta
+        track = registry.tracks[name]
+        for mixer_name in request.mixers:
+            mixer = registry.mixers[mixer_name]
+            reason = mixer.reason_unsupported(meta["tokens"], meta["budget"]["dim"])
+            if reason:
+                manifest["skipped"].append({"track": name, "mixer": mixer_name, "reason": reason})
+                continue
+            jobs_ = sweep_jobs(request, track, mixer, meta["data_key"])
+            manifest["cells"].setdefault(name, {})[mixer_name] = {
+                "sweep": [job.key for job in jobs_],
+                "eval": [],
+            }
+            sweep += jobs_
+
+    sweep_results = runner.execute("sweep", sweep)
+    evaluation: list[Job] = []
+    for (name, mixer_name), best in select_configs(manifest, sweep_results).items():
+        track, mixer = registry.tracks[name], registry.mixers[mixer_name]
+        jobs_ = eval_jobs(request, track, mixer, best, manifest["tracks"][name]["data_key"])
+        manifest["cells"][name][mixer_name]["eval"] = [job.key for job in jobs_]
+        evaluation += jobs_
+    store.add_run(manifest)
+    eval_results = runner.execute("eval", evaluation)
+
+    report = analyse(manifest, {**sweep_results, **eval_results}, store.failures())
+    write_report(report, out)
+    store.close()
+    return RunSummary(out, report, runner.trained, runner.reused, runner.failed)
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
+
+
+def report(out: Path | str) -> dict[str, Any]:
+    """Re-build every table and file of a finished run from its store alone (no training)."""
+    from benchsuite.analysis import analyse
+    from benchsuite.report import write_report
+
+    out = Path(out)
+    path = out / "benchsuite.sqlite"
+    if not path.exists():
+        raise UsageError(f"no benchsuite store in {out} (expected {path})")
+    store = Store(path)
+    manifest = store.last_run()
+    if manifest is None:
+        raise UsageError(f"store {path} holds no finished run")
+    result = analyse(manifest, store.results(), store.failures())
+    write_report(result, out)
+    store.close()
+    return result
+
+
+__all__ = ["Progress", "RunRequest", "RunSummary", "make_request", "report", "run"]

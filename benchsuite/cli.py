@@ -1,0 +1,202 @@
+"""The ``benchsuite`` command: parsing and printing only; the work is in :mod:`benchsuite.api`.
+
+Start-up imports nothing heavy: torch, plugins and the statistics load only in the commands that
+need them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchsuite.specs import PluginError, UsageError
+
+DEFAULT_OUT = "benchsuite-results"
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def parse_assignments(items: Sequence[str], flag: str) -> dict[str, dict[str, str]]:
+    """``["vision.verify=false", ...]`` -> ``{"vision": {"verify": "false"}}``."""
+    result: dict[str, dict[str, str]] = {}
+    for item in items:
+        for assignment in _split(item):
+            name, dot, rest = assignment.partition(".")
+            key, equals, value = rest.partition("=")
+            if not (name and dot and key and equals):
+                raise UsageError(f"{flag} {assignment!r}: expected NAME.KEY=VALUE")
+            result.setdefault(name, {})[key.strip()] = value.strip()
+    return result
+
+
+def parse_pairs(items: Sequence[str], flag: str) -> dict[str, str]:
+    """``["steps=20,dim=16"]`` -> ``{"steps": "20", "dim": "16"}``."""
+    result = {}
+    for item in items:
+        for assignment in _split(item):
+            key, equals, value = assignment.partition("=")
+            if not (key.strip() and equals):
+                raise UsageError(f"{flag} {assignment!r}: expected KEY=VALUE")
+            result[key.strip()] = value.strip()
+    return result
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="benchsuite",
+        description="Benchmark token mixers on several tracks with paired-seed statistics.",
+    )
+    parser.add_argument("--debug", action="store_true", help="show full tracebacks")
+    parser.add_argument("--plugins-dir", help="folder of *.py plugins (or $BENCHSUITE_PLUGINS_DIR)")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="run mixers x tracks under the shared protocol")
+    run.add_argument("--tracks", type=_split, help="comma-separated tracks (default: all)")
+    run.add_argument("--mixers", type=_split, help="comma-separated mixers (default: all)")
+    run.add_argument("--baseline", default="dense", help="baseline mixer (default: dense)")
+    run.add_argument("--seeds", type=int, help="paired evaluation seeds (default: enough for Holm)")
+    run.add_argument(
+        "--sweep-seeds", type=int, default=2, help="seeds per sweep config (default 2)"
+    )
+    run.add_argument("--preset", default="quick", help="quick (default, CPU) or full (GPU)")
+    run.add_argument("--out", default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
+    run.add_argument("--data-dir", help="folder with real datasets (e.g. cifar-10-batches-py/)")
+    run.add_argument("--track-option", action="append", default=[], metavar="TRACK.KEY=VALUE")
+    run.add_argument("--mixer-option", action="append", default=[], metavar="MIXER.KEY=VALUE")
+    run.add_argument(
+        "--budget",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override the preset's steps, batch_size, dim or depth on every track",
+    )
+    run.add_argument("--executor", default="process", help="local or process (default)")
+    run.add_argument("--jobs", type=int, help="parallel workers (default: one per core)")
+    run.add_argument("--threads", type=int, default=1, help="torch threads per job (default 1)")
+
+    listing = commands.add_parser("list", help="list registered mixers and tracks")
+    listing.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    commands.add_parser("plugins", help="list loaded plugins and plugin failures")
+    report = commands.add_parser("report", help="re-render tables and files from a run's store")
+    report.add_argument("out", nargs="?", default=DEFAULT_OUT)
+    return parser
+
+
+def _console():
+    from rich.console import Console
+
+    return Console()
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from benchsuite import api
+    from benchsuite.progress import progress_bar
+    from benchsuite.registry import load_registry
+    from benchsuite.tables import print_report
+
+    console = _console()
+    registry = load_registry(args.plugins_dir)
+    for failure in registry.failures:
+        console.print(f"[yellow]plugin {failure.name!r} not loaded:[/] {failure.reason}")
+    request = api.make_request(
+        registry,
+        tracks=args.tracks,
+        mixers=args.mixers,
+        baseline=args.baseline,
+        seeds=args.seeds,
+        sweep_seeds=args.sweep_seeds,
+        preset=args.preset,
+        track_options=parse_assignments(args.track_option, "--track-option"),
+        mixer_options=parse_assignments(args.mixer_option, "--mixer-option"),
+        data_dir=args.data_dir,
+        threads=args.threads,
+        budget_overrides=parse_pairs(args.budget, "--budget"),
+    )
+    with progress_bar(console) as progress:
+        summary = api.run(
+            request, out=args.out, registry=registry, plugins_dir=args.plugins_dir,
+            executor=args.executor, jobs=args.jobs, progress=progress,
+        )  # fmt: skip
+    print_report(summary.report, console)
+    console.print(
+        f"jobs: {summary.trained} trained, {summary.reused} reused, {summary.failed} failed; "
+        f"report: {Path(args.out) / 'report.json'}"
+    )
+    return 1 if summary.failed else 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    import json
+
+    from benchsuite.listing import listing, print_listing
+    from benchsuite.registry import load_registry
+
+    registry = load_registry(args.plugins_dir)
+    if args.json:
+        print(json.dumps(listing(registry), indent=2, default=str))
+    else:
+        print_listing(registry, _console())
+    return 0
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    from benchsuite.listing import print_plugins
+    from benchsuite.registry import load_registry
+
+    print_plugins(load_registry(args.plugins_dir), _console())
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from benchsuite import api
+    from benchsuite.tables import print_report
+
+    print_report(api.report(args.out), _console())
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "list": cmd_list, "plugins": cmd_plugins, "report": cmd_report}
+
+
+def _log_traceback(args: Any) -> Path | None:
+    folder = Path(getattr(args, "out", None) or DEFAULT_OUT)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "benchsuite-error.log"
+        path.write_text(traceback.format_exc())
+        return path
+    except OSError:
+        return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``benchsuite`` console script; returns the exit code."""
+    args = _parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except (UsageError, PluginError) as error:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: finished jobs are saved; run the same command again to resume",
+              file=sys.stderr)  # fmt: skip
+        return 130
+    except Exception as error:
+        if args.debug:
+            traceback.print_exc()
+        log = _log_traceback(args)
+        where = f" (traceback in {log})" if log else ""
+        print(f"error: {type(error).__name__}: {error}{where}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+"""Small building blocks that tracks share (tokenizers and heads). Imports torch."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class PositionalTokens(nn.Module):
+    """Adds a learned positional embedding to (B, T, D) tokens."""
+
+    def __init__(self, tokens: int, dim: int) -> None:
+        super().__init__()
+        self.position = nn.Parameter(torch.randn(1, tokens, dim) * 0.02)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.position
+
+
+class MeanPool(nn.Module):
+    """(B, T, D) -> (B, D): the mean over tokens."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.mean(dim=1)
+
+
+class FirstToken(nn.Module):
+    """(B, T, D) -> (B, D): the first token (a CLS token)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x[:, 0]

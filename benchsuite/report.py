@@ -1,0 +1,80 @@
+"""Report files: ``OUT/report.json`` for the run and ``OUT/<track>/<mixer>.json`` per comparison.
+
+The per-comparison files keep the keys of the prototype's ``bench_report`` v1, with honest meanings
+(``mde`` is the power-based minimum detectable effect, not the CI half-width).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+BENCH_VERSION = 1
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: NaN and infinities become None (strict JSON has no NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return value
+
+
+def bench_report(report: dict, track: str, mixer: str) -> dict:
+    """One comparison in the prototype's ``bench_report`` v1 layout (plus honest extra keys)."""
+    entry = report["tracks"][track]
+    baseline = entry["baseline"]
+    base, arm = entry["mixers"][baseline], entry["mixers"][mixer]
+    cell = entry["comparisons"][mixer]
+    comparison = cell["comparison"]
+    return {
+        "bench_version": BENCH_VERSION,
+        "track": track,
+        "dataset": entry["dataset"],
+        "model": f"metaformer dim {entry['budget']['dim']} depth {entry['budget']['depth']}",
+        "metric": entry["metric"],
+        "metric_direction": entry["direction"],
+        "n_seeds": comparison["n"],
+        "baseline": {
+            "name": baseline,
+            "best_cfg": base["best_cfg"],
+            "sweep": [{"cfg": row["cfg"], "mean": row["mean"]} for row in base["sweep"]],
+            "full": {**base["full"], "per_seed": cell["baseline_values"]},
+        },
+        "idea": {
+            "name": mixer,
+            "best_cfg": arm["best_cfg"],
+            "sweep": [{"cfg": row["cfg"], "mean": row["mean"]} for row in arm["sweep"]],
+            **arm["full"],
+            "per_seed": cell["mixer_values"],
+        },
+        "comparison": {
+            **comparison,
+            "idea_wins": comparison["wins"],
+            "n_pairs": comparison["n"],
+            "divergence": cell["divergence"],
+            "both_converged": cell["both_converged"],
+        },
+        "mechanism_signature": cell["signature"],
+        "budget_signature": entry["budget_signature"],
+        "versions": report.get("environment", {}),
+    }
+
+
+def write_report(report: dict, out: Path) -> list[Path]:
+    """Write ``report.json`` and one bench_report per comparison; returns the paths written."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / "report.json"]
+    written[0].write_text(json.dumps(_clean(report), indent=2, sort_keys=True))
+    for track, entry in report["tracks"].items():
+        for mixer in entry["comparisons"]:
+            path = out / track / f"{mixer}.json"
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(json.dumps(_clean(bench_report(report, track, mixer)), indent=2))
+            written.append(path)
+    return written

@@ -1,0 +1,321 @@
+"""Plain data that flows between stages: plugin declarations, jobs and result records.
+
+Nothing here imports torch: a plugin's metadata must be readable without building anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import numpy as np
+    from torch import Tensor, nn
+
+    from benchsuite.seeds import Streams
+
+SCALARS = (bool, int, float, str)
+
+
+class UsageError(Exception):
+    """A mistake in what the user asked for: shown as one line, exit code 2."""
+
+
+class PluginError(Exception):
+    """A plugin broke its contract: shown as one line naming the plugin."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """A declared option of a mixer or track: name, type, default and a one-line help."""
+
+    name: str
+    type: type
+    default: Any
+    help: str = ""
+    choices: tuple[Any, ...] = ()
+
+    def parse(self, value: Any, owner: str) -> Any:
+        """Convert ``value`` (text from the CLI, or a TOML value) to this option's type."""
+        where = f"{owner}.{self.name}"
+        if self.type is bool:
+            if isinstance(value, bool):
+                parsed: Any = value
+            elif str(value).lower() in {"1", "true", "yes", "on"}:
+                parsed = True
+            elif str(value).lower() in {"0", "false", "no", "off"}:
+                parsed = False
+            else:
+                raise UsageError(f"option {where}: expected true or false, got {value!r}")
+        else:
+            if isinstance(value, bool) and self.type is not str:
+                raise UsageError(f"option {where}: expected {self.type.__name__}, got {value!r}")
+            try:
+                parsed = self.type(value)
+            except (TypeError, ValueError):
+                raise UsageError(
+                    f"option {where}: expected {self.type.__name__}, got {value!r}"
+                ) from None
+        if self.choices and parsed not in self.choices:
+            valid = ", ".join(map(str, self.choices))
+            raise UsageError(f"option {where}: {parsed!r} is not one of {valid}")
+        return parsed
+
+
+def resolve_options(declared: tuple[Option, ...], given: Mapping[str, Any], owner: str) -> dict:
+    """Defaults overlaid with ``given``; an unknown key is a one-line error listing valid ones."""
+    known = {opt.name: opt for opt in declared}
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        valid = ", ".join(sorted(known)) or "(none)"
+        raise UsageError(f"unknown option {owner}.{unknown[0]}; valid options of {owner}: {valid}")
+    return {
+        name: (opt.parse(given[name], owner) if name in given else opt.default)
+        for name, opt in known.items()
+    }
+
+
+# ----------------------------------------------------------------------------- mixers
+
+
+Probe = Callable[["nn.Module", "Tensor"], float]
+"""A measurement on a trained token-mixing module: ``probe(mixer_module, tokens) -> float``."""
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A property a mixer promises, checked on the trained model.
+
+    ``predicted`` maps probe names (see :mod:`benchsuite.probes`) to the value the mixer promises;
+    a prediction holds when ``|observed - predicted| <= tolerance``. ``probes`` may add custom
+    probes by name; the core probes are always available and are measured for the baseline too.
+    """
+
+    prediction: str
+    predicted: Mapping[str, float]
+    tolerance: float = 1e-4
+    probes: Mapping[str, Probe] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Mixer:
+    """A token mixer: ``build(tokens, dim, **options)`` returns a module (B, T, D) -> (B, T, D).
+
+    ``build`` may be a callable or a ``"module:attribute"`` string imported only when a model is
+    built, so that listing plugins never imports torch or the mixer's code.
+    ``supports(tokens, dim)`` returns None when the mixer can run on that shape, else the reason.
+    """
+
+    name: str
+    build: Callable[..., nn.Module] | str
+    description: str = ""
+    options: tuple[Option, ...] = ()
+    fixed_tokens: bool = True
+    causal: bool = False
+    signature: Signature | None = None
+    supports: Callable[[int, int], str | None] | None = None
+    # filled in by the registry
+    plugin: str = ""
+    distribution: str = ""
+    version: str = ""
+    source_hash: str = ""
+
+    def builder(self) -> Callable[..., nn.Module]:
+        """The build callable, importing it first when given as ``"module:attribute"``."""
+        if callable(self.build):
+            return self.build
+        return _import_attribute(self.build, f"mixer {self.name!r}")
+
+    def reason_unsupported(self, tokens: int, dim: int) -> str | None:
+        """Why this mixer cannot run on ``tokens`` x ``dim``, or None when it can."""
+        return self.supports(tokens, dim) if self.supports else None
+
+
+def _import_attribute(spec: str, owner: str) -> Any:
+    import importlib
+
+    module_name, _, attribute = spec.partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as error:
+        raise PluginError(f"{owner}: cannot import {spec!r}: {error}") from error
+
+
+# ----------------------------------------------------------------------------- tracks
+
+
+@dataclass(frozen=True)
+class Metric:
+    """The primary metric of a track and its direction."""
+
+    name: str
+    higher_is_better: bool
+
+    @property
+    def direction(self) -> str:
+        return "higher is better" if self.higher_is_better else "lower is better"
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The training budget and shared sweep grid of a track under one preset.
+
+    ``grid`` is the list of shared hyperparameter configurations every mixer is swept over
+    (keys understood by :mod:`benchsuite.train`: ``lr``, ``weight_decay``).
+    """
+
+    steps: int
+    batch_size: int
+    dim: int
+    depth: int
+    grid: tuple[Mapping[str, float], ...]
+    mlp_ratio: int = 2
+    eval_batch_size: int = 1024
+    checkpoint: str = "last"
+    warmup_fraction: float = 0.05
+
+    def training(self) -> dict[str, Any]:
+        """The fields that shape one training run (everything but the grid)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "grid"}
+
+
+@dataclass
+class TrackData:
+    """What a track's ``load`` returns for one seed: arrays of each split plus what models need.
+
+    ``x_*``/``y_*`` are numpy arrays (converted to tensors by the trainer). ``info`` carries what
+    the tokenizer and head need (feature counts, classes, token count ...), ``description`` names
+    the data actually used, ``cap`` is the trivial predictor's test score (divergence cap).
+    """
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_val: np.ndarray
+    y_val: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    tokens: int
+    description: str
+    info: dict[str, Any] = field(default_factory=dict)
+    cap: float | None = None
+    identity: str = ""
+    verified: bool = True
+
+
+class Track:
+    """A kind of data and task. Subclass it and set the class attributes; see docs/tracks.md.
+
+    Methods receive resolved ``options`` (a dict of the declared options). ``load`` must not import
+    torch; ``tokenizer``/``head``/``loss``/``evaluate`` may.
+    """
+
+    name: str = ""
+    description: str = ""
+    metric: Metric = Metric("metric", higher_is_better=True)
+    options: tuple[Option, ...] = ()
+    budgets: Mapping[str, Budget] = {}
+    # filled in by the registry
+    plugin: str = ""
+    distribution: str = ""
+    version: str = ""
+    source_hash: str = ""
+
+    def load(self, streams: Streams, options: dict, preset: str, data_dir: str | None) -> TrackData:
+        """Return the splits for one seed (data drawn from ``streams`` where generated)."""
+        raise NotImplementedError
+
+    def data_key(self, options: dict, preset: str, data_dir: str | None) -> str:
+        """Text identifying the data independent of seed (for cache keys); cheap, no loading."""
+        return json.dumps({"options": options, "preset": preset}, sort_keys=True, default=str)
+
+    def tokenizer(self, data: TrackData, dim: int, options: dict) -> nn.Module:
+        """Module mapping a batch of inputs to tokens (B, data.tokens, dim)."""
+        raise NotImplementedError
+
+    def head(self, data: TrackData, dim: int, options: dict) -> nn.Module:
+        """Module mapping encoded tokens (B, T, dim) to predictions."""
+        raise NotImplementedError
+
+    def loss(self, prediction: Tensor, target: Tensor) -> Tensor:
+        """Training loss (a scalar tensor)."""
+        raise NotImplementedError
+
+    def evaluate(self, prediction: Tensor, target: Tensor, data: TrackData) -> dict[str, float]:
+        """Metrics on a whole split; must contain ``self.metric.name``."""
+        raise NotImplementedError
+
+    def budget(self, preset: str) -> Budget:
+        """The budget for ``preset``; an unknown preset is a usage error."""
+        if preset not in self.budgets:
+            valid = ", ".join(sorted(self.budgets))
+            raise UsageError(f"track {self.name!r} has no preset {preset!r}; valid: {valid}")
+        return self.budgets[preset]
+
+
+# ----------------------------------------------------------------------------- jobs and records
+
+SWEEP, EVAL = "sweep", "eval"
+
+
+@dataclass(frozen=True)
+class Job:
+    """One training run: everything that determines its result, and nothing else."""
+
+    track: str
+    mixer: str
+    stage: str  # SWEEP (scored on validation) or EVAL (scored on test)
+    config: Mapping[str, float]
+    config_index: int
+    seed: int
+    preset: str
+    budget: Mapping[str, Any]  # Budget.training() of the preset, after overrides
+    track_options: Mapping[str, Any]
+    mixer_options: Mapping[str, Any]
+    data_dir: str | None
+    threads: int
+    device: str
+    salt: str
+    measure: bool = False  # measure mechanism probes on the trained model
+    fingerprint: Mapping[str, str] = field(default_factory=dict)  # versions and source hashes
+
+    @property
+    def key(self) -> str:
+        """Content hash of everything that determines this job's result."""
+        payload = json.dumps(dataclasses.asdict(self), sort_keys=True, default=str)
+        return hashlib.sha256(payload.encode()).hexdigest()[:24]
+
+    @property
+    def label(self) -> str:
+        return f"{self.track}/{self.mixer}/{self.stage}/cfg{self.config_index}/seed{self.seed}"
+
+
+@dataclass
+class RunRecord:
+    """The result of one job, as stored: plain values only (JSON-serialisable)."""
+
+    key: str
+    job: dict[str, Any]
+    status: str  # "ok" or "failed"
+    metrics: dict[str, float] = field(default_factory=dict)
+    diverged: bool = False
+    probes: dict[str, float] = field(default_factory=dict)
+    costs: dict[str, float] = field(default_factory=dict)
+    data_description: str = ""
+    data_verified: bool = True
+    cap: float | None = None
+    seconds: float = 0.0
+    error: str = ""
+    traceback: str = ""
+    environment: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> RunRecord:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in raw.items() if k in names})

@@ -1,0 +1,135 @@
+"""The embedded store: one SQLite row per finished job, keyed by the job's content hash.
+
+Rows are only inserted or upserted, never rewritten in place; failures are kept in their own table
+and never count as results. WAL mode keeps every committed row through a killed process.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from benchsuite.specs import RunRecord, UsageError
+
+SCHEMA_VERSION = 1
+FILENAME = "benchsuite.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS results (
+    key TEXT PRIMARY KEY,
+    track TEXT NOT NULL, mixer TEXT NOT NULL, stage TEXT NOT NULL,
+    config_index INTEGER NOT NULL, seed INTEGER NOT NULL,
+    record TEXT NOT NULL, created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS failures (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL,
+    track TEXT NOT NULL, mixer TEXT NOT NULL, stage TEXT NOT NULL, seed INTEGER NOT NULL,
+    record TEXT NOT NULL, created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, started REAL NOT NULL, request TEXT NOT NULL
+);
+"""
+
+
+class Store:
+    """Results of training runs in ``OUT/benchsuite.sqlite``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(self.path, timeout=30)
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        except (OSError, sqlite3.DatabaseError) as error:
+            raise UsageError(f"store {self.path}: cannot open ({error})") from None
+        if version > SCHEMA_VERSION:
+            raise UsageError(
+                f"store {self.path} has schema {version}, newer than this benchsuite's "
+                f"{SCHEMA_VERSION}; upgrade benchsuite or use another --out"
+            )
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.executescript(_SCHEMA)
+            self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            self.db.commit()
+        except sqlite3.DatabaseError as error:
+            raise UsageError(
+                f"store {self.path}: not a usable benchsuite store ({error})"
+            ) from None
+
+    @classmethod
+    def in_folder(cls, out: Path | str) -> Store:
+        return cls(Path(out) / FILENAME)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def known_keys(self, keys: Iterable[str]) -> set[str]:
+        """The subset of ``keys`` that already have a stored result."""
+        wanted = list(keys)
+        found: set[str] = set()
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self.db.execute(f"SELECT key FROM results WHERE key IN ({marks})", chunk)
+            found.update(row[0] for row in rows)
+        return found
+
+    def put(self, record: RunRecord) -> None:
+        """Save one record: a result (upsert by key) or a failure (appended)."""
+        job = record.job
+        payload = json.dumps(record.to_dict(), sort_keys=True)
+        if record.status == "ok":
+            self.db.execute(
+                "INSERT INTO results VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(key) DO UPDATE SET "
+                "record=excluded.record, created=excluded.created",
+                (record.key, job["track"], job["mixer"], job["stage"], job["config_index"],
+                 job["seed"], payload, time.time()),
+            )  # fmt: skip
+        else:
+            self.db.execute(
+                "INSERT INTO failures (key, track, mixer, stage, seed, record, created) "
+                "VALUES (?,?,?,?,?,?,?)",
+                (record.key, job["track"], job["mixer"], job["stage"], job["seed"], payload,
+                 time.time()),
+            )  # fmt: skip
+        self.db.commit()
+
+    def results(self, keys: Iterable[str] | None = None) -> dict[str, RunRecord]:
+        """Stored results by key (all of them, or those among ``keys``)."""
+        if keys is None:
+            rows = self.db.execute("SELECT key, record FROM results").fetchall()
+        else:
+            wanted = list(keys)
+            rows = []
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows += self.db.execute(
+                    f"SELECT key, record FROM results WHERE key IN ({marks})", chunk
+                ).fetchall()
+        return {key: RunRecord.from_dict(json.loads(text)) for key, text in rows}
+
+    def failures(self) -> list[RunRecord]:
+        """Every failure record, oldest first."""
+        rows = self.db.execute("SELECT record FROM failures ORDER BY id").fetchall()
+        return [RunRecord.from_dict(json.loads(text)) for (text,) in rows]
+
+    def add_run(self, request: dict[str, Any]) -> int:
+        """Remember a run's request (what was asked), for ``report`` and ``compare``."""
+        cursor = self.db.execute(
+            "INSERT INTO runs (started, request) VALUES (?, ?)",
+            (time.time(), json.dumps(request, sort_keys=True, default=str)),
+        )
+        self.db.commit()
+        return int(cursor.lastrowid or 0)
+
+    def last_run(self) -> dict[str, Any] | None:
+        """The request of the most recent run, or None."""
+        row = self.db.execute("SELECT request FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+        return json.loads(row[0]) if row else None

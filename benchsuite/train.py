@@ -1,0 +1,201 @@
+"""The one training loop: a Job in, metrics out. Never prints.
+
+Everything random comes from the job's named seed streams, and the torch thread count is fixed per
+job, so the same job gives bit-identical metrics on any executor.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import torch
+
+from benchsuite.encoder import Encoder, build_encoder
+from benchsuite.registry import Registry
+from benchsuite.seeds import Streams
+from benchsuite.specs import EVAL, Budget, Job, Mixer, Track, TrackData
+
+
+@lru_cache(maxsize=64)
+def _cached_load(track: Track, options_json: str, preset: str, data_dir: str | None,
+                 salt: str, seed: int) -> TrackData:  # fmt: skip
+    import json
+
+    return track.load(Streams(salt, track.name, seed), json.loads(options_json), preset, data_dir)
+
+
+def load_data(track: Track, job: Job) -> TrackData:
+    """The track's data for the job's seed (cached per process)."""
+    import json
+
+    options = json.dumps(dict(job.track_options), sort_keys=True)
+    return _cached_load(track, options, job.preset, job.data_dir, job.salt, job.seed)
+
+
+def job_budget(job: Job) -> Budget:
+    """The training budget the job carries."""
+    return Budget(**dict(job.budget), grid=())
+
+
+def build_model(track: Track, mixer: Mixer, data: TrackData, job: Job) -> Encoder:
+    """The shared encoder with the job's mixer in every block, initialised from the init streams."""
+    budget = job_budget(job)
+    streams = Streams(job.salt, job.track, job.seed)
+    build = mixer.builder()
+    options = dict(job.track_options)
+    return build_encoder(
+        make={
+            "tokenizer": lambda: track.tokenizer(data, budget.dim, options),
+            "head": lambda: track.head(data, budget.dim, options),
+        },
+        make_mixer=lambda: build(data.tokens, budget.dim, **dict(job.mixer_options)),
+        dim=budget.dim,
+        depth=budget.depth,
+        mlp_ratio=budget.mlp_ratio,
+        seed_of=lambda name: streams.int_seed(f"init/{name}"),
+    )
+
+
+def batch_order(rng: np.random.Generator, n: int, steps: int, batch_size: int) -> torch.Tensor:
+    """Minibatch indices (steps, batch): consecutive slices of fresh permutations per epoch."""
+    per_epoch = max(n // batch_size, 1)
+    epochs = math.ceil(steps / per_epoch)
+    order = np.concatenate([rng.permutation(n)[: per_epoch * batch_size] for _ in range(epochs)])
+    size = min(batch_size, n)
+    return torch.from_numpy(order[: steps * size].reshape(steps, size).astype(np.int64))
+
+
+def lr_factor(step: int, steps: int, warmup: int) -> float:
+    """Linear warm-up then cosine decay to zero."""
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = (step - warmup) / max(steps - warmup, 1)
+    return 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+@dataclass
+class Fit:
+    """What training returns: the loss trace summary and whether it stayed finite."""
+
+    final_loss: float
+    finite: bool
+    seconds_per_step: float
+
+
+def fit(model: Encoder, track: Track, x: torch.Tensor, y: torch.Tensor, order: torch.Tensor,
+        config: dict[str, float], budget: Budget) -> Fit:  # fmt: skip
+    """Train ``model`` in place with AdamW in the given batch order; stop on a non-finite loss."""
+    steps = order.shape[0]
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=config["lr"], weight_decay=config.get("weight_decay", 0.0)
+    )
+    warmup = max(1, int(budget.warmup_fraction * steps))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: lr_factor(step, steps, warmup)
+    )
+    losses = torch.zeros(steps)
+    check_every = 50
+    model.train()
+    start = time.perf_counter()
+    done = 0
+    for step in range(steps):
+        index = order[step]
+        loss = track.loss(model(x[index]), y[index])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        losses[step] = loss.detach()
+        done = step + 1
+        if done % check_every == 0 and not torch.isfinite(losses[done - check_every : done]).all():
+            break
+    elapsed = time.perf_counter() - start
+    trace = losses[:done]
+    return Fit(
+        final_loss=float(trace[-min(10, done) :].mean()),
+        finite=bool(torch.isfinite(trace).all()),
+        seconds_per_step=elapsed / max(done, 1),
+    )
+
+
+@torch.inference_mode()
+def predict(model: Encoder, x: torch.Tensor, batch_size: int) -> torch.Tensor:
+    """Predictions on a whole split, in batches."""
+    model.eval()
+    return torch.cat([model(x[i : i + batch_size]) for i in range(0, len(x), batch_size)])
+
+
+def _tensor(array: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.ascontiguousarray(array))
+
+
+def capture_mixer_inputs(model: Encoder, x: torch.Tensor) -> list[torch.Tensor]:
+    """The tokens each block's mixer receives for input ``x``."""
+    captured: list[torch.Tensor] = []
+    handles = [
+        m.register_forward_pre_hook(lambda _m, args: captured.append(args[0].detach()))
+        for m in model.mixers()
+    ]
+    try:
+        predict(model, x, len(x))
+    finally:
+        for handle in handles:
+            handle.remove()
+    return captured
+
+
+def run_job(job: Job, registry: Registry) -> dict[str, Any]:
+    """Train and score one job; returns the result fields of a RunRecord (raises on failure)."""
+    torch.set_num_threads(job.threads)
+    track, mixer = registry.tracks[job.track], registry.mixers[job.mixer]
+    budget = job_budget(job)
+    data = load_data(track, job)
+    model = build_model(track, mixer, data, job)
+    streams = Streams(job.salt, job.track, job.seed)
+    x_train, y_train = _tensor(data.x_train), _tensor(data.y_train)
+    order = batch_order(streams.rng("order"), len(x_train), budget.steps, budget.batch_size)
+    outcome = fit(model, track, x_train, y_train, order, dict(job.config), budget)
+
+    splits = {"val": (data.x_val, data.y_val)}
+    if job.stage == EVAL:
+        splits["test"] = (data.x_test, data.y_test)
+    metrics: dict[str, float] = {"train_loss": outcome.final_loss}
+    for split, (xs, ys) in splits.items():
+        prediction = predict(model, _tensor(xs), budget.eval_batch_size)
+        for name, value in track.evaluate(prediction, _tensor(ys), data).items():
+            metrics[f"{split}.{name}"] = float(value)
+
+    scored = metrics[f"{'test' if job.stage == EVAL else 'val'}.{track.metric.name}"]
+    diverged = not outcome.finite or not math.isfinite(scored)
+    if not diverged and data.cap is not None and job.stage == EVAL:
+        worse = scored < data.cap if track.metric.higher_is_better else scored > data.cap
+        diverged = bool(worse)
+
+    probes: dict[str, float] = {}
+    if job.measure:
+        from benchsuite.probes import CORE_PROBES, REFERENCE, measure
+
+        custom = dict(mixer.signature.probes) if mixer.signature else {}
+        inputs = capture_mixer_inputs(model, _tensor(data.x_test[:64]))
+        probes = measure(model.mixers(), inputs, {**CORE_PROBES, **custom}, REFERENCE)
+
+    return {
+        "metrics": metrics,
+        "diverged": diverged,
+        "probes": probes,
+        "costs": {
+            "params": float(sum(p.numel() for p in model.parameters())),
+            "mixer_params": float(
+                sum(p.numel() for m in model.mixers() for p in m.parameters() if p.requires_grad)
+            ),
+            "seconds_per_step": outcome.seconds_per_step,
+        },
+        "data_description": data.description,
+        "data_verified": data.verified,
+        "cap": data.cap,
+    }

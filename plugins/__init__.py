@@ -1,0 +1,1 @@
+"""Built-in token mixers, registered through the ``benchsuite`` entry-point group."""

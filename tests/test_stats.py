@@ -1,0 +1,349 @@
+"""Tests of benchsuite.stats: the PROTOCOL §6 worked example, p-values, Holm, degenerate inputs."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as sps
+from statsmodels.stats.multitest import multipletests
+
+from benchsuite.stats import (
+    apply_holm,
+    compare_both_converged,
+    compare_paired,
+    design_warning,
+    divergence_summary,
+    flag_comparison,
+    impute_diverged,
+    is_diverged,
+    min_seeds_for_significance,
+    planned_mde,
+    select_best_config,
+)
+
+BASE = [
+    0.5715442299842834,
+    0.39496564865112305,
+    0.3930272161960602,
+    0.5119274258613586,
+    0.4745565354824066,
+    0.4187285602092743,
+    0.6776894927024841,
+    0.37053725123405457,
+]
+MIXER = [
+    0.3822963237762451,
+    0.5229498744010925,
+    0.8081433773040771,
+    0.863442063331604,
+    0.6520702838897705,
+    0.45361945033073425,
+    0.6645830869674683,
+    0.4394262731075287,
+]
+
+
+def _scipy_p(d, rng=None):
+    return sps.permutation_test(
+        (d,),
+        lambda x, axis: np.mean(x, axis=axis),
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=100_000,
+        rng=rng,
+    ).pvalue
+
+
+def test_worked_example_reproduces_protocol_table():
+    c = compare_paired(BASE, MIXER, higher_is_better=False)
+    assert c.n == 8
+    assert c.improvement == pytest.approx(-0.121694, abs=1e-6)
+    assert c.delta_mean == pytest.approx(
+        0.121694, abs=1e-6
+    )  # raw mixer - baseline, as bench_report
+    assert round(c.improvement_rel_pct, 2) == -25.53
+    assert (c.wins, c.ties, c.losses) == (2, 0, 6)
+    assert c.p_method == "exact" and c.mc_seed is None
+    assert c.p_value == pytest.approx(34 / 256, abs=1e-12)
+    assert c.ci95[0] == pytest.approx(-0.285047, abs=1e-6)
+    assert c.ci95[1] == pytest.approx(0.041658, abs=1e-6)
+    assert [round(x, 2) for x in c.ci95_rel_pct] == [-59.81, 8.74]
+    assert c.mde == pytest.approx(0.225881, abs=1e-6)
+    assert round(c.mde_rel_pct, 2) == 47.39
+    assert c.ci_half_width == pytest.approx(0.163353, abs=1e-6)
+    assert round(100 * c.ci_half_width / c.baseline_mean, 2) == 34.27
+    assert c.margin == pytest.approx(0.05 * 0.4766220450401306, abs=1e-12)
+    assert c.p_tost == pytest.approx(0.900, abs=1e-3)
+    assert c.verdict == "inconclusive"
+    assert c.per_seed_diffs == pytest.approx(list(np.subtract(MIXER, BASE)), abs=1e-15)
+    apply_holm([c])
+    assert c.p_holm == c.p_value and c.verdict == "inconclusive"
+
+
+def test_to_dict_is_plain_json_with_none_for_nan():
+    c = compare_paired(BASE, MIXER)
+    d = c.to_dict()
+    assert d["p_holm"] is None and d["p_tost_holm"] is None
+    assert isinstance(d["ci95"], list) and len(d["ci95"]) == 2
+    assert json.loads(json.dumps(d, allow_nan=False)) == d
+
+
+@pytest.mark.parametrize("n", [5, 10])
+def test_exact_p_equals_scipy(n):
+    rng = np.random.default_rng(n)
+    base = rng.normal(1.0, 0.1, n)
+    mix = base + rng.normal(0.03, 0.05, n)
+    c = compare_paired(base, mix, higher_is_better=True)
+    assert c.p_method == "exact"
+    assert c.p_value == pytest.approx(_scipy_p(mix - base), rel=1e-12)
+
+
+def test_monte_carlo_p_equals_scipy_with_recorded_seed():
+    rng = np.random.default_rng(3)
+    base = rng.normal(1.0, 0.1, 18)
+    mix = base + rng.normal(0.02, 0.05, 18)
+    c = compare_paired(base, mix, higher_is_better=True, mc_seed=123)
+    assert 2**18 > 100_000
+    assert c.p_method == "monte_carlo" and c.mc_seed == 123
+    assert c.p_value == _scipy_p(mix - base, rng=np.random.default_rng(123))
+
+
+def test_holm_equals_statsmodels_and_updates_verdicts():
+    rng = np.random.default_rng(0)
+    comps = []
+    for shift in (0.0, 0.5, -0.5, 0.05):
+        base = rng.normal(10.0, 0.05, 10)
+        comps.append(compare_paired(base, base + shift + rng.normal(0, 0.05, 10), True))
+    raw = [c.p_value for c in comps]
+    raw_tost = [c.p_tost for c in comps]
+    apply_holm(comps)
+    assert [c.p_holm for c in comps] == pytest.approx(multipletests(raw, method="holm")[1])
+    assert [c.p_tost_holm for c in comps] == pytest.approx(
+        multipletests(raw_tost, method="holm")[1]
+    )
+    # All-positive diffs at n=10 give p = 2/1024; times 4 comparisons is still < 0.05.
+    assert comps[1].verdict == "significant_win"
+    assert comps[2].verdict == "significant_loss"
+    assert comps[0].verdict in ("equivalent_within_margin", "inconclusive")
+
+
+def test_holm_can_remove_significance():
+    base = np.linspace(1.0, 2.0, 6)
+    comps = [compare_paired(base, base + 0.5, higher_is_better=True) for _ in range(3)]
+    assert all(c.p_value == pytest.approx(2 / 64) for c in comps)
+    assert comps[0].verdict == "significant_win"
+    apply_holm(comps)
+    assert all(c.p_holm == pytest.approx(6 / 64) for c in comps)
+    assert all(c.verdict == "inconclusive" for c in comps)
+
+
+def test_below_margin_and_equivalence_verdicts():
+    base = 100.0 + np.arange(10.0)
+    small = compare_paired(base, base + 0.5, higher_is_better=True)  # 0.5% gain, sd(d) = 0
+    assert small.p_value == pytest.approx(2 / 1024)
+    assert small.ci95 == (0.5, 0.5) and small.ci_half_width == 0.0
+    assert small.mde == 0.0
+    assert small.verdict == "significant_win_below_margin"
+    rng = np.random.default_rng(1)
+    noise = rng.normal(0, 0.5, 10)
+    noise -= noise.mean()
+    equal = compare_paired(base, base + noise, higher_is_better=True)
+    assert equal.p_value > 0.05 and equal.p_tost < 0.05
+    assert equal.verdict == "equivalent_within_margin"
+
+
+def test_direction_invariance():
+    rng = np.random.default_rng(7)
+    base = rng.normal(2.0, 0.2, 9)
+    mix = base + rng.normal(0.1, 0.1, 9)
+    a = compare_paired(base, mix, higher_is_better=True)
+    b = compare_paired(-base, -mix, higher_is_better=False)
+    assert a.p_value == b.p_value and a.verdict == b.verdict
+    assert a.improvement == b.improvement and a.p_tost == pytest.approx(b.p_tost)
+    assert a.improvement_rel_pct == b.improvement_rel_pct and a.ci95 == b.ci95
+
+
+def test_degenerate_inputs():
+    with pytest.raises(ValueError, match="equal length"):
+        compare_paired([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="finite"):
+        compare_paired([1.0, 2.0], [1.0, math.nan])
+    one = compare_paired([1.0], [0.5])
+    assert one.p_value == 1.0 and one.verdict == "inconclusive"
+    assert math.isnan(one.ci95[0]) and math.isnan(one.mde)
+    assert one.to_dict()["ci95"] == [None, None]
+    same = compare_paired([1.0, 2.0, 3.0], [1.0, 2.0, 3.0])
+    assert same.p_value == 1.0 and same.ties == 3 and same.mde == 0.0
+    assert same.ci95 == (0.0, 0.0)
+    assert same.verdict == "equivalent_within_margin"  # zero difference, zero spread
+
+
+def test_min_seeds_and_design_warning():
+    assert [min_seeds_for_significance(m) for m in (1, 4, 36, 100)] == [6, 8, 11, 12]
+    for m in (1, 4, 36, 100, 250):
+        n = min_seeds_for_significance(m)
+        assert 2 / 2**n < 0.05 / m <= 2 / 2 ** (n - 1)
+    assert min_seeds_for_significance(1, alpha=0.0625) == 6  # 2/2**5 == alpha is not < alpha
+    msg = design_warning(3, 4)
+    assert msg == (
+        "with 3 seeds and 4 comparisons no result can reach significance after Holm; "
+        "use at least 8 seeds"
+    )
+    assert design_warning(8, 4) is None
+
+
+def test_planned_mde_matches_protocol_dz():
+    assert planned_mde(8, 1.0) == pytest.approx(1.156, abs=1e-3)
+    assert planned_mde(10, 2.0) == pytest.approx(2 * 0.996, abs=2e-3)
+
+
+def test_flags():
+    c = compare_paired(BASE, MIXER)
+    flag_comparison(c, diverged_mixer=1, n=8, edge_of_grid=False, param_ratio=1.05)
+    assert c.flags == []
+    flag_comparison(c, diverged_mixer=2, n=8, edge_of_grid=True, param_ratio=0.85)
+    flag_comparison(c, diverged_mixer=2, n=8, edge_of_grid=True, param_ratio=None)
+    assert c.flags == ["unstable", "edge_of_grid", "param_mismatch"]
+
+
+def test_divergence_imputation_and_summary():
+    assert is_diverged(math.inf, 1.0, higher_is_better=False)
+    assert is_diverged(1.5, 1.0, higher_is_better=False)
+    assert not is_diverged(0.5, 1.0, higher_is_better=False)
+    assert is_diverged(0.05, 0.1, higher_is_better=True)
+    assert is_diverged(0.5, 1.0, False, loss_finite=False)
+    imputed = impute_diverged([0.3, math.nan, 2.0, 0.4], [False, True, True, False], cap=1.0)
+    assert imputed == [0.3, 1.0, 1.0, 0.4]
+    with pytest.raises(ValueError):
+        impute_diverged([0.3], [False, True], cap=1.0)
+    s = divergence_summary(2, 8)
+    ci = sps.binomtest(2, 8).proportion_ci(method="exact")
+    assert s["count"] == 2 and s["rate"] == 0.25
+    assert s["ci95"] == pytest.approx([ci.low, ci.high])
+    assert divergence_summary(0, 8)["ci95"][0] == 0.0
+
+
+def test_compare_both_converged():
+    bd = [False, True, False, False, False, False, False, False]
+    md = [False, False, False, True, False, False, False, False]
+    c = compare_both_converged(BASE, MIXER, bd, md, higher_is_better=False)
+    keep = [0, 2, 4, 5, 6, 7]
+    ref = compare_paired([BASE[i] for i in keep], [MIXER[i] for i in keep])
+    assert c.n == 6 and c.improvement == ref.improvement and c.p_value == ref.p_value
+    assert (
+        compare_both_converged(BASE[:3], MIXER[:3], [True, True, False], [0, 0, 0], False) is None
+    )
+
+
+def _entry(index, config, val, diverged=None, higher=False):
+    return {
+        "index": index,
+        "config": config,
+        "val": val,
+        "diverged": diverged or [False] * len(val),
+        "higher_is_better": higher,
+    }
+
+
+def test_select_best_config_mean_and_edge():
+    lrs = [1e-4, 3e-4, 1e-3]
+    sweep = [
+        _entry(i, {"lr": lr}, v)
+        for i, (lr, v) in enumerate(zip(lrs, [[3, 3], [1, 2], [2, 2]], strict=True))
+    ]
+    assert select_best_config(sweep) == (1, False)
+    sweep[2]["val"] = [0.5, 0.5]
+    assert select_best_config(sweep) == (2, True)
+    for e in sweep:
+        e["higher_is_better"] = True
+    assert select_best_config(sweep) == (0, True)
+    assert select_best_config([sweep[0]]) == (0, False)
+
+
+def test_select_best_config_tie_rules():
+    cfg = [{"lr": lr, "wd": 0.0} for lr in (1, 2, 3, 4)]
+    # Equal means; entry 1 has fewer diverged runs than entry 0.
+    sweep = [
+        _entry(0, cfg[0], [1.0, 3.0], [True, False]),
+        _entry(1, cfg[1], [1.0, 3.0]),
+        _entry(2, cfg[2], [2.5, 1.5]),
+        _entry(3, cfg[3], [5.0, 5.0]),
+    ]
+    assert select_best_config(sweep) == (1, False)
+    # Same divergence count and mean: lower median wins (lower is better) ...
+    sweep = [_entry(0, cfg[0], [3.0, 0.0, 3.0]), _entry(1, cfg[1], [1.0, 1.0, 4.0])]
+    assert select_best_config(sweep)[0] == 1
+    # ... higher median when higher is better.
+    for e in sweep:
+        e["higher_is_better"] = True
+    assert select_best_config(sweep)[0] == 0
+    # Full tie: grid order.
+    sweep = [_entry(1, cfg[1], [2.0, 2.0]), _entry(0, cfg[0], [2.0, 2.0])]
+    assert select_best_config(sweep)[0] == 0
+
+
+def test_select_best_config_non_finite_is_worst_and_diverged():
+    cfg = [{"lr": lr} for lr in (1, 2, 3)]
+    sweep = [
+        _entry(0, cfg[0], [math.nan, 0.1], higher=True),
+        _entry(1, cfg[1], [0.2, 0.2], higher=True),
+        _entry(2, cfg[2], [math.inf, 0.3], higher=True),  # +inf accuracy is not a win
+    ]
+    assert select_best_config(sweep) == (1, False)
+    # Both non-finite: tie at the worst value, then fewer diverged wins.
+    sweep = [_entry(0, cfg[0], [math.nan, math.nan]), _entry(1, cfg[1], [math.nan, 1.0])]
+    assert select_best_config(sweep)[0] == 1
+
+
+def test_categorical_axis_is_never_edge():
+    sweep = [
+        _entry(0, {"opt": "adam", "lr": 1}, [2.0]),
+        _entry(1, {"opt": "sgd", "lr": 2}, [1.0]),
+        _entry(2, {"opt": "sgd", "lr": 3}, [3.0]),
+    ]
+    assert select_best_config(sweep) == (1, False)
+
+
+paired = st.integers(2, 12).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.floats(0.1, 10.0), min_size=n, max_size=n),
+        st.lists(st.floats(0.1, 10.0), min_size=n, max_size=n),
+        st.booleans(),
+    )
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(paired)
+def test_property_p_values_in_unit_interval(data):
+    base, mix, higher = data
+    c = compare_paired(base, mix, higher)
+    assert 0.0 <= c.p_value <= 1.0 and 0.0 <= c.p_tost <= 1.0
+    assert c.wins + c.ties + c.losses == c.n
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=20))
+def test_property_holm_dominates_and_is_monotone(ps):
+    comps = [compare_paired([1.0, 2.0], [1.0, 2.0]) for _ in ps]
+    for c, p in zip(comps, ps, strict=True):
+        c.p_value = p
+    apply_holm(comps)
+    adjusted = [c.p_holm for c in comps]
+    assert all(h >= p - 1e-15 and h <= 1.0 for h, p in zip(adjusted, ps, strict=True))
+    order = np.argsort(ps, kind="stable")
+    assert all(np.diff([adjusted[i] for i in order]) >= -1e-15)
+
+
+def test_tost_equals_statsmodels_ttost_paired():
+    from statsmodels.stats.weightstats import ttost_paired
+
+    rng = np.random.default_rng(11)
+    base = rng.normal(5.0, 0.3, 12)
+    mix = base + rng.normal(0.05, 0.2, 12)
+    c = compare_paired(base, mix, higher_is_better=True, margin_rel=0.05)
+    margin = 0.05 * abs(base.mean())
+    assert c.p_tost == pytest.approx(ttost_paired(mix, base, -margin, margin)[0], rel=1e-10)

@@ -1,0 +1,1 @@
+"""Built-in tracks, registered through the ``benchsuite`` entry-point group."""
