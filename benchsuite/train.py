@@ -178,11 +178,10 @@ def run_job(job: Job, registry: Registry) -> dict[str, Any]:
 
     probes: dict[str, float] = {}
     if job.measure:
-        from benchsuite.probes import CORE_PROBES, REFERENCE, measure
+        from benchsuite.probes import measure, probes_for
 
-        custom = dict(mixer.signature.probes) if mixer.signature else {}
         inputs = capture_mixer_inputs(model, _tensor(data.x_test[:64]))
-        probes = measure(model.mixers(), inputs, {**CORE_PROBES, **custom}, REFERENCE)
+        probes = measure(model.mixers(), inputs, *probes_for(mixer.signature))
 
     return {
         "metrics": metrics,

@@ -1,0 +1,211 @@
+"""A contract test kit for token mixers: run it on your own mixer before you publish it.
+
+``check_mixer(mixer)`` builds the mixer on a few shapes and raises ``AssertionError`` with a
+one-line message naming the mixer and the failed check. The checks (in order):
+
+- ``shapes``: (B, T, D) -> (B, T, D) for every token count and dim (shapes the mixer's ``supports``
+  rejects are skipped; at least one must remain);
+- ``dtype``: float32 in, float32 out;
+- ``finite``: no NaN or infinity on random input;
+- ``gradients``: a random loss gives every trainable parameter a non-zero gradient;
+- ``determinism``: seeding torch, building and running twice gives the same output;
+- ``causality`` (when the mixer, or its ``causal`` option, says so): the output at t does not
+  change when the inputs after t do;
+- ``signature`` (when the mixer declares one): the predicted probe values hold on the untrained
+  module with random input.
+
+In pytest, parametrise over ``mixer_contract_tests``::
+
+    @pytest.mark.parametrize("check", mixer_contract_tests(my_mixer), ids=lambda c: c[0])
+    def test_contract(check):
+        check[1]()
+
+A mixer is given as a registered name, a :class:`~benchsuite.Mixer`, or a bare build function.
+The checks leave torch's global RNG state as they found it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from types import ModuleType
+from typing import Any, NoReturn
+
+import torch
+from torch import nn
+
+from benchsuite.probes import probes_for
+from benchsuite.specs import Mixer, resolve_options
+
+Check = tuple[str, Callable[[], None]]
+BATCH = 2
+
+
+def collect_mixers(module: ModuleType) -> list[Mixer]:
+    """The mixers a plugin module registers through its ``benchsuite_register_mixers`` hook."""
+    found: list[Mixer] = []
+    module.benchsuite_register_mixers(register=found.append)
+    return found
+
+
+def as_mixer(name_or_factory: str | Mixer | Callable[..., nn.Module]) -> Mixer:
+    """A Mixer from a registered name, a Mixer, or a build function ``(tokens, dim) -> module``."""
+    if isinstance(name_or_factory, Mixer):
+        return name_or_factory
+    if callable(name_or_factory):
+        return Mixer(name=getattr(name_or_factory, "__name__", "factory"), build=name_or_factory)
+    from benchsuite.registry import load_registry
+
+    mixers = load_registry().mixers
+    if name_or_factory not in mixers:
+        known = ", ".join(sorted(mixers)) or "(none)"
+        raise AssertionError(f"no mixer named {name_or_factory!r}; registered: {known}")
+    return mixers[name_or_factory]
+
+
+def _one_line(error: Exception) -> str:
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0] if lines else ''}"
+
+
+def _isolated(check: Callable[[], None]) -> Callable[[], None]:
+    """``check`` run without touching torch's global RNG state."""
+
+    def run() -> None:
+        with torch.random.fork_rng():
+            check()
+
+    return run
+
+
+class _Contract:
+    """The checks of one mixer with resolved options on a grid of shapes."""
+
+    def __init__(self, mixer: Mixer, tokens: Sequence[int], dims: Sequence[int], options: dict):
+        self.mixer, self.options = mixer, resolve_options(mixer.options, options, mixer.name)
+        grid = [(t, d) for t in tokens for d in dims]
+        self.shapes = [(t, d) for t, d in grid if mixer.reason_unsupported(t, d) is None]
+        self.causal = bool(self.options.get("causal", mixer.causal))
+
+    def fail(self, check: str, detail: str, shape: tuple[int, int] | None = None) -> NoReturn:
+        where = f" (tokens={shape[0]}, dim={shape[1]})" if shape else ""
+        raise AssertionError(f"mixer {self.mixer.name!r} failed {check}: {detail}{where}")
+
+    def build(self, check: str, shape: tuple[int, int], seed: int = 0) -> nn.Module:
+        torch.manual_seed(seed)
+        try:
+            return self.mixer.builder()(*shape, **self.options)
+        except Exception as error:
+            self.fail(check, f"build raised {_one_line(error)}", shape)
+
+    def run(self, check: str, module: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        try:
+            return module(x)
+        except Exception as error:
+            self.fail(check, f"forward raised {_one_line(error)}", tuple(x.shape[1:]))
+
+    def each(self, check: str) -> list[tuple[tuple[int, int], nn.Module, torch.Tensor]]:
+        """(shape, module, random input) for every supported shape."""
+        out = []
+        for index, shape in enumerate(self.shapes):
+            generator = torch.Generator().manual_seed(1000 + index)
+            x = torch.randn(BATCH, *shape, generator=generator)
+            out.append((shape, self.build(check, shape), x))
+        return out
+
+    def check_shapes(self) -> None:
+        if not self.shapes:
+            self.fail("shapes", "supports() rejects every shape tried")
+        for shape, module, x in self.each("shapes"):
+            y = self.run("shapes", module, x)
+            if tuple(y.shape) != tuple(x.shape):
+                self.fail("shapes", f"output shape {tuple(y.shape)} != {tuple(x.shape)}", shape)
+
+    def check_dtype(self) -> None:
+        for shape, module, x in self.each("dtype"):
+            if (dtype := self.run("dtype", module, x).dtype) != torch.float32:
+                self.fail("dtype", f"float32 input gave {dtype}", shape)
+
+    def check_finite(self) -> None:
+        for shape, module, x in self.each("finite"):
+            if not torch.isfinite(self.run("finite", module, x)).all():
+                self.fail("finite", "output has NaN or infinite values", shape)
+
+    def check_gradients(self) -> None:
+        for shape, module, x in self.each("gradients"):
+            trainable = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+            y = self.run("gradients", module, x)
+            if trainable and y.requires_grad:
+                weights = torch.randn(y.shape, generator=torch.Generator().manual_seed(7))
+                (y * weights).sum().backward()
+            for name, parameter in trainable:
+                if parameter.grad is None or not parameter.grad.abs().sum() > 0:
+                    self.fail("gradients", f"parameter {name!r} gets no gradient", shape)
+
+    def check_determinism(self) -> None:
+        for shape, _, x in self.each("determinism"):
+            outputs = []
+            for _ in range(2):
+                module = self.build("determinism", shape, seed=1)  # seeds torch, then builds
+                outputs.append(self.run("determinism", module, x))
+            if not torch.equal(*outputs):
+                self.fail(
+                    "determinism", "seed, build and forward twice gave different outputs", shape
+                )
+
+    def check_causality(self) -> None:
+        generator = torch.Generator().manual_seed(11)
+        for shape, module, x in self.each("causality"):
+            y = self.run("causality", module, x).detach()
+            for cut in sorted({c for c in (0, shape[0] // 2, shape[0] - 2) if c < shape[0] - 1}):
+                changed = x.clone()
+                changed[:, cut + 1 :] = 3 * torch.randn(
+                    changed[:, cut + 1 :].shape, generator=generator
+                )
+                drift = self.run("causality", module, changed)[:, : cut + 1] - y[:, : cut + 1]
+                if drift.abs().max().item() > 1e-5 * (1 + y.abs().max().item()):
+                    self.fail("causality", f"output at token {cut} depends on later tokens", shape)
+
+    def check_signature(self) -> None:
+        signature = self.mixer.signature
+        assert signature is not None
+        probes, _ = probes_for(signature)
+        for shape, module, x in self.each("signature"):
+            for key, predicted in signature.predicted.items():
+                if key not in probes:
+                    self.fail("signature", f"no probe named {key!r}", shape)
+                observed = float(probes[key](module, x))
+                if not math.isfinite(observed) or abs(observed - predicted) > signature.tolerance:
+                    expected = f"predicted {predicted:g} ± {signature.tolerance:g}"
+                    self.fail("signature", f"{key} = {observed:.6g}, {expected}", shape)
+
+    def checks(self) -> list[Check]:
+        names = ["shapes", "dtype", "finite", "gradients", "determinism"]
+        names += ["causality"] * self.causal + ["signature"] * (self.mixer.signature is not None)
+        return [(name, _isolated(getattr(self, f"check_{name}"))) for name in names]
+
+
+def mixer_contract_tests(
+    name_or_factory: str | Mixer | Callable[..., nn.Module],
+    *,
+    tokens: Sequence[int] = (8, 16),
+    dims: Sequence[int] = (16, 32),
+    options: Mapping[str, Any] | None = None,
+) -> list[Check]:
+    """The contract checks as ``(check_name, callable)`` pairs; each callable raises on failure."""
+    mixer = as_mixer(name_or_factory)
+    return _Contract(mixer, tokens, dims, dict(options or {})).checks()
+
+
+def check_mixer(
+    name_or_factory: str | Mixer | Callable[..., nn.Module],
+    *,
+    tokens: Sequence[int] = (8, 16),
+    dims: Sequence[int] = (16, 32),
+    options: Mapping[str, Any] | None = None,
+) -> None:
+    """Run every contract check; the first failure raises a one-line ``AssertionError``."""
+    for _, check in mixer_contract_tests(
+        name_or_factory, tokens=tokens, dims=dims, options=options
+    ):
+        check()

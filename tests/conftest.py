@@ -1,0 +1,37 @@
+"""Shared fixtures: an isolated cache folder, and running the real CLI in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# Small enough that a whole run takes seconds, large enough that models really train.
+TINY = [
+    "--budget", "steps=30",
+    "--sweep-seeds", "1",
+    "--track-option", "sequence.series=24",
+    "--track-option", "sequence.length=64",
+]  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path_factory, monkeypatch):
+    """Keep generated data out of the home folder."""
+    cache = tmp_path_factory.getbasetemp() / "cache"
+    monkeypatch.setenv("BENCHSUITE_CACHE", str(cache))
+    monkeypatch.delenv("BENCHSUITE_PLUGINS_DIR", raising=False)
+    monkeypatch.delenv("BENCHSUITE_LOAD_PLUGINS", raising=False)
+    return cache
+
+
+def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None):
+    """Run ``benchsuite ARGS`` as a user would; returns the CompletedProcess (text)."""
+    full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "benchsuite.cli", *args],
+        capture_output=True, text=True, env=full_env, cwd=cwd, timeout=600,
+    )  # fmt: skip

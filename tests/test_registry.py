@@ -1,0 +1,174 @@
+"""Plugin discovery: entry points of a separately installed distribution, a plugins folder,
+failures that are reported and not fatal, duplicates that are a clear error."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import TINY, run_cli
+
+from benchsuite.registry import load_registry
+from benchsuite.specs import PluginError
+
+SHIFT_MIXER = """
+from benchsuite import Mixer, Option, hookimpl
+
+
+def build(tokens, dim, shift=1):
+    import torch
+    from torch import nn
+
+    class Shift(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = nn.Parameter(torch.ones(dim))
+
+        def forward(self, x):
+            return torch.roll(x, shifts=shift, dims=1) * self.scale
+
+    return Shift()
+
+
+@hookimpl
+def benchsuite_register_mixers(register):
+    register(Mixer(name="{name}", build=build, description="roll tokens by one",
+                   options=(Option("shift", int, 1, "positions"),)))
+"""
+
+
+def write_plugin(folder: Path, stem: str, body: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{stem}.py"
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def test_builtins_register_through_entry_points():
+    registry = load_registry()
+    assert {"dense", "attention", "butterfly"} <= set(registry.mixers)
+    assert "sequence" in registry.tracks
+    dense = registry.mixers["dense"]
+    assert dense.distribution == "benchsuite" and dense.version
+    assert dense.source_hash and dense.plugin == "dense"
+
+
+def test_plugins_dir_mixer_is_listed_and_runs(tmp_path):
+    plugins = tmp_path / "plugins"
+    write_plugin(plugins, "shift", SHIFT_MIXER.format(name="shift"))
+    listed = run_cli("--plugins-dir", str(plugins), "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    mixers = json.loads(listed.stdout)["mixers"]
+    assert mixers["shift"]["distribution"] == "plugins-dir"
+    assert mixers["shift"]["options"] == {"shift": 1}
+
+    out = tmp_path / "out"
+    ran = run_cli("--plugins-dir", str(plugins), "run", "--tracks", "sequence",
+                  "--mixers", "dense,shift", "--seeds", "2", "--out", str(out), *TINY)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    result = json.loads((out / "sequence" / "shift.json").read_text())
+    assert result["idea"]["name"] == "shift" and len(result["idea"]["per_seed"]) == 2
+
+
+def test_installed_distribution_entry_point_is_listed_and_runs(tmp_path):
+    project = tmp_path / "benchsuite-rollmix"
+    write_plugin(project / "benchsuite_rollmix", "__init__", SHIFT_MIXER.format(name="rollmix"))
+    (project / "pyproject.toml").write_text(
+        textwrap.dedent("""
+        [build-system]
+        requires = ["setuptools"]
+        build-backend = "setuptools.build_meta"
+        [project]
+        name = "benchsuite-rollmix"
+        version = "0.3.1"
+        [project.entry-points.benchsuite]
+        rollmix = "benchsuite_rollmix"
+    """)
+    )
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+         "--target", str(target), str(project)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    env = {"PYTHONPATH": str(target)}
+    listed = run_cli("list", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout)["mixers"]["rollmix"]["distribution"] == (
+        "benchsuite-rollmix 0.3.1"
+    )
+    out = tmp_path / "out"
+    ran = run_cli("run", "--tracks", "sequence", "--mixers", "dense,rollmix", "--seeds", "2",
+                  "--out", str(out), *TINY, env=env)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert (out / "sequence" / "rollmix.json").exists()
+
+
+def test_broken_plugins_are_reported_and_the_rest_loads(tmp_path):
+    write_plugin(tmp_path, "broken_import", "import not_a_real_module_xyz\n")
+    write_plugin(
+        tmp_path,
+        "raising_hook",
+        """
+        from benchsuite import hookimpl
+
+        @hookimpl
+        def benchsuite_register_mixers(register):
+            raise RuntimeError("hook exploded")
+    """,
+    )
+    write_plugin(
+        tmp_path,
+        "wrong_kind",
+        """
+        from benchsuite import hookimpl
+
+        @hookimpl
+        def benchsuite_register_mixers(register):
+            register("not a mixer")
+    """,
+    )
+    write_plugin(
+        tmp_path,
+        "typo_hook",
+        """
+        from benchsuite import hookimpl
+
+        @hookimpl
+        def benchsuite_register_mixer(register):
+            pass
+    """,
+    )
+    write_plugin(tmp_path, "good", SHIFT_MIXER.format(name="good"))
+    registry = load_registry(str(tmp_path))
+    reasons = {f.name: f.reason for f in registry.failures}
+    assert "ModuleNotFoundError" in reasons["broken_import"]
+    assert "hook exploded" in reasons["raising_hook"]
+    assert "expected a Mixer" in reasons["wrong_kind"]
+    assert "benchsuite_register_mixer" in reasons["typo_hook"]
+    assert "good" in registry.mixers and "dense" in registry.mixers
+
+    shown = run_cli("--plugins-dir", str(tmp_path), "plugins")
+    assert shown.returncode == 0
+    assert "broken_import" in shown.stdout and "hook exploded" in shown.stdout
+
+
+def test_duplicate_mixer_names_name_both_sources(tmp_path):
+    write_plugin(tmp_path, "another_dense", SHIFT_MIXER.format(name="dense"))
+    with pytest.raises(
+        PluginError, match=r"'dense' is registered twice.*benchsuite.*another_dense"
+    ):
+        load_registry(str(tmp_path))
+    listed = run_cli("--plugins-dir", str(tmp_path), "list")
+    assert listed.returncode == 2
+    assert listed.stderr.count("\n") == 1 and "registered twice" in listed.stderr
+
+
+def test_load_plugins_variable_restricts_entry_points(monkeypatch):
+    monkeypatch.setenv("BENCHSUITE_LOAD_PLUGINS", "dense,sequence")
+    registry = load_registry()
+    assert set(registry.mixers) == {"dense"} and set(registry.tracks) == {"sequence"}

@@ -1,0 +1,102 @@
+"""The whole path end to end on the sequence track: JSON files, mechanism signature, resume,
+determinism, and one-line errors for names that do not exist."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+
+import pytest
+from conftest import TINY, run_cli
+
+BENCH_KEYS = {"bench_version", "track", "model", "metric_direction", "n_seeds", "baseline", "idea",
+              "comparison", "mechanism_signature", "budget_signature", "versions"}  # fmt: skip
+COMPARISON_KEYS = {"delta_mean", "idea_wins", "n_pairs", "per_seed_diffs", "p_value", "mde",
+                   "verdict", "ci95", "p_holm", "flags"}  # fmt: skip
+SIGNATURE_KEYS = {"prediction", "predicted_norm_ratio", "observed_norm_ratio_seed0",
+                  "observed_inverse_max_error_seed0", "baseline_observed_norm_ratio_seed0",
+                  "confirmed"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """One real run of dense vs butterfly on the sequence track with 8 paired seeds."""
+    out = tmp_path_factory.mktemp("run") / "out"
+    args = ["run", "--tracks", "sequence", "--mixers", "dense,butterfly", "--seeds", "8",
+            "--out", str(out), *TINY]  # fmt: skip
+    first = run_cli(*args)
+    assert first.returncode == 0, first.stderr
+    return out, args, first
+
+
+def test_bench_report_files_have_the_prototype_keys(finished):
+    out, _, _ = finished
+    report = json.loads((out / "sequence" / "butterfly.json").read_text())
+    assert set(report) >= BENCH_KEYS
+    assert set(report["comparison"]) >= COMPARISON_KEYS
+    assert {"best_cfg", "sweep", "full"} <= set(report["baseline"])
+    assert report["n_seeds"] == 8 and report["baseline"]["full"]["n"] == 8
+    assert len(report["comparison"]["per_seed_diffs"]) == 8
+    assert report["metric_direction"] == "lower is better"
+    whole = json.loads((out / "report.json").read_text())
+    assert whole["tracks"]["sequence"]["dataset"].startswith("synthetic seasonal")
+
+
+def test_butterfly_preserves_norm_and_dense_does_not(finished):
+    out, _, _ = finished
+    signature = json.loads((out / "sequence" / "butterfly.json").read_text())["mechanism_signature"]
+    assert set(signature) >= SIGNATURE_KEYS
+    assert signature["observed_norm_ratio_seed0"] == pytest.approx(1.0, abs=1e-5)
+    assert signature["observed_inverse_max_error_seed0"] < 1e-5
+    assert abs(signature["baseline_observed_norm_ratio_seed0"] - 1.0) > 1e-2
+    assert signature["confirmed"] is True
+
+
+def test_store_has_one_row_per_training_run(finished):
+    out, _, _ = finished
+    with sqlite3.connect(out / "benchsuite.sqlite") as db:
+        rows = db.execute("SELECT stage, COUNT(*) FROM results GROUP BY stage").fetchall()
+    # 2 mixers x (3 grid points x 1 sweep seed) and 2 mixers x 8 evaluation seeds
+    assert dict(rows) == {"sweep": 6, "eval": 16}
+
+
+def _tables(stdout: str) -> str:
+    return stdout[stdout.index("sequence —") : stdout.index("jobs:")]
+
+
+def test_rerun_trains_nothing_and_prints_the_same_tables(finished):
+    _out, args, first = finished
+    again = run_cli(*args)
+    assert again.returncode == 0, again.stderr
+    assert re.search(r"jobs: 0 trained, 22 reused, 0 failed", again.stdout)
+    assert _tables(again.stdout) == _tables(first.stdout)
+
+
+def test_same_command_twice_gives_bit_identical_metrics(finished, tmp_path):
+    out, args, _ = finished
+    other = tmp_path / "again"
+    rerun = run_cli(*[str(other) if a == str(out) else a for a in args])
+    assert rerun.returncode == 0, rerun.stderr
+    for name in ("butterfly",):
+        a = json.loads((out / "sequence" / f"{name}.json").read_text())
+        b = json.loads((other / "sequence" / f"{name}.json").read_text())
+        assert a["idea"]["per_seed"] == b["idea"]["per_seed"]
+        assert a["baseline"]["full"]["per_seed"] == b["baseline"]["full"]["per_seed"]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--tracks", "sequense"], "unknown track 'sequense' (did you mean 'sequence'?)"),
+        (["--mixers", "dense,butterfli"], "unknown mixer 'butterfli' (did you mean 'butterfly'?)"),
+        (["--mixers", "dense,butterfly,butterfly"], "mixer 'butterfly' is named twice"),
+        (["--track-option", "sequence.lookbak=8"], "unknown option sequence.lookbak"),
+        (["--seeds", "1"], "--seeds must be at least 2"),
+    ],
+)
+def test_bad_names_give_one_line_errors(tmp_path, args, needle):
+    result = run_cli("run", "--out", str(tmp_path / "out"), *args)
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    assert needle in result.stderr
