@@ -296,22 +296,27 @@ def _one_line(error: BaseException) -> str:
     return text[0] if text else type(error).__name__
 
 
-def report(out: Path | str) -> dict[str, Any]:
+def report(
+    out: Path | str, *, store_path: Path | None = None, write: bool = True
+) -> dict[str, Any]:
     """Re-build every table and file of a finished run from its store alone (no training)."""
     from benchsuite.analysis import analyse
     from benchsuite.report import write_report
 
     out = Path(out)
-    path = out / "benchsuite.sqlite"
+    path = Path(store_path) if store_path else out / "benchsuite.sqlite"
     if not path.exists():
         raise UsageError(f"no benchsuite store in {out} (expected {path})")
     store = Store(path)
-    manifest = store.last_run()
-    if manifest is None:
-        raise UsageError(f"store {path} holds no finished run")
-    result = analyse(manifest, store.results(), store.failures())
-    write_report(result, out)
-    store.close()
+    try:
+        manifest = store.last_run()
+        if manifest is None:
+            raise UsageError(f"store {path} holds no finished run")
+        result = analyse(manifest, store.results(), store.failures())
+    finally:
+        store.close()
+    if write:
+        write_report(result, out)
     return result
 
 

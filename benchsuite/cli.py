@@ -79,12 +79,22 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--executor", default="process", help="local or process (default)")
     run.add_argument("--jobs", type=int, help="parallel workers (default: one per core)")
     run.add_argument("--threads", type=int, default=1, help="torch threads per job (default 1)")
+    run.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse a design whose seeds cannot reach significance",
+    )
 
     listing = commands.add_parser("list", help="list registered mixers and tracks")
     listing.add_argument("--json", action="store_true", help="print JSON instead of tables")
     commands.add_parser("plugins", help="list loaded plugins and plugin failures")
     report = commands.add_parser("report", help="re-render tables and files from a run's store")
     report.add_argument("out", nargs="?", default=DEFAULT_OUT)
+    compare = commands.add_parser("compare", help="compare two finished runs seed by seed")
+    compare.add_argument("a", help="output folder (or store file) of run A, the reference")
+    compare.add_argument("b", help="output folder (or store file) of run B")
+    compare.add_argument("--mixers", type=_split, help="only these mixers")
+    compare.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return parser
 
 
@@ -96,9 +106,10 @@ def _console():
 
 def cmd_run(args: argparse.Namespace) -> int:
     from benchsuite import api
+    from benchsuite.design import design_check
     from benchsuite.progress import progress_bar
     from benchsuite.registry import load_registry
-    from benchsuite.tables import print_report
+    from benchsuite.tables import print_design, print_report
 
     console = _console()
     registry = load_registry(args.plugins_dir)
@@ -118,6 +129,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         threads=args.threads,
         budget_overrides=parse_pairs(args.budget, "--budget"),
     )
+    design = design_check(request, registry, Path(args.out))
+    print_design(design, console)
+    if design["warning"] and args.strict:
+        raise UsageError(f"{design['warning']} (--strict)")
     with progress_bar(console) as progress:
         summary = api.run(
             request, out=args.out, registry=registry, plugins_dir=args.plugins_dir,
@@ -161,7 +176,27 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "list": cmd_list, "plugins": cmd_plugins, "report": cmd_report}
+def cmd_compare(args: argparse.Namespace) -> int:
+    import json
+
+    from benchsuite.compare import compare_runs, load_run
+    from benchsuite.tables import compare_table
+
+    result = compare_runs(load_run(args.a), load_run(args.b), mixers=args.mixers)
+    if args.json:
+        print(json.dumps(result, indent=2, default=str))
+    else:
+        _console().print(compare_table(result))
+    return 0
+
+
+COMMANDS = {
+    "run": cmd_run,
+    "list": cmd_list,
+    "plugins": cmd_plugins,
+    "report": cmd_report,
+    "compare": cmd_compare,
+}
 
 
 def _log_traceback(args: Any) -> Path | None:

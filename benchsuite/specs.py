@@ -218,6 +218,7 @@ class Track:
     metric: Metric = Metric("metric", higher_is_better=True)
     options: tuple[Option, ...] = ()
     budgets: Mapping[str, Budget] = {}
+    planning_sd: float = 0.05  # guessed sd of paired differences / baseline mean, for planning
     # filled in by the registry
     plugin: str = ""
     distribution: str = ""

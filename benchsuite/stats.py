@@ -44,6 +44,7 @@ class Comparison:
     ci95: tuple[float, float]
     ci95_rel_pct: tuple[float, float]
     ci_half_width: float
+    sd_diff: float
     wins: int
     ties: int
     losses: int
@@ -220,6 +221,7 @@ def compare_paired(
         ci95=ci,
         ci95_rel_pct=(_rel(ci[0], base_mean), _rel(ci[1], base_mean)),
         ci_half_width=half,
+        sd_diff=sd_d,
         wins=int(np.sum(d > 0)),
         ties=int(np.sum(d == 0)),
         losses=int(np.sum(d < 0)),

@@ -136,6 +136,21 @@ def problems_table(report: dict) -> Table | None:
     return table
 
 
+def print_design(design: dict, console: Console) -> None:
+    """The design check, before training: seeds, family size and the planned MDE per track."""
+    console.print(
+        f"design: {design['seeds']} paired seeds, {design['comparisons']} comparisons "
+        f"(Holm needs at least {design['min_seeds_for_significance']} seeds)"
+    )
+    if design["warning"]:
+        console.print(f"[yellow]warning:[/] {design['warning']}")
+    for track, plan in design["tracks"].items():
+        console.print(
+            f"  {track}: planned MDE {plan['planned_mde_rel_pct']:.1f}% of the baseline "
+            f"(sd of paired differences {100 * plan['planning_sd_rel']:.1f}%, {plan['source']})"
+        )
+
+
 def print_report(report: dict, console: Console) -> None:
     """Print every table of a report."""
     design = report["design"]
@@ -146,3 +161,24 @@ def print_report(report: dict, console: Console) -> None:
     for table in (signature_table(report), across_table(report), problems_table(report)):
         if table is not None:
             console.print(table)
+
+
+def compare_table(result: dict) -> Table:
+    """Run B against run A, per (track, mixer): improvement > 0 means B is better."""
+    table = Table(
+        title="[bold]compare[/]: run B against run A, paired by seed",
+        caption="improvement > 0 means B is better; Holm over every row",
+    )
+    for column in ("track", "mixer", "A mean", "B mean", "improvement [95% CI]", "p", "Holm p",
+                   "MDE", "verdict"):  # fmt: skip
+        table.add_column(column)
+    for row in result["rows"]:
+        c = row["comparison"]
+        lo, hi = c["ci95_rel_pct"] or (None, None)
+        style = VERDICT_STYLE.get(c["verdict"], "")
+        table.add_row(
+            row["track"], row["mixer"], _num(c["baseline_mean"]), _num(c["mixer_mean"]),
+            f"{_pct(c['improvement_rel_pct'])} [{_pct(lo)}, {_pct(hi)}]", _num(c["p_value"], 3),
+            _num(c["p_holm"], 3), _pct(c["mde_rel_pct"]).lstrip("+"), f"[{style}]{c['verdict']}[/]",
+        )  # fmt: skip
+    return table

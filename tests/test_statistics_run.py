@@ -1,0 +1,125 @@
+"""Issue 5 end to end: diverged runs, the design check, `compare` and `report` on real runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import TINY, run_cli
+
+FLAKY = """
+from benchsuite import Mixer, hookimpl
+
+
+def build(tokens, dim):
+    import torch
+    from torch import nn
+
+    broken = bool(torch.rand(()) < 0.5)  # drawn from this seed's init stream for the mixer
+
+    class Flaky(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.eye(tokens))
+
+        def forward(self, x):
+            y = torch.einsum("st,btd->bsd", self.weight, x)
+            return y * float("nan") if broken else y
+
+    return Flaky()
+
+
+@hookimpl
+def benchsuite_register_mixers(register):
+    register(Mixer(name="flaky", build=build, description="diverges on about half the seeds"))
+"""
+
+ARGS = ["run", "--tracks", "sequence", "--seeds", "6", *TINY]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """A run with a diverging mixer, the same baseline without it, and a reference run."""
+    root = tmp_path_factory.mktemp("stats")
+    plugins = root / "plugins"
+    plugins.mkdir()
+    (plugins / "flaky.py").write_text(FLAKY)
+    with_flaky = run_cli("--plugins-dir", str(plugins), *ARGS, "--mixers", "dense,flaky",
+                         "--out", str(root / "flaky"))  # fmt: skip
+    assert with_flaky.returncode == 0, with_flaky.stderr
+    plain = run_cli(*ARGS, "--mixers", "dense,identity", "--out", str(root / "plain"))
+    assert plain.returncode == 0, plain.stderr
+    return root, with_flaky
+
+
+def _report(folder):
+    return json.loads((folder / "report.json").read_text())
+
+
+def test_diverged_runs_are_counted_imputed_and_flagged(runs):
+    root, _ = runs
+    report = _report(root / "flaky")
+    cell = report["tracks"]["sequence"]["comparisons"]["flaky"]
+    diverged = cell["divergence"]["mixer"]["count"]
+    assert 0 < diverged < 6
+    cap = report["tracks"]["sequence"]["mixers"]["flaky"]
+    assert cap["diverged"] == diverged
+    # imputed label-blind with the track's cap (the trivial predictor's test MSE)
+    imputed = [v for v in cell["mixer_values"] if v is not None]
+    assert len(imputed) == 6
+    assert sum(v >= 0.9 for v in imputed) >= diverged
+    if diverged / 6 >= 0.25:
+        assert "unstable" in cell["comparison"]["flags"]
+    baseline = _report(root / "plain")["tracks"]["sequence"]["comparisons"]["identity"]
+    assert cell["divergence"]["baseline"] == baseline["divergence"]["baseline"]
+    lo, hi = cell["divergence"]["mixer"]["ci95"]
+    assert lo <= diverged / 6 <= hi
+
+
+def test_baseline_numbers_do_not_depend_on_the_other_mixers(runs):
+    root, _ = runs
+    flaky = _report(root / "flaky")["tracks"]["sequence"]["mixers"]["dense"]["full"]["per_seed"]
+    plain = _report(root / "plain")["tracks"]["sequence"]["mixers"]["dense"]["full"]["per_seed"]
+    assert flaky == plain
+
+
+def test_design_warning_is_printed_before_training(runs):
+    _, result = runs
+    head = result.stdout[: result.stdout.index("sweep")]
+    assert "6 paired seeds, 1 comparisons (Holm needs at least 6 seeds)" in head
+    assert "sequence: planned MDE" in head
+
+
+def test_strict_refuses_an_underpowered_design(tmp_path):
+    result = run_cli(*ARGS, "--mixers", "dense,identity", "--seeds", "3", "--strict",
+                     "--out", str(tmp_path))  # fmt: skip
+    assert result.returncode == 2 and "(--strict)" in result.stderr
+    assert "with 3 seeds and 1 comparisons no result can reach significance" in result.stderr
+    assert not (tmp_path / "benchsuite.sqlite").exists()
+
+
+def test_report_rebuilds_the_same_figures_from_the_store(runs):
+    root, _ = runs
+    folder = root / "plain"
+    before = _report(folder)
+    (folder / "report.json").unlink()
+    result = run_cli("report", str(folder))
+    assert result.returncode == 0, result.stderr
+    assert "sequence —" in result.stdout
+    assert _report(folder) == before
+
+
+def test_compare_pairs_two_runs_and_refuses_different_budgets(runs, tmp_path):
+    root, _ = runs
+    same = run_cli("compare", str(root / "plain"), str(root / "flaky"), "--json")
+    assert same.returncode == 0, same.stderr
+    rows = {row["mixer"]: row["comparison"] for row in json.loads(same.stdout)["rows"]}
+    assert rows["dense"]["improvement"] == 0.0  # the same baseline seeds in both runs
+    assert rows["dense"]["verdict"] == "equivalent_within_margin"
+
+    other = run_cli(*ARGS, "--mixers", "dense,identity", "--budget", "steps=31",
+                    "--out", str(tmp_path / "other"))  # fmt: skip
+    assert other.returncode == 0, other.stderr
+    refused = run_cli("compare", str(root / "plain"), str(tmp_path / "other"))
+    assert refused.returncode == 2
+    assert "budget signatures differ" in refused.stderr and refused.stderr.count("\n") == 1
