@@ -1,4 +1,4 @@
-"""``benchsuite compare A B``: the same mixers on the same tracks in two finished runs, paired by seed.
+"""``benchsuite compare A B``: the same mixers on the same tracks in two runs, paired by seed.
 
 Typical use: a mixer before and after a change. Run B is the "mixer", run A the "baseline" of each
 paired comparison, so improvement > 0 means B is better. Runs whose budget signatures or seeds
