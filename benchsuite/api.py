@@ -240,7 +240,6 @@ def run(
     from benchsuite.analysis import analyse, select_configs
     from benchsuite.environment import describe
     from benchsuite.executors import make_executor
-    from benchsuite.report import write_report
 
     out = Path(out)
     registry = registry or load_registry(plugins_dir)
@@ -286,9 +285,9 @@ def run(
     eval_results = runner.execute("eval", evaluation)
 
     report = analyse(manifest, {**sweep_results, **eval_results}, store.failures())
-    write_report(report, out)
     store.close()
-    return RunSummary(out, report, runner.trained, runner.reused, runner.failed)
+    warnings = write_all(report, out)
+    return RunSummary(out, report, runner.trained, runner.reused, runner.failed, warnings)
 
 
 def _one_line(error: BaseException) -> str:
@@ -301,7 +300,6 @@ def report(
 ) -> dict[str, Any]:
     """Re-build every table and file of a finished run from its store alone (no training)."""
     from benchsuite.analysis import analyse
-    from benchsuite.report import write_report
 
     out = Path(out)
     path = Path(store_path) if store_path else out / "benchsuite.sqlite"
@@ -316,8 +314,24 @@ def report(
     finally:
         store.close()
     if write:
-        write_report(result, out)
+        write_all(result, out)
     return result
+
+
+def write_all(result: dict[str, Any], out: Path) -> list[str]:
+    """Write report.json, the per-comparison files, report.html and the plots.
+
+    The JSON files come first; a failure while drawing is returned as a warning, never losing them.
+    """
+    from benchsuite.html import write_html
+    from benchsuite.report import write_report
+
+    write_report(result, out)
+    try:
+        write_html(result, out)
+    except Exception as error:  # the figures are already safe in report.json
+        return [f"report.html not written: {type(error).__name__}: {error}"]
+    return []
 
 
 __all__ = ["Progress", "RunRequest", "RunSummary", "make_request", "report", "run"]

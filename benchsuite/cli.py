@@ -52,11 +52,24 @@ def _parser() -> argparse.ArgumentParser:
         prog="benchsuite",
         description="Benchmark token mixers on several tracks with paired-seed statistics.",
     )
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show full tracebacks"
+    )
+    common.add_argument(
+        "--plugins-dir",
+        default=argparse.SUPPRESS,
+        help="folder of *.py plugins (or $BENCHSUITE_PLUGINS_DIR)",
+    )
     parser.add_argument("--debug", action="store_true", help="show full tracebacks")
     parser.add_argument("--plugins-dir", help="folder of *.py plugins (or $BENCHSUITE_PLUGINS_DIR)")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    run = commands.add_parser("run", help="run mixers x tracks under the shared protocol")
+    def add_command(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        """A sub-command that also takes --debug and --plugins-dir after its name."""
+        return commands.add_parser(name, parents=[common], **kwargs)
+
+    run = add_command("run", help="run mixers x tracks under the shared protocol")
     run.add_argument("--tracks", type=_split, help="comma-separated tracks (default: all)")
     run.add_argument("--mixers", type=_split, help="comma-separated mixers (default: all)")
     run.add_argument("--baseline", default="dense", help="baseline mixer (default: dense)")
@@ -85,12 +98,33 @@ def _parser() -> argparse.ArgumentParser:
         help="refuse a design whose seeds cannot reach significance",
     )
 
-    listing = commands.add_parser("list", help="list registered mixers and tracks")
+    listing = add_command("list", help="list registered mixers and tracks")
     listing.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    commands.add_parser("plugins", help="list loaded plugins and plugin failures")
-    report = commands.add_parser("report", help="re-render tables and files from a run's store")
+    listing.add_argument(
+        "--costs",
+        action="store_true",
+        help="measure parameters, FLOPs, step time and memory per mixer x track",
+    )
+    listing.add_argument("--preset", default="quick", help="budget used by --costs (default quick)")
+    listing.add_argument("--tracks", type=_split, help="tracks for --costs (default: all)")
+    listing.add_argument("--mixers", type=_split, help="mixers for --costs (default: all)")
+    listing.add_argument("--baseline", default="dense", help="reference of the parameter ratio")
+    listing.add_argument("--track-option", action="append", default=[], metavar="TRACK.KEY=VALUE")
+    listing.add_argument("--mixer-option", action="append", default=[], metavar="MIXER.KEY=VALUE")
+    listing.add_argument("--data-dir", help="folder with real datasets")
+    listing.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    new_mixer = add_command("new-mixer", help="write a mixer plugin distribution")
+    new_mixer.add_argument("name", help="the mixer's name: lowercase letters, digits, underscores")
+    new_mixer.add_argument("--path", default=".", help="where to write benchsuite-NAME/")
+    add_command("plugins", help="list loaded plugins and plugin failures")
+    report = add_command("report", help="re-render tables and files from a run's store")
     report.add_argument("out", nargs="?", default=DEFAULT_OUT)
-    compare = commands.add_parser("compare", help="compare two finished runs seed by seed")
+    export = add_command("export", help="write every training run as one row")
+    export.add_argument("out", nargs="?", default=DEFAULT_OUT)
+    export.add_argument("--format", choices=("csv", "parquet", "json"), default="csv")
+    export.add_argument("--output", help="file to write (default: OUT/results.FORMAT)")
+    export.add_argument("--failures", action="store_true", help="add failed runs (status=failed)")
+    compare = add_command("compare", help="compare two finished runs seed by seed")
     compare.add_argument("a", help="output folder (or store file) of run A, the reference")
     compare.add_argument("b", help="output folder (or store file) of run B")
     compare.add_argument("--mixers", type=_split, help="only these mixers")
@@ -139,9 +173,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             executor=args.executor, jobs=args.jobs, progress=progress,
         )  # fmt: skip
     print_report(summary.report, console)
+    for warning in summary.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
     console.print(
         f"jobs: {summary.trained} trained, {summary.reused} reused, {summary.failed} failed; "
-        f"report: {Path(args.out) / 'report.json'}"
+        f"report: {Path(args.out) / 'report.html'}"
     )
     return 1 if summary.failed else 0
 
@@ -153,6 +189,20 @@ def cmd_list(args: argparse.Namespace) -> int:
     from benchsuite.registry import load_registry
 
     registry = load_registry(args.plugins_dir)
+    if args.costs:
+        from benchsuite.costs import costs_table, print_costs
+
+        rows = costs_table(
+            registry, args.preset, args.tracks, args.mixers, baseline=args.baseline,
+            track_options=parse_assignments(args.track_option, "--track-option"),
+            mixer_options=parse_assignments(args.mixer_option, "--mixer-option"),
+            data_dir=args.data_dir, device=args.device,
+        )  # fmt: skip
+        if args.json:
+            print(json.dumps(rows, indent=2, default=str))
+        else:
+            print_costs(rows, _console())
+        return 0
     if args.json:
         print(json.dumps(listing(registry), indent=2, default=str))
     else:
@@ -190,7 +240,25 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from benchsuite.export import export
+
+    path, rows = export(args.out, args.format, args.output, include_failures=args.failures)
+    print(f"{rows} rows -> {path}")
+    return 0
+
+
+def cmd_new_mixer(args: argparse.Namespace) -> int:
+    from benchsuite.scaffold import new_mixer
+
+    folder = new_mixer(args.name, args.path)
+    print(f"wrote {folder}; next: pip install -e {folder}, then see {folder / 'README.md'}")
+    return 0
+
+
 COMMANDS = {
+    "new-mixer": cmd_new_mixer,
+    "export": cmd_export,
     "run": cmd_run,
     "list": cmd_list,
     "plugins": cmd_plugins,

@@ -177,7 +177,18 @@ def run_job(job: Job, registry: Registry) -> dict[str, Any]:
         diverged = bool(worse)
 
     probes: dict[str, float] = {}
+    costs = {
+        "params": float(sum(p.numel() for p in model.parameters())),
+        "mixer_params": float(
+            sum(p.numel() for m in model.mixers() for p in m.parameters() if p.requires_grad)
+        ),
+        "seconds_per_step": outcome.seconds_per_step,
+    }
     if job.measure:
+        from benchsuite.costs import forward_flops
+
+        sample = x_train[: min(len(x_train), 8)]
+        costs["flops_per_example"] = forward_flops(model, sample) / len(sample)
         from benchsuite.probes import measure, probes_for
 
         inputs = capture_mixer_inputs(model, _tensor(data.x_test[:64]))
@@ -187,13 +198,7 @@ def run_job(job: Job, registry: Registry) -> dict[str, Any]:
         "metrics": metrics,
         "diverged": diverged,
         "probes": probes,
-        "costs": {
-            "params": float(sum(p.numel() for p in model.parameters())),
-            "mixer_params": float(
-                sum(p.numel() for m in model.mixers() for p in m.parameters() if p.requires_grad)
-            ),
-            "seconds_per_step": outcome.seconds_per_step,
-        },
+        "costs": costs,
         "data_description": data.description,
         "data_verified": data.verified,
         "cap": data.cap,

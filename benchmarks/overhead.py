@@ -1,0 +1,73 @@
+"""Framework overhead: benchsuite's job path vs a minimal hand-written PyTorch loop.
+
+Both train the same model (same architecture, data, minibatch order, steps, optimizer) on one
+thread; they alternate several times and the median ratio is printed as ``overhead ratio X``.
+
+    python benchmarks/overhead.py [--track sequence] [--mixer attention] [--repeats 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+from benchsuite import api
+from benchsuite.executors import execute
+from benchsuite.plan import eval_jobs
+from benchsuite.registry import load_registry
+from benchsuite.seeds import Streams
+from benchsuite.train import batch_order, build_model, job_budget, load_data
+
+
+def minimal_loop(job, registry) -> float:
+    """Build, train and evaluate with nothing but plain PyTorch; returns the test metric."""
+    track, mixer = registry.tracks[job.track], registry.mixers[job.mixer]
+    data = load_data(track, job)
+    budget = job_budget(job)
+    model = build_model(track, mixer, data, job)
+    x, y = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)
+    order = batch_order(Streams(job.salt, job.track, job.seed).rng("order"), len(x),
+                        budget.steps, budget.batch_size)  # fmt: skip
+    optimizer = torch.optim.AdamW(model.parameters(), lr=job.config["lr"])
+    for step in range(budget.steps):
+        index = order[step]
+        loss = track.loss(model(x[index]), y[index])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    with torch.no_grad():
+        model.eval()
+        prediction = model(torch.from_numpy(data.x_test))
+    return track.evaluate(prediction, torch.from_numpy(data.y_test), data)[track.metric.name]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--track", default="sequence")
+    parser.add_argument("--mixer", default="attention")
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    registry = load_registry()
+    request = api.make_request(registry, tracks=[args.track], mixers=["dense", args.mixer], seeds=8)
+    track, mixer = registry.tracks[args.track], registry.mixers[args.mixer]
+    job = eval_jobs(request, track, mixer, 0, "benchmark")[1]  # a seed that measures no probes
+    execute(job, None), minimal_loop(job, registry)  # warm up: imports, data cache
+    ratios = []
+    for _ in range(args.repeats):
+        start = time.perf_counter()
+        execute(job, None)
+        framework = time.perf_counter() - start
+        start = time.perf_counter()
+        minimal_loop(job, registry)
+        plain = time.perf_counter() - start
+        ratios.append(framework / plain)
+        print(f"benchsuite {framework:.3f} s   minimal loop {plain:.3f} s   ratio {ratios[-1]:.3f}")
+    print(f"overhead ratio {statistics.median(ratios):.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""report.html in a real browser: headless Chromium renders it offline, with every host name
+unresolvable, and records its network log; the page must show its tables and ask for nothing.
+
+Chromium is Debian's ``chromium`` package; the session fixture installs it with apt-get when it is
+missing and skips (saying why) only where it cannot be installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_html import Page, finished_run
+
+from benchsuite import api
+from benchsuite.html import write_html
+
+FLAGS = (
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-default-apps", "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--virtual-time-budget=5000",
+)  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Path of the chromium binary, installed with apt-get when missing."""
+    found = shutil.which("chromium")
+    if found:
+        return found
+    if not shutil.which("apt-get") or os.geteuid() != 0:
+        pytest.skip("chromium is not installed and apt-get cannot be run here (needs root)")
+    quiet = {"capture_output": True, "text": True, "timeout": 900,
+             "env": {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}}  # fmt: skip
+    try:
+        subprocess.run(["apt-get", "update"], **quiet)
+        done = subprocess.run(["apt-get", "install", "-y", "chromium"], **quiet)
+    except (OSError, subprocess.SubprocessError) as error:
+        pytest.skip(f"cannot install chromium with apt-get: {error}")
+    if not shutil.which("chromium"):
+        pytest.skip(f"cannot install chromium with apt-get: {done.stderr.strip()[-500:]}")
+    return str(shutil.which("chromium"))
+
+
+def browse(chromium: str, page: Path, folder: Path, *mode: str) -> tuple[str, list[str]]:
+    """Open ``page`` offline; returns (stdout, URLs the page itself requested)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    netlog = folder / "netlog.json"
+    command = [chromium, *FLAGS, f"--user-data-dir={folder / 'profile'}",
+               f"--log-net-log={netlog}", *mode, page.as_uri()]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    log = json.loads(netlog.read_text())
+    start = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
+    requested = [
+        event["params"]["url"]
+        for event in log["events"]
+        if event["type"] == start
+        and "url" in event.get("params", {})
+        # the browser's own background requests have no page origin; the page's have "null"
+        and event["params"].get("initiator") != "not an origin"
+    ]
+    return done.stdout, requested
+
+
+@pytest.fixture(scope="module")
+def report_html(tmp_path_factory) -> Path:
+    out = finished_run(tmp_path_factory)
+    return write_html(api.report(out), tmp_path_factory.mktemp("browser-report"))
+
+
+def test_the_network_check_sees_requests(chromium, tmp_path):
+    """The check below can fail: a page with external references is caught."""
+    bad = tmp_path / "bad.html"
+    bad.write_text('<table><tr><td>x</td></tr></table><img src="http://example.invalid/a.png">'
+                   '<link rel=stylesheet href="https://cdn.example.invalid/a.css">')  # fmt: skip
+    _, requested = browse(chromium, bad, tmp_path / "bad", "--dump-dom")
+    assert sorted(requested) == [
+        "http://example.invalid/a.png",
+        "https://cdn.example.invalid/a.css",
+    ]
+
+
+def test_report_renders_offline_with_its_tables(chromium, report_html, tmp_path):
+    dom, requested = browse(chromium, report_html, tmp_path / "dom", "--dump-dom")
+    assert requested == []
+    rendered, source = Page(dom), Page(report_html.read_text())
+    assert rendered.tags.count("table") == source.tags.count("table") == 11
+    assert rendered.tags.count("img") == 7
+    assert set(rendered.headings) == set(source.headings)
+    assert "equivalent_within_margin" in dom or "inconclusive" in dom
+
+
+def test_screenshot(chromium, report_html, tmp_path):
+    from PIL import Image
+
+    shot = tmp_path / "report.png"
+    _, requested = browse(chromium, report_html, tmp_path / "shot", f"--screenshot={shot}",
+                          "--window-size=1280,2400", "--hide-scrollbars")  # fmt: skip
+    assert requested == []
+    with Image.open(shot) as image:
+        assert image.size == (1280, 2400)
+        colours = image.convert("RGB").getcolors(maxcolors=1 << 20)
+    assert colours is not None and len(colours) > 100  # text, tables and figures, not blank

@@ -1,0 +1,131 @@
+"""Costs of a mixer on a track: counts checked against hand-computed values on real models."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+import torch
+from benchsuite.mixers import dense, fnet
+from benchsuite.tracks.sequence import SequenceTrack
+from rich.console import Console
+from torch import nn
+
+from benchsuite import Mixer, Option, UsageError
+from benchsuite.costs import (
+    activation_bytes,
+    costs_table,
+    forward_flops,
+    measure_costs,
+    print_costs,
+)
+from benchsuite.registry import Registry
+from benchsuite.seeds import Streams
+from benchsuite.specs import resolve_options
+
+OPTIONS = {"series": 24, "lookback": 12}
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def track() -> SequenceTrack:
+    return SequenceTrack()
+
+
+@pytest.fixture(scope="module")
+def data(track):
+    options = resolve_options(track.options, OPTIONS, track.name)
+    return track.load(Streams("test", track.name, 0), options, "quick", None)
+
+
+def dense_mixer(**changes) -> Mixer:
+    fields = {"name": "dense", "build": dense.build,
+              "options": (Option("init_scale", float, 1.0),)}  # fmt: skip
+    return Mixer(**{**fields, **changes})
+
+
+def test_forward_flops_count_two_per_multiply_add():
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    assert forward_flops(model, torch.randn(5, 8)) == 2 * 5 * (8 * 16 + 16 * 4)
+
+
+def test_forward_flops_count_ffts():
+    tokens, dim = 16, 32
+    expected = 5 * tokens * dim * math.log2(tokens * dim)  # one complex 2-D FFT
+    assert forward_flops(fnet.build(tokens, dim), torch.randn(1, tokens, dim)) == expected
+
+
+def test_forward_flops_count_fused_attention_on_cpu():
+    class Attention(nn.Module):
+        def forward(self, x):
+            return nn.functional.scaled_dot_product_attention(x, x, x)
+
+    batch, heads, tokens, width = 2, 4, 16, 8
+    expected = 2 * (2 * batch * heads * tokens * tokens * width)  # scores, then weights @ values
+    assert forward_flops(Attention(), torch.randn(batch, heads, tokens, width)) == expected
+
+
+def test_activation_bytes_count_saved_tensors_once_and_skip_parameters():
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    # the input (kept for the first weight's gradient) and the ReLU output (kept by ReLU and by
+    # the second Linear: one storage); weights are parameters
+    assert activation_bytes(model, torch.randn(5, 8)) == 4 * 5 * (8 + 16)
+
+
+def test_measure_costs_on_the_real_model(track, data):
+    budget = track.budget("quick")
+    costs = measure_costs(track, dense_mixer(), data, budget, track_options=OPTIONS)
+    tokens = data.tokens
+    assert costs["mixer_params"] == budget.depth * (tokens * tokens + tokens)
+    assert costs["params"] > costs["mixer_params"]
+    assert 0 < costs["seconds_per_step"] < 1
+    assert costs["activation_bytes"] > 0
+    assert "peak_memory_bytes" not in costs  # CPU
+    smaller = dataclasses.replace(budget, batch_size=budget.batch_size // 2)
+    again = measure_costs(track, dense_mixer(), data, smaller, track_options=OPTIONS)
+    assert again["flops_per_example"] == costs["flops_per_example"]
+    assert again["activation_bytes"] < costs["activation_bytes"]
+
+
+def _broken(tokens: int, dim: int) -> nn.Module:
+    raise RuntimeError("this mixer is broken\nsecond line")
+
+
+def test_costs_table_gives_reasons_and_parameter_ratios(track):
+    registry = Registry(
+        mixers={
+            "dense": dense_mixer(),
+            "wide": Mixer(name="wide", build=lambda tokens, dim: nn.Linear(dim, dim)),
+            "only16": dense_mixer(
+                name="only16",
+                supports=lambda tokens, dim: None if tokens == 16 else f"needs 16 (got {tokens})",
+            ),
+            "broken": Mixer(name="broken", build=_broken),
+        },
+        tracks={"sequence": track},
+    )
+    rows = costs_table(registry, "quick", mixers=["wide", "only16", "broken"],
+                       track_options={"sequence": OPTIONS})  # fmt: skip
+    by_mixer = {row["mixer"]: row for row in rows}
+    assert [row["mixer"] for row in rows] == ["dense", "wide", "only16", "broken"]
+    assert by_mixer["only16"]["reason"] == "needs 16 (got 12)"
+    assert by_mixer["broken"]["reason"] == "failed: RuntimeError: this mixer is broken"
+    dense_row, wide = by_mixer["dense"], by_mixer["wide"]
+    assert dense_row["reason"] is None and dense_row["params_vs_baseline"] == 1.0
+    assert wide["params_vs_baseline"] == wide["params"] / dense_row["params"]
+    assert wide["param_mismatch"] == (abs(wide["params_vs_baseline"] - 1) > 0.1)
+    console = Console(record=True, width=200)
+    print_costs(rows, console)
+    text = console.export_text()
+    assert "needs 16 (got 12)" in text and "broken" in text
+
+
+def test_costs_table_refuses_unknown_names(track):
+    registry = Registry(mixers={"dense": dense_mixer()}, tracks={"sequence": track})
+    with pytest.raises(UsageError, match="unknown mixer 'nope'"):
+        costs_table(registry, "quick", mixers=["nope"])

@@ -1,0 +1,251 @@
+"""report.html and plots/*.png, rendered from a real small run (two tracks, a failing mixer and a
+skipped one, from a plugins folder).
+
+``finished_run`` is shared with test_export.py and test_browser.py: the run happens once per
+session, in the session's temporary folder.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import inspect
+import json
+import os
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from benchsuite import api
+from benchsuite.html import write_html
+from benchsuite.plots import _cliques, make_plots
+
+PLUGIN = """
+from benchsuite import Mixer, hookimpl
+from benchsuite.tracks.sequence import SequenceTrack
+
+
+class OtherSequence(SequenceTrack):
+    name = "sequence_b"
+    description = "the sequence track under a second name"
+
+
+def broken(tokens, dim):
+    raise RuntimeError("this mixer fails to build on purpose")
+
+
+@hookimpl
+def benchsuite_register_tracks(register):
+    register(OtherSequence())
+
+
+@hookimpl
+def benchsuite_register_mixers(register):
+    register(Mixer(name="broken", build=broken, description="always fails"))
+    register(Mixer(name="picky", build=broken, description="never supported",
+                   supports=lambda tokens, dim: f"needs more than {tokens} tokens"))
+"""
+TRACKS = ("sequence", "sequence_b")
+MIXERS = ("dense", "butterfly", "attention", "broken", "picky")
+SHAPE = ("series=24", "length=64", "horizon=2")
+
+
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """OUT of a real tiny run (made on first use): 2 tracks x 3 working mixers, 3 seeds."""
+    base = tmp_path_factory.getbasetemp()
+    out = base / "report-run"
+    if (out / "report.json").exists():
+        return out
+    plugins = base / "report-plugins"
+    plugins.mkdir(exist_ok=True)
+    (plugins / "extra.py").write_text(PLUGIN)
+    options = [f"--track-option={t}.{s}" for t in TRACKS for s in SHAPE]
+    command = [
+        sys.executable, "-m", "benchsuite.cli", "--plugins-dir", str(plugins), "run",
+        "--tracks", ",".join(TRACKS), "--mixers", ",".join(MIXERS), "--seeds", "3",
+        "--sweep-seeds", "1", "--budget", "steps=30", *options, "--executor", "local",
+        "--out", str(out),
+    ]  # fmt: skip
+    env = {**os.environ, "BENCHSUITE_CACHE": str(base / "report-cache"), "COLUMNS": "200"}
+    env.pop("BENCHSUITE_LOAD_PLUGINS", None)
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    assert (out / "report.json").exists(), done.stdout[-3000:] + done.stderr[-3000:]
+    (out / "html-written-by-run").write_text(str((out / "report.html").exists()))
+    return out
+
+
+class Page(HTMLParser):
+    """The parts of a page the tests look at: tags, attributes, table cells, heading ids."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.attributes: list[tuple[str, str, str]] = []
+        self.headings: dict[str, str] = {}
+        self.cells: list[str] = []
+        self._heading: str | None = None
+        self._cell: list[str] | None = None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.attributes += [(tag, k, v or "") for k, v in attrs]
+        if tag == "h2":
+            self._heading = dict(attrs).get("id", "")
+            self.headings[self._heading] = ""
+        if tag == "td":
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag == "h2":
+            self._heading = None
+        if tag == "td" and self._cell is not None:
+            self.cells.append("".join(self._cell).strip())
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._heading is not None:
+            self.headings[self._heading] += data
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory) -> Path:
+    return finished_run(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def report(out) -> dict:
+    """The in-memory report (NaN and infinities as floats), re-derived from the store."""
+    return api.report(out)
+
+
+@pytest.fixture(scope="module")
+def page(report, tmp_path_factory) -> tuple[Path, str]:
+    folder = tmp_path_factory.mktemp("html")
+    (folder / "plots").mkdir()
+    (folder / "plots" / "stale.png").write_bytes(b"left from an earlier render")
+    path = write_html(report, folder)
+    return path, path.read_text(encoding="utf-8")
+
+
+def test_run_writes_report_html(out):
+    if "write_html" not in inspect.getsource(api):
+        pytest.skip("benchsuite.api does not call write_html yet")
+    assert (out / "html-written-by-run").read_text() == "True"
+    assert (out / "plots" / "across-heatmap.png").exists()
+
+
+def test_every_section_is_there(page, report):
+    path, text = page
+    assert path.name == "report.html"
+    parsed = Page(text)
+    assert set(parsed.headings) == {
+        "summary", "track-sequence", "track-sequence_b", "across", "costs", "problems",
+    }  # fmt: skip
+    for track, entry in report["tracks"].items():
+        assert entry["dataset"] in text
+        for mixer, cell in entry["comparisons"].items():
+            comparison = cell["comparison"]
+            assert comparison["verdict"] in parsed.cells
+            improvement = f"{comparison['improvement_rel_pct']:+.1f}%"
+            assert any(c.startswith(improvement) for c in parsed.cells), (track, mixer)
+    assert report["design"]["warning"] in text
+    assert parsed.tags.count("table") == 11  # 2 summary, 3 per track, across, costs, problems
+    assert parsed.tags.count("img") == 7
+
+
+def test_skipped_and_failed_are_listed(page, report):
+    cells = Page(page[1]).cells
+    assert [s["mixer"] for s in report["skipped"]] == ["picky", "picky"]
+    assert len(report["failures"]) == 6  # 3 sweep configs x 1 sweep seed x 2 tracks
+    assert cells.count("needs more than 16 tokens") == 2
+    assert cells.count("RuntimeError: this mixer fails to build on purpose") == 6
+
+
+def test_costs_table_has_each_cost(page, report):
+    cells = Page(page[1]).cells
+    params = report["tracks"]["sequence"]["mixers"]["attention"]["costs"]["params"]
+    assert f"{params:.4g}" in cells
+    assert "seconds_per_step" in page[1]
+
+
+def test_page_is_self_contained(page):
+    parsed = Page(page[1])
+    assert {"script", "link", "iframe"}.isdisjoint(parsed.tags)
+    for tag, name, value in parsed.attributes:
+        if name in {"src", "href"}:
+            assert value.startswith(("data:image/png;base64,", "#")), (tag, value[:60])
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//|url\(|@import""", page[1])
+
+
+def test_embedded_figures_are_the_png_files(page):
+    path, text = page
+    sources = [v for tag, name, v in Page(text).attributes if tag == "img" and name == "src"]
+    embedded = {base64.b64decode(src.split(",", 1)[1]) for src in sources}
+    files = sorted((path.parent / "plots").glob("*.png"))
+    assert {f.read_bytes() for f in files} == embedded
+    assert sorted(f.stem for f in files) == [
+        "across-heatmap", "across-iqm", "across-ranks", "sequence-seeds", "sequence-sweep",
+        "sequence_b-seeds", "sequence_b-sweep",
+    ]  # fmt: skip
+    for data in embedded:
+        assert data.startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_json_report_renders_the_same_page(out, page, tmp_path):
+    """report.json (NaN written as null) gives the same sections and figures as the dict."""
+    path = write_html(json.loads((out / "report.json").read_text()), tmp_path)
+    from_json, from_dict = Page(path.read_text()), Page(page[1])
+    assert from_json.headings == from_dict.headings
+    assert from_json.tags == from_dict.tags
+    names = sorted(p.name for p in (tmp_path / "plots").glob("*.png"))
+    assert names == sorted(p.name for p in (page[0].parent / "plots").glob("*.png"))
+
+
+def test_text_is_escaped(report, tmp_path):
+    hostile = copy.deepcopy(report)
+    hostile["tracks"]["sequence"]["dataset"] = "<script>alert(1)</script>"
+    hostile["failures"][0]["reason"] = '<img src="https://example.com/x.png">'
+    text = write_html(hostile, tmp_path).read_text()
+    assert "<script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert not any("example.com" in value for _, _, value in Page(text).attributes)
+    assert "&lt;img src=&quot;https://example.com/x.png&quot;&gt;" in text
+
+
+def test_degenerate_reports_still_render(report, tmp_path):
+    """No comparisons on a track, no costs, no across-track figures, then no tracks at all."""
+    partial = copy.deepcopy(report)
+    partial["tracks"]["sequence_b"]["comparisons"] = {}
+    for arm in partial["tracks"]["sequence"]["mixers"].values():
+        arm["costs"] = {}
+    partial["across_tracks"] = None
+    text = write_html(partial, tmp_path / "partial").read_text()
+    assert "no comparisons: the baseline has no results here" in text
+    assert "no across-track figures" in text
+    assert sorted(p.name for p in make_plots(partial)) == [
+        "across-heatmap", "sequence-seeds", "sequence-sweep", "sequence_b-seeds",
+        "sequence_b-sweep",
+    ]  # fmt: skip
+
+    empty = {**copy.deepcopy(report), "tracks": {}, "across_tracks": None, "failures": []}
+    text = write_html(empty, tmp_path / "empty").read_text()
+    assert make_plots(empty) == []
+    assert not list((tmp_path / "empty" / "plots").glob("*.png"))
+    assert "needs more than 16 tokens" in text  # the skipped cells are still listed
+
+
+def test_stale_plots_are_removed(page):
+    assert not (page[0].parent / "plots" / "stale.png").exists()
+
+
+def test_critical_difference_groups():
+    ranked = [("a", 1.0), ("b", 1.5), ("c", 2.2), ("d", 4.0)]
+    assert _cliques(ranked, 1.0) == [(1.0, 1.5), (1.5, 2.2)]
+    assert _cliques(ranked, 0.4) == []
+    assert _cliques(ranked, 5.0) == [(1.0, 4.0)]
