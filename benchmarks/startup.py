@@ -1,6 +1,6 @@
 """Start-up: ``benchsuite --help`` and ``benchsuite list``, and whether they import torch.
 
-    python benchmarks/startup.py [--repeats 5]
+python benchmarks/startup.py [--repeats 5]
 """
 
 from __future__ import annotations
@@ -31,9 +31,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    bare = statistics.median(
-        timed_python() for _ in range(args.repeats)
-    )
+    bare = statistics.median(timed_python() for _ in range(args.repeats))
     print(f"python -c pass: {bare:.3f} s")
     for label, argv in COMMANDS.items():
         seconds = statistics.median(timed(argv) for _ in range(args.repeats))

@@ -119,6 +119,11 @@ def _parser() -> argparse.ArgumentParser:
     add_command("plugins", help="list loaded plugins and plugin failures")
     report = add_command("report", help="re-render tables and files from a run's store")
     report.add_argument("out", nargs="?", default=DEFAULT_OUT)
+    data = add_command("data", help="manage real datasets")
+    data_commands = data.add_subparsers(dest="action", required=True)
+    fetch = data_commands.add_parser("fetch", help="download a dataset (needs a network)")
+    fetch.add_argument("dataset", choices=("cifar10",))
+    fetch.add_argument("--data-dir", help="where to put it (default: the data folder)")
     export = add_command("export", help="write every training run as one row")
     export.add_argument("out", nargs="?", default=DEFAULT_OUT)
     export.add_argument("--format", choices=("csv", "parquet", "json"), default="csv")
@@ -256,7 +261,18 @@ def cmd_new_mixer(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_data(args: argparse.Namespace) -> int:
+    import socket
+
+    from benchsuite.tracks.cifar import fetch_cifar10
+
+    socket.setdefaulttimeout(30)
+    print(f"CIFAR-10 is in {fetch_cifar10(args.data_dir)}")
+    return 0
+
+
 COMMANDS = {
+    "data": cmd_data,
     "new-mixer": cmd_new_mixer,
     "export": cmd_export,
     "run": cmd_run,

@@ -7,8 +7,6 @@ import math
 
 import pytest
 import torch
-from benchsuite.mixers import dense, fnet
-from benchsuite.tracks.sequence import SequenceTrack
 from rich.console import Console
 from torch import nn
 
@@ -20,9 +18,11 @@ from benchsuite.costs import (
     measure_costs,
     print_costs,
 )
+from benchsuite.mixers import dense, fnet
 from benchsuite.registry import Registry
 from benchsuite.seeds import Streams
 from benchsuite.specs import resolve_options
+from benchsuite.tracks.sequence import SequenceTrack
 
 OPTIONS = {"series": 24, "lookback": 12}
 

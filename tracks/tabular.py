@@ -1,0 +1,364 @@
+"""``tabular``: FT-Transformer-style learning on tables, one token per feature plus a CLS token.
+
+A numeric feature j becomes the token ``x_j * w_j + b_j``; a categorical feature (a CSV column of
+text) an embedding of its value; a learned CLS token is prepended and the head reads it, so every
+bit of information reaching the prediction passes through the token mixer.
+
+Data: a CSV file (options ``csv``, ``target``, ``task``), else scikit-learn's California housing
+when it is already in the scikit-learn data home, else scikit-learn's bundled diabetes table.
+The primary metric, ``relative_loss``, is the test loss divided by the trivial predictor's test
+loss (MSE of the training mean for regression, cross-entropy of the training class frequencies
+for classification): one direction (lower is better) and one cap (1.0) for both tasks.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from benchsuite import Budget, Metric, Option, Track, TrackData, UsageError, hookimpl
+from benchsuite.paths import data_dir
+
+if TYPE_CHECKING:
+    from torch import Tensor, nn
+
+    from benchsuite.seeds import Streams
+
+QUICK_GRID = (
+    {"lr": 1e-3, "weight_decay": 0.0},
+    {"lr": 3e-3, "weight_decay": 0.0},
+    {"lr": 1e-2, "weight_decay": 0.0},
+)
+FULL_GRID = (
+    {"lr": 1e-4, "weight_decay": 1e-5},
+    {"lr": 3e-4, "weight_decay": 1e-5},
+    {"lr": 1e-3, "weight_decay": 1e-5},
+)
+FRACTIONS = (0.6, 0.2)  # train, val; the rest is test
+MAX_ROWS = {"quick": (2000, 1000, 1000), "full": None}  # per split, after splitting
+MISSING = {"", "na", "n/a", "nan", "null", "none", "?"}
+MAX_CLASSES_AUTO = 10
+
+
+@dataclass
+class Table:
+    """A table before splitting: numeric (N, n) float64 with NaN, categorical (N, k) text."""
+
+    numeric: np.ndarray
+    categorical: np.ndarray
+    target: np.ndarray  # float64 for regression, int64 class index for classification
+    task: str
+    classes: int
+    source: str
+    identity: str
+
+
+def _parse_numeric(values: list[str]) -> np.ndarray | None:
+    """The column as float64 (missing -> NaN), or None when some cell is not a number."""
+    try:
+        return np.array([np.nan if v.lower() in MISSING else float(v) for v in values])
+    except ValueError:
+        return None
+
+
+def _target(values: list[str], task: str, where: str) -> tuple[np.ndarray, str, int]:
+    """(y, task, classes): float64 values for regression, class indices for classification.
+
+    ``task="auto"`` picks classification for text or at most 10 distinct integer values.
+    """
+    numbers = _parse_numeric(values)
+    if task == "auto":
+        few_integers = numbers is not None and (
+            np.all(numbers == np.round(numbers)) and len(np.unique(numbers)) <= MAX_CLASSES_AUTO
+        )
+        task = "classification" if numbers is None or few_integers else "regression"
+    if task == "regression":
+        if numbers is None:
+            raise UsageError(f"{where} is not numeric: cannot regress it")
+        return numbers, task, 0
+    labels = sorted(set(values), key=float) if numbers is not None else sorted(set(values))
+    index = {label: i for i, label in enumerate(labels)}
+    return np.array([index[v] for v in values], dtype=np.int64), task, len(labels)
+
+
+def read_csv(path: Path, target: str, task: str) -> Table:
+    """Read a CSV with a header row: numeric columns, text columns as categories, the target."""
+    with path.open(newline="") as handle:
+        rows = [[cell.strip() for cell in row] for row in csv.reader(handle) if row]
+    if len(rows) < 2:
+        raise UsageError(f"CSV file {path} needs a header row and at least one data row")
+    header, body = rows[0], rows[1:]
+    for line, row in enumerate(body, start=2):
+        if len(row) != len(header):
+            raise UsageError(
+                f"CSV file {path} line {line}: {len(row)} cells, header has {len(header)}"
+            )
+    name = target or header[-1]
+    if name not in header:
+        raise UsageError(f"CSV file {path} has no column {name!r}; columns: {', '.join(header)}")
+    columns = {h: [row[i] for row in body] for i, h in enumerate(header)}
+    raw_target = columns.pop(name)
+    keep = np.array([v.lower() not in MISSING for v in raw_target])
+    raw_target = [v for v, k in zip(raw_target, keep, strict=True) if k]
+    y, task, classes = _target(raw_target, task, f"CSV column {name!r} of {path}")
+    numeric, categorical = [], []
+    for values in columns.values():
+        kept = [v for v, k in zip(values, keep, strict=True) if k]
+        parsed = _parse_numeric(kept)
+        if parsed is None:
+            categorical.append(np.array(kept, dtype=object))
+        else:
+            numeric.append(parsed)
+    n = len(y)
+    described = (
+        f"CSV {path} ({n} rows, {len(numeric)} numeric + {len(categorical)} categorical "
+        f"features, target {name!r})"
+    )
+    return Table(
+        np.stack(numeric, axis=1) if numeric else np.zeros((n, 0)),
+        np.stack(categorical, axis=1) if categorical else np.zeros((n, 0), dtype=object),
+        y, task, classes, described,
+        identity=f"csv sha256:{hashlib.sha256(path.read_bytes()).hexdigest()[:16]}",
+    )  # fmt: skip
+
+
+def _california_file() -> Path:
+    from sklearn.datasets import get_data_home
+
+    return Path(get_data_home()) / "cal_housing.pkz"
+
+
+def _sklearn_table(name: str, note: str) -> Table:
+    from sklearn import __version__
+    from sklearn.datasets import fetch_california_housing, load_diabetes
+
+    if name == "california":
+        bunch = fetch_california_housing(download_if_missing=False)
+        label = "California housing (scikit-learn data home)"
+    else:
+        bunch = load_diabetes(scaled=False)
+        label = "diabetes (scikit-learn, bundled)"
+    x, y = bunch.data.astype(np.float64), bunch.target.astype(np.float64)
+    return Table(
+        x, np.zeros((len(y), 0), dtype=object), y, "regression", 0,
+        f"{label}, {len(y)} rows, {x.shape[1]} numeric features{note}",
+        identity=f"scikit-learn {__version__} {name}",
+    )  # fmt: skip
+
+
+def _split(n: int, rng: np.random.Generator, preset: str) -> list[np.ndarray]:
+    order = rng.permutation(n)
+    n_train, n_val = int(FRACTIONS[0] * n), int(FRACTIONS[1] * n)
+    parts = np.split(order, [n_train, n_train + n_val])
+    limits = MAX_ROWS[preset]
+    return [p[:limit] for p, limit in zip(parts, limits, strict=True)] if limits else parts
+
+
+def _encode(table: Table, parts: list[np.ndarray]) -> tuple[list[np.ndarray], list[int]]:
+    """x per split: standardised numeric columns (train statistics; missing -> 0), then codes.
+
+    Category codes come from the training split: 0 is "unseen in training", 1.. the values.
+    """
+    train = table.numeric[parts[0]]
+    mean = np.nanmean(train, axis=0) if len(train) else 0.0
+    std = np.nanstd(train, axis=0) + 1e-8
+    cardinalities = []
+    vocabularies = []
+    for j in range(table.categorical.shape[1]):
+        values = sorted(set(table.categorical[parts[0], j]))
+        vocabularies.append({v: i + 1 for i, v in enumerate(values)})
+        cardinalities.append(len(values) + 1)
+    xs = []
+    for part in parts:
+        numeric = np.nan_to_num((table.numeric[part] - mean) / std, nan=0.0)
+        codes = [
+            [vocabulary.get(v, 0) for v in table.categorical[part, j]]
+            for j, vocabulary in enumerate(vocabularies)
+        ]
+        codes_array = np.array(codes, dtype=np.float64).T.reshape(len(part), len(vocabularies))
+        xs.append(np.concatenate([numeric, codes_array], axis=1).astype(np.float32))
+    return xs, cardinalities
+
+
+class TabularTrack(Track):
+    """FT-Transformer-style tabular learning; relative loss (lower is better, trivial = 1)."""
+
+    name = "tabular"
+    description = "tables as feature tokens + CLS (FT-Transformer style): CSV, California, diabetes"
+    metric = Metric("relative_loss", higher_is_better=False)
+    planning_sd = 0.07  # sd of paired differences / baseline mean, measured (quick, 3 seeds)
+    options = (
+        Option(
+            "dataset", str, "auto",
+            "auto: California housing when already in the scikit-learn data home, else "
+            "diabetes (ignored when csv is set)",
+            choices=("auto", "california", "diabetes"),
+        ),
+        Option("csv", str, "", "CSV file with a header row (relative: cwd, then --data-dir)"),
+        Option("target", str, "", "target column of the CSV (default: its last column)"),
+        Option(
+            "task", str, "auto",
+            "auto: classification for a text target or at most 10 distinct integers",
+            choices=("auto", "regression", "classification"),
+        ),
+    )  # fmt: skip
+    budgets = {
+        "quick": Budget(steps=200, batch_size=32, dim=32, depth=2, grid=QUICK_GRID),
+        "full": Budget(steps=4000, batch_size=256, dim=192, depth=3, grid=FULL_GRID),
+    }
+
+    def _csv_path(self, options: dict, data_dir_option: str | None) -> Path:
+        path = Path(options["csv"]).expanduser()
+        found = path if path.is_file() or path.is_absolute() else data_dir(data_dir_option) / path
+        if not found.is_file():
+            raise UsageError(f"option tabular.csv: no file {options['csv']!r} (looked at {found})")
+        return found
+
+    def _sklearn_choice(self, options: dict) -> tuple[str, str]:
+        """(dataset, note for the description) among the scikit-learn tables."""
+        if options["dataset"] == "diabetes":
+            return "diabetes", " (chosen by tabular.dataset=diabetes)"
+        cached = _california_file()
+        if cached.is_file():
+            return "california", ""
+        if options["dataset"] == "california":
+            raise UsageError(
+                f"tabular.dataset=california but {cached} does not exist; run "
+                "sklearn.datasets.fetch_california_housing() once where a network exists"
+            )
+        return (
+            "diabetes",
+            f" — California housing not in the scikit-learn data home {cached.parent}",
+        )
+
+    def data_key(self, options: dict, preset: str, data_dir: str | None) -> str:
+        if options["csv"]:
+            path = self._csv_path(options, data_dir).resolve()
+            stat = path.stat()
+            source = f"csv {path} {stat.st_size} {stat.st_mtime_ns}"
+        else:
+            from sklearn import __version__
+
+            source = f"{self._sklearn_choice(options)[0]} scikit-learn {__version__}"
+        return f"{super().data_key(options, preset, data_dir)} {source}"
+
+    def load(self, streams: Streams, options: dict, preset: str, data_dir: str | None) -> TrackData:
+        self.budget(preset)  # an unknown preset is a usage error
+        if options["csv"]:
+            table = read_csv(self._csv_path(options, data_dir), options["target"], options["task"])
+        else:
+            table = _sklearn_table(*self._sklearn_choice(options))
+            if options["task"] == "classification":
+                raise UsageError(f"tabular.task=classification, but {table.source} is regression")
+        parts = _split(len(table.target), streams.rng("split"), preset)
+        if min(map(len, parts)) == 0:
+            raise UsageError(f"{table.source}: too few rows for a train/val/test split")
+        (x_train, x_val, x_test), cardinalities = _encode(table, parts)
+        y_train, y_val, y_test = (table.target[p] for p in parts)
+        info = {
+            "task": table.task,
+            "numeric": table.numeric.shape[1],
+            "cardinalities": cardinalities,
+            "classes": table.classes,
+        }
+        if table.task == "regression":
+            mean, std = y_train.mean(), y_train.std() + 1e-8
+            y_train, y_val, y_test = ((y - mean) / std for y in (y_train, y_val, y_test))
+            y_train, y_val, y_test = (y.astype(np.float32) for y in (y_train, y_val, y_test))
+            info["target_std"] = float(std)
+        else:
+            counts = np.bincount(y_train, minlength=table.classes) + 1.0  # Laplace smoothing
+            info["prior"] = (counts / counts.sum()).tolist()
+        tokens = 1 + x_train.shape[1]
+        return TrackData(
+            x_train, y_train, x_val, y_val, x_test, y_test,
+            tokens=tokens,
+            description=(
+                f"tabular: {table.source}; {table.task}, {tokens} tokens (CLS + features), "
+                f"{len(y_train)}/{len(y_val)}/{len(y_test)} train/val/test"
+            ),
+            info=info,
+            cap=1.0,  # relative_loss of the trivial predictor, by definition
+            identity=table.identity,
+        )  # fmt: skip
+
+    def tokenizer(self, data: TrackData, dim: int, options: dict) -> nn.Module:
+        import torch
+        from torch import nn
+
+        numeric, cardinalities = data.info["numeric"], data.info["cardinalities"]
+        bound = dim**-0.5
+
+        class FeatureTokens(nn.Module):
+            """(B, features) -> (B, 1 + features, dim): CLS, numeric tokens, category tokens."""
+
+            def __init__(self) -> None:
+                super().__init__()
+                self.cls = nn.Parameter(torch.empty(1, 1, dim).uniform_(-bound, bound))
+                self.weight = nn.Parameter(torch.empty(numeric, dim).uniform_(-bound, bound))
+                self.bias = nn.Parameter(torch.empty(numeric, dim).uniform_(-bound, bound))
+                self.embedding = nn.Embedding(max(sum(cardinalities), 1), dim)
+                nn.init.uniform_(self.embedding.weight, -bound, bound)
+                offsets = np.concatenate([[0], np.cumsum(cardinalities)[:-1]]).astype(np.int64)
+                self.register_buffer("offsets", torch.from_numpy(offsets))
+                self.cat_bias = nn.Parameter(
+                    torch.empty(len(cardinalities), dim).uniform_(-bound, bound)
+                )
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                numbers = x[:, :numeric, None] * self.weight + self.bias
+                codes = x[:, numeric:].long() + self.offsets
+                categories = self.embedding(codes) + self.cat_bias
+                cls = self.cls.expand(len(x), -1, -1)
+                return torch.cat([cls, numbers, categories], dim=1)
+
+        return FeatureTokens()
+
+    def head(self, data: TrackData, dim: int, options: dict) -> nn.Module:
+        from torch import nn
+
+        from benchsuite.layers import FirstToken
+
+        if data.info["task"] == "regression":
+            return nn.Sequential(FirstToken(), nn.Linear(dim, 1), nn.Flatten(0))
+        return nn.Sequential(FirstToken(), nn.Linear(dim, data.info["classes"]))
+
+    def loss(self, prediction: Tensor, target: Tensor) -> Tensor:
+        from torch.nn import functional
+
+        if target.is_floating_point():
+            return functional.mse_loss(prediction, target)
+        return functional.cross_entropy(prediction, target)
+
+    def evaluate(self, prediction: Tensor, target: Tensor, data: TrackData) -> dict[str, float]:
+        import torch
+        from torch.nn import functional
+
+        prediction = prediction.float()
+        if data.info["task"] == "regression":
+            mse = float(functional.mse_loss(prediction, target))
+            trivial = float(target.pow(2).mean())  # the training mean is 0 after scaling
+            return {
+                "relative_loss": mse / trivial,
+                "mse": mse,
+                "rmse": mse**0.5 * data.info["target_std"],
+                "r2": 1.0 - mse / float(target.var(correction=0)),
+            }
+        prior = torch.tensor(data.info["prior"])
+        cross_entropy = float(functional.cross_entropy(prediction, target))
+        trivial = float(-prior.log()[target].mean())
+        return {
+            "relative_loss": cross_entropy / trivial,
+            "cross_entropy": cross_entropy,
+            "accuracy": float((prediction.argmax(dim=1) == target).float().mean()),
+        }
+
+
+@hookimpl
+def benchsuite_register_tracks(register) -> None:
+    register(TabularTrack())

@@ -1,0 +1,222 @@
+"""``vision``: image classification with patch tokens (ViT / MLP-Mixer style).
+
+CIFAR-10 when its python-format folder is in the data folder (see :mod:`benchsuite.tracks.cifar`),
+else scikit-learn's bundled 8×8 digits, announced in the data description. Images are normalised
+per channel with training-split statistics and cut into non-overlapping patches at load time, so
+``x`` is (N, tokens, patch·patch·channels) and the tokenizer is a linear patch embedding.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib.metadata import version
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from benchsuite import Budget, Metric, Option, Track, TrackData, UsageError, hookimpl
+from benchsuite.tracks import cifar
+
+if TYPE_CHECKING:
+    from torch import Tensor, nn
+
+    from benchsuite.seeds import Streams
+
+QUICK_GRID = (
+    {"lr": 3e-3, "weight_decay": 0.0},
+    {"lr": 1e-2, "weight_decay": 0.0},
+    {"lr": 3e-2, "weight_decay": 0.0},
+)
+FULL_GRID = (
+    {"lr": 3e-4, "weight_decay": 0.05},
+    {"lr": 1e-3, "weight_decay": 0.05},
+    {"lr": 3e-3, "weight_decay": 0.05},
+)
+# CIFAR-10 patch side and split sizes (train, val, test) per preset; digits use all 1797 images.
+CIFAR_PATCH = {"quick": 8, "full": 4}
+CIFAR_SIZES = {"quick": (2000, 500, 1000), "full": (45000, 5000, 10000)}
+DIGITS_PATCH = 2
+DIGITS_FRACTIONS = (0.6, 0.2)  # train, val; the rest is test
+
+
+@lru_cache(maxsize=1)
+def _digits() -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.datasets import load_digits
+
+    bunch = load_digits()
+    images = (bunch.images / 16.0).astype(np.float32)[..., None]  # (N, 8, 8, 1)
+    return images, bunch.target.astype(np.int64)
+
+
+def patchify(images: np.ndarray, patch: int) -> np.ndarray:
+    """(N, H, W, C) -> (N, (H/patch)·(W/patch), patch·patch·C), patches in row-major order."""
+    n, height, width, channels = images.shape
+    if height % patch or width % patch:
+        raise UsageError(
+            f"option vision.patch: {patch} does not divide the {height}×{width} images"
+        )
+    grid = images.reshape(n, height // patch, patch, width // patch, patch, channels)
+    grid = grid.transpose(0, 1, 3, 2, 4, 5)
+    return np.ascontiguousarray(grid.reshape(n, -1, patch * patch * channels))
+
+
+def _normalise(train: np.ndarray, *others: np.ndarray) -> list[np.ndarray]:
+    """Scale (N, H, W, C) images per channel with the training split's mean and std."""
+    mean = train.mean(axis=(0, 1, 2), dtype=np.float64)
+    std = train.std(axis=(0, 1, 2), dtype=np.float64) + 1e-6
+    return [((a - mean) / std).astype(np.float32) for a in (train, *others)]
+
+
+class VisionTrack(Track):
+    """Image classification on patch tokens; accuracy (higher is better)."""
+
+    name = "vision"
+    description = "image classification on patch tokens: CIFAR-10, or scikit-learn digits offline"
+    metric = Metric("accuracy", higher_is_better=True)
+    planning_sd = 0.03  # sd of paired differences / baseline mean, measured (quick, 3 seeds)
+    options = (
+        Option(
+            "dataset", str, "auto",
+            "auto: CIFAR-10 when found in the data folder, else scikit-learn digits 8×8",
+            choices=("auto", "cifar10", "digits"),
+        ),
+        Option(
+            "verify", bool, True,
+            "check CIFAR-10 files against the published md5s; false accepts other "
+            "CIFAR-format files (results marked unverified)",
+        ),
+        Option(
+            "patch", int, 0,
+            "patch side in pixels (0: CIFAR-10 8 in quick, 4 in full; digits 2)",
+        ),
+    )  # fmt: skip
+    budgets = {
+        "quick": Budget(steps=200, batch_size=32, dim=32, depth=2, grid=QUICK_GRID),
+        "full": Budget(steps=8000, batch_size=128, dim=192, depth=6, grid=FULL_GRID, mlp_ratio=4),
+    }
+
+    def _source(self, options: dict, data_dir: str | None) -> str:
+        """``"cifar10"`` or ``"digits"``: which data ``load`` will use."""
+        folder = cifar.cifar_folder(data_dir)
+        if options["dataset"] == "cifar10" and not folder.is_dir():
+            raise UsageError(
+                f"vision.dataset=cifar10 but CIFAR-10 is not in {folder}; fetch it with "
+                "`benchsuite data fetch cifar10` or point --data-dir at its parent"
+            )
+        if options["dataset"] == "digits" or not folder.is_dir():
+            return "digits"
+        return "cifar10"
+
+    def data_key(self, options: dict, preset: str, data_dir: str | None) -> str:
+        if self._source(options, data_dir) == "digits":
+            source = f"digits scikit-learn {version('scikit-learn')}"
+        else:
+            folder = cifar.cifar_folder(data_dir)
+            source = f"cifar10 {folder.resolve()} {cifar.fingerprint(folder)}"
+        return f"{super().data_key(options, preset, data_dir)} {source}"
+
+    def load(self, streams: Streams, options: dict, preset: str, data_dir: str | None) -> TrackData:
+        self.budget(preset)  # an unknown preset is a usage error
+        if self._source(options, data_dir) == "cifar10":
+            return self._load_cifar(streams, options, preset, data_dir)
+        return self._load_digits(streams, options, data_dir)
+
+    def _load_cifar(
+        self, streams: Streams, options: dict, preset: str, data_dir: str | None
+    ) -> TrackData:
+        folder = cifar.cifar_folder(data_dir)
+        data = cifar.read_cifar10(folder, options["verify"])
+        n_train, n_val, n_test = CIFAR_SIZES[preset]
+        n_val = min(n_val, len(data.x_train) // 10)  # a smaller CIFAR-format folder still splits
+        n_train = min(n_train, len(data.x_train) - n_val)
+        rng = streams.rng("split")
+        order = rng.permutation(len(data.x_train))
+        train, val = order[:n_train], order[n_train : n_train + n_val]
+        test = rng.permutation(len(data.x_test))[:n_test]
+        x_train, x_val, x_test = _normalise(
+            data.x_train[train] / np.float32(255),
+            data.x_train[val] / np.float32(255),
+            data.x_test[test] / np.float32(255),
+        )
+        patch = options["patch"] or CIFAR_PATCH[preset]
+        status = "md5 verified" if data.verified else "UNVERIFIED: files differ from the published"
+        return self._finish(
+            (x_train, x_val, x_test),
+            (data.y_train[train], data.y_train[val], data.y_test[test]),
+            patch,
+            f"CIFAR-10 ({folder}, {status})",
+            identity=data.identity,
+            verified=data.verified,
+        )
+
+    def _load_digits(self, streams: Streams, options: dict, data_dir: str | None) -> TrackData:
+        images, labels = _digits()
+        order = streams.rng("split").permutation(len(images))
+        n_train = int(DIGITS_FRACTIONS[0] * len(images))
+        n_val = int(DIGITS_FRACTIONS[1] * len(images))
+        train, val, test = np.split(order, [n_train, n_train + n_val])
+        if options["dataset"] == "digits":
+            why = "chosen by vision.dataset=digits"
+        else:
+            why = f"CIFAR-10 not found in {cifar.cifar_folder(data_dir)}"
+        return self._finish(
+            _normalise(images[train], images[val], images[test]),
+            (labels[train], labels[val], labels[test]),
+            options["patch"] or DIGITS_PATCH,
+            f"digits 8×8 (scikit-learn) — {why}",
+            identity=f"scikit-learn {version('scikit-learn')} load_digits",
+            verified=True,
+        )
+
+    def _finish(self, xs, ys, patch: int, source: str, identity: str, verified: bool) -> TrackData:
+        x_train, x_val, x_test = (patchify(x, patch) for x in xs)
+        y_train, y_val, y_test = ys
+        classes = 10
+        majority = np.bincount(y_train, minlength=classes).argmax()
+        tokens = x_train.shape[1]
+        return TrackData(
+            x_train, y_train, x_val, y_val, x_test, y_test,
+            tokens=tokens,
+            description=(
+                f"vision: {source}; {tokens} tokens of {patch}×{patch} patches, "
+                f"{len(y_train)}/{len(y_val)}/{len(y_test)} train/val/test"
+            ),
+            info={"patch_features": x_train.shape[2], "classes": classes, "patch": patch},
+            cap=float(np.mean(y_test == majority)),
+            identity=identity,
+            verified=verified,
+        )  # fmt: skip
+
+    def tokenizer(self, data: TrackData, dim: int, options: dict) -> nn.Module:
+        from torch import nn
+
+        from benchsuite.layers import PositionalTokens
+
+        return nn.Sequential(
+            nn.Linear(data.info["patch_features"], dim), PositionalTokens(data.tokens, dim)
+        )
+
+    def head(self, data: TrackData, dim: int, options: dict) -> nn.Module:
+        from torch import nn
+
+        from benchsuite.layers import MeanPool
+
+        return nn.Sequential(MeanPool(), nn.Linear(dim, data.info["classes"]))
+
+    def loss(self, prediction: Tensor, target: Tensor) -> Tensor:
+        from torch.nn import functional
+
+        return functional.cross_entropy(prediction, target)
+
+    def evaluate(self, prediction: Tensor, target: Tensor, data: TrackData) -> dict[str, float]:
+        from torch.nn import functional
+
+        return {
+            "accuracy": float((prediction.argmax(dim=1) == target).float().mean()),
+            "cross_entropy": float(functional.cross_entropy(prediction.float(), target)),
+        }
+
+
+@hookimpl
+def benchsuite_register_tracks(register) -> None:
+    register(VisionTrack())
