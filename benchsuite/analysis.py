@@ -166,7 +166,8 @@ def analyse(manifest: dict, results: dict[str, RunRecord], failures: list[RunRec
     tracks: dict[str, Any] = {}
     family = []
     for track, meta in manifest["tracks"].items():
-        arms = {m: _arm(manifest, track, m, results) for m in manifest["cells"].get(track, {})}
+        cells = manifest["cells"].get(track, {})
+        arms = {m: _arm(manifest, track, m, results) for m in request["mixers"] if m in cells}
         base = arms.get(baseline)
         entry: dict[str, Any] = {**meta, "baseline": baseline, "mixers": {}, "comparisons": {}}
         tracks[track] = entry

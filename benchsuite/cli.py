@@ -138,9 +138,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _console():
+    """A rich console; when printing to a file or pipe, wide enough that tables do not fold."""
+    import os
+
     from rich.console import Console
 
-    return Console()
+    wide = not sys.stdout.isatty() and "COLUMNS" not in os.environ
+    return Console(width=140 if wide else None)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -24,8 +24,8 @@ class MeanPool(nn.Module):
         return x.mean(dim=1)
 
 
-class FirstToken(nn.Module):
-    """(B, T, D) -> (B, D): the first token (a CLS token)."""
+class LastToken(nn.Module):
+    """(B, T, D) -> (B, D): the last token (a CLS token appended last, or the newest time step)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x[:, 0]
+        return x[:, -1]

@@ -28,8 +28,10 @@ def _pct(value: Any) -> str:
     return "–" if value is None else f"{value:+.1f}%"
 
 
-def _cfg(config: dict) -> str:
-    return " ".join(f"{k}={v:g}" for k, v in config.items())
+def _cfg(config: dict, grid: list[dict]) -> str:
+    """The hyperparameters that vary over the grid (all of them if none varies)."""
+    varying = [k for k in config if len({repr(point.get(k)) for point in grid}) > 1] or list(config)
+    return " ".join(f"{k}={config[k]:g}" for k in varying)
 
 
 def track_table(name: str, entry: dict) -> Table:
@@ -47,14 +49,16 @@ def track_table(name: str, entry: dict) -> Table:
         spread = f"{_num(full['mean'])} ± {_num(full['std'], 2)}"
         cell = entry["comparisons"].get(mixer)
         if cell is None:
-            table.add_row(f"[bold]{mixer}[/] (baseline)", _cfg(arm["best_cfg"]), spread)
+            table.add_row(
+                f"[bold]{mixer}[/] (baseline)", _cfg(arm["best_cfg"], entry["grid"]), spread
+            )
             continue
         c = cell["comparison"]
         lo, hi = c["ci95_rel_pct"] or (None, None)
         style = VERDICT_STYLE.get(c["verdict"], "")
         table.add_row(
             mixer,
-            _cfg(arm["best_cfg"]),
+            _cfg(arm["best_cfg"], entry["grid"]),
             spread,
             f"{_pct(c['improvement_rel_pct'])} [{_pct(lo)}, {_pct(hi)}]",
             _num(c["p_value"], 3),

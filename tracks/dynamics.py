@@ -261,12 +261,9 @@ class DynamicsTrack(Track):
         """The forecast read from the last token only: mixing is the sole path across time."""
         from torch import nn
 
+        from benchsuite.layers import LastToken
+
         horizon, channels = data.info["horizon"], data.info["channels"]
-
-        class LastToken(nn.Module):
-            def forward(self, x):
-                return x[:, -1]
-
         return nn.Sequential(
             LastToken(), nn.Linear(dim, horizon * channels), nn.Unflatten(1, (horizon, channels))
         )

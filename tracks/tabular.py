@@ -1,8 +1,9 @@
 """``tabular``: FT-Transformer-style learning on tables, one token per feature plus a CLS token.
 
 A numeric feature j becomes the token ``x_j * w_j + b_j``; a categorical feature (a CSV column of
-text) an embedding of its value; a learned CLS token is prepended and the head reads it, so every
-bit of information reaching the prediction passes through the token mixer.
+text) an embedding of its value; a learned CLS token is appended last (as in FT-Transformer) and the
+head reads it, so every bit of information reaching the prediction passes through the token mixer,
+and a causal mixer sees every feature from the CLS position.
 
 Data: a CSV file (options ``csv``, ``target``, ``task``), else scikit-learn's California housing
 when it is already in the scikit-learn data home, else scikit-learn's bundled diabetes table.
@@ -279,7 +280,7 @@ class TabularTrack(Track):
             x_train, y_train, x_val, y_val, x_test, y_test,
             tokens=tokens,
             description=(
-                f"tabular: {table.source}; {table.task}, {tokens} tokens (CLS + features), "
+                f"tabular: {table.source}; {table.task}, {tokens} tokens (features + CLS), "
                 f"{len(y_train)}/{len(y_val)}/{len(y_test)} train/val/test"
             ),
             info=info,
@@ -295,7 +296,7 @@ class TabularTrack(Track):
         bound = dim**-0.5
 
         class FeatureTokens(nn.Module):
-            """(B, features) -> (B, 1 + features, dim): CLS, numeric tokens, category tokens."""
+            """(B, features) -> (B, features + 1, dim): numeric tokens, category tokens, CLS."""
 
             def __init__(self) -> None:
                 super().__init__()
@@ -315,18 +316,18 @@ class TabularTrack(Track):
                 codes = x[:, numeric:].long() + self.offsets
                 categories = self.embedding(codes) + self.cat_bias
                 cls = self.cls.expand(len(x), -1, -1)
-                return torch.cat([cls, numbers, categories], dim=1)
+                return torch.cat([numbers, categories, cls], dim=1)
 
         return FeatureTokens()
 
     def head(self, data: TrackData, dim: int, options: dict) -> nn.Module:
         from torch import nn
 
-        from benchsuite.layers import FirstToken
+        from benchsuite.layers import LastToken
 
         if data.info["task"] == "regression":
-            return nn.Sequential(FirstToken(), nn.Linear(dim, 1), nn.Flatten(0))
-        return nn.Sequential(FirstToken(), nn.Linear(dim, data.info["classes"]))
+            return nn.Sequential(LastToken(), nn.Linear(dim, 1), nn.Flatten(0))
+        return nn.Sequential(LastToken(), nn.Linear(dim, data.info["classes"]))
 
     def loss(self, prediction: Tensor, target: Tensor) -> Tensor:
         from torch.nn import functional
