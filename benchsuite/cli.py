@@ -70,15 +70,14 @@ def _parser() -> argparse.ArgumentParser:
         return commands.add_parser(name, parents=[common], **kwargs)
 
     run = add_command("run", help="run mixers x tracks under the shared protocol")
+    run.add_argument("--config", help="TOML file with run settings (flags override it)")
     run.add_argument("--tracks", type=_split, help="comma-separated tracks (default: all)")
     run.add_argument("--mixers", type=_split, help="comma-separated mixers (default: all)")
-    run.add_argument("--baseline", default="dense", help="baseline mixer (default: dense)")
+    run.add_argument("--baseline", help="baseline mixer (default: dense)")
     run.add_argument("--seeds", type=int, help="paired evaluation seeds (default: enough for Holm)")
-    run.add_argument(
-        "--sweep-seeds", type=int, default=2, help="seeds per sweep config (default 2)"
-    )
-    run.add_argument("--preset", default="quick", help="quick (default, CPU) or full (GPU)")
-    run.add_argument("--out", default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
+    run.add_argument("--sweep-seeds", type=int, help="seeds per sweep config (default 2)")
+    run.add_argument("--preset", help="quick (default, CPU) or full (GPU)")
+    run.add_argument("--out", help=f"output folder (default {DEFAULT_OUT})")
     run.add_argument("--data-dir", help="folder with real datasets (e.g. cifar-10-batches-py/)")
     run.add_argument("--track-option", action="append", default=[], metavar="TRACK.KEY=VALUE")
     run.add_argument("--mixer-option", action="append", default=[], metavar="MIXER.KEY=VALUE")
@@ -89,15 +88,15 @@ def _parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="override the preset's steps, batch_size, dim or depth on every track",
     )
-    run.add_argument("--executor", default="process", help="local or process (default)")
+    run.add_argument("--executor", help="local or process (default)")
     run.add_argument("--jobs", type=int, help="parallel workers (default: one per core)")
-    run.add_argument("--threads", type=int, default=1, help="torch threads per job (default 1)")
+    run.add_argument("--threads", type=int, help="torch threads per job (default 1)")
     run.add_argument(
         "--strict",
         action="store_true",
+        default=None,
         help="refuse a design whose seeds cannot reach significance",
     )
-
     listing = add_command("list", help="list registered mixers and tracks")
     listing.add_argument("--json", action="store_true", help="print JSON instead of tables")
     listing.add_argument(
@@ -147,6 +146,49 @@ def _console():
     return Console(width=140 if wide else None)
 
 
+RUN_DEFAULTS: dict[str, Any] = {
+    "tracks": None,
+    "mixers": None,
+    "baseline": "dense",
+    "seeds": None,
+    "sweep_seeds": 2,
+    "preset": "quick",
+    "out": DEFAULT_OUT,
+    "data_dir": None,
+    "executor": "process",
+    "jobs": None,
+    "threads": 1,
+    "strict": False,
+}
+
+
+def run_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """Flags over the ``--config`` file over the defaults; options and budget merged by key."""
+    from benchsuite.config import load_config
+
+    config = load_config(args.config) if args.config else {}
+    from_file = config.get("run", {})
+    settings = {
+        key: next((v for v in (getattr(args, key), from_file.get(key)) if v is not None), default)
+        for key, default in RUN_DEFAULTS.items()
+    }
+    settings["track_options"] = _merge(
+        config.get("tracks", {}), parse_assignments(args.track_option, "--track-option")
+    )
+    settings["mixer_options"] = _merge(
+        config.get("mixers", {}), parse_assignments(args.mixer_option, "--mixer-option")
+    )
+    settings["budget"] = {**config.get("budget", {}), **parse_pairs(args.budget, "--budget")}
+    return settings
+
+
+def _merge(base: dict[str, dict], override: dict[str, dict]) -> dict[str, dict]:
+    merged = {name: dict(values) for name, values in base.items()}
+    for name, values in override.items():
+        merged.setdefault(name, {}).update(values)
+    return merged
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from benchsuite import api
     from benchsuite.design import design_check
@@ -154,39 +196,41 @@ def cmd_run(args: argparse.Namespace) -> int:
     from benchsuite.registry import load_registry
     from benchsuite.tables import print_design, print_report
 
+    settings = run_settings(args)
+    args.out = settings["out"]
     console = _console()
     registry = load_registry(args.plugins_dir)
     for failure in registry.failures:
         console.print(f"[yellow]plugin {failure.name!r} not loaded:[/] {failure.reason}")
     request = api.make_request(
         registry,
-        tracks=args.tracks,
-        mixers=args.mixers,
-        baseline=args.baseline,
-        seeds=args.seeds,
-        sweep_seeds=args.sweep_seeds,
-        preset=args.preset,
-        track_options=parse_assignments(args.track_option, "--track-option"),
-        mixer_options=parse_assignments(args.mixer_option, "--mixer-option"),
-        data_dir=args.data_dir,
-        threads=args.threads,
-        budget_overrides=parse_pairs(args.budget, "--budget"),
+        tracks=settings["tracks"],
+        mixers=settings["mixers"],
+        baseline=settings["baseline"],
+        seeds=settings["seeds"],
+        sweep_seeds=settings["sweep_seeds"],
+        preset=settings["preset"],
+        track_options=settings["track_options"],
+        mixer_options=settings["mixer_options"],
+        data_dir=settings["data_dir"],
+        threads=settings["threads"],
+        budget_overrides=settings["budget"],
     )
-    design = design_check(request, registry, Path(args.out))
+    design = design_check(request, registry, Path(settings["out"]))
     print_design(design, console)
-    if design["warning"] and args.strict:
+    if design["warning"] and settings["strict"]:
         raise UsageError(f"{design['warning']} (--strict)")
     with progress_bar(console) as progress:
         summary = api.run(
-            request, out=args.out, registry=registry, plugins_dir=args.plugins_dir,
-            executor=args.executor, jobs=args.jobs, progress=progress,
+            request, out=settings["out"], registry=registry, plugins_dir=args.plugins_dir,
+            executor=settings["executor"], jobs=settings["jobs"], progress=progress,
         )  # fmt: skip
     print_report(summary.report, console)
     for warning in summary.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
     console.print(
         f"jobs: {summary.trained} trained, {summary.reused} reused, {summary.failed} failed; "
-        f"report: {Path(args.out) / 'report.html'}"
+        f"report: {Path(settings['out']) / 'report.html'}"
     )
     return 1 if summary.failed else 0
 

@@ -71,8 +71,14 @@ def resolve_options(declared: tuple[Option, ...], given: Mapping[str, Any], owne
     known = {opt.name: opt for opt in declared}
     unknown = sorted(set(given) - set(known))
     if unknown:
+        import difflib
+
         valid = ", ".join(sorted(known)) or "(none)"
-        raise UsageError(f"unknown option {owner}.{unknown[0]}; valid options of {owner}: {valid}")
+        close = difflib.get_close_matches(unknown[0], list(known), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UsageError(
+            f"unknown option {owner}.{unknown[0]}{hint}; valid options of {owner}: {valid}"
+        )
     return {
         name: (opt.parse(given[name], owner) if name in given else opt.default)
         for name, opt in known.items()
