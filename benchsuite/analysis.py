@@ -191,8 +191,11 @@ def analyse(manifest: dict, results: dict[str, RunRecord], failures: list[RunRec
     for entry in tracks.values():
         for cell in entry["comparisons"].values():
             cell["comparison"] = cell["comparison"].to_dict()
+    used = [results[k] for cells in manifest["cells"].values() for cell in cells.values()
+            for k in cell["sweep"] + cell["eval"] if k in results]  # fmt: skip
     return {
         "report_version": REPORT_VERSION,
+        "warnings": environment_warnings(used),
         "request": request,
         "environment": manifest.get("environment", {}),
         "mixers": manifest["mixers"],
@@ -204,6 +207,21 @@ def analyse(manifest: dict, results: dict[str, RunRecord], failures: list[RunRec
             _failure_row(r) for r in failures if r.key not in results and _in_run(r, manifest)
         ],
     }
+
+
+ENVIRONMENT_KEYS = ("torch", "python", "threads", "device", "deterministic")
+
+
+def environment_warnings(records: list[RunRecord]) -> list[str]:
+    """One line per environment setting that differs between the runs combined in a report."""
+    warnings = []
+    for key in ENVIRONMENT_KEYS:
+        values = sorted({str(r.environment.get(key)) for r in records if r.environment})
+        if len(values) > 1:
+            warnings.append(
+                f"results combine training runs with different {key}: {', '.join(values)}"
+            )
+    return warnings
 
 
 def design(request: dict, comparisons: int) -> dict:

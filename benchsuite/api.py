@@ -45,6 +45,11 @@ class RunSummary:
     failed: int = 0
     warnings: list[str] = field(default_factory=list)
 
+    @property
+    def broken(self) -> int:
+        """Cells skipped because of an error (a broken track or mixer), not by design."""
+        return sum(s.get("kind") == "error" for s in self.report["skipped"])
+
 
 def _closest(name: str, valid: Sequence[str]) -> str:
     import difflib
@@ -86,8 +91,8 @@ def make_request(
     track_names = list(tracks) if tracks else sorted(registry.tracks)
     mixer_names = list(mixers) if mixers else sorted(registry.mixers)
     _check_names("track", track_names, list(registry.tracks))
-    _check_names("mixer", [baseline, *[m for m in mixer_names if m != baseline]],
-                 list(registry.mixers))  # fmt: skip
+    _check_names("mixer", mixer_names, list(registry.mixers))
+    _check_names("baseline", [baseline], list(registry.mixers))
     mixer_names = [baseline, *[m for m in mixer_names if m != baseline]]
     if len(mixer_names) < 2:
         raise UsageError(f"nothing to compare: only the baseline {baseline!r} was given")
@@ -99,7 +104,8 @@ def make_request(
     if seeds < 2:
         raise UsageError(f"--seeds must be at least 2 for a paired comparison, got {seeds}")
     for name in track_names:
-        registry.tracks[name].budget(preset)
+        if not registry.tracks[name].budget(preset).grid:
+            raise UsageError(f"track {name!r} has an empty sweep grid for preset {preset!r}")
     overrides = _budget_overrides(budget_overrides or {})
     for group, given in (("track", track_options or {}), ("mixer", mixer_options or {})):
         pool = registry.tracks if group == "track" else registry.mixers
@@ -240,6 +246,7 @@ def run(
     from benchsuite.analysis import analyse, select_configs
     from benchsuite.environment import describe
     from benchsuite.executors import make_executor
+    from benchsuite.preflight import check_mixer
 
     out = Path(out)
     registry = registry or load_registry(plugins_dir)
@@ -257,7 +264,9 @@ def run(
         try:
             meta = _probe_track(registry, request, name)
         except Exception as error:  # one broken track never takes the others down
-            manifest["skipped"].append({"track": name, "mixer": "*", "reason": _one_line(error)})
+            manifest["skipped"].append(
+                {"track": name, "mixer": "*", "reason": _one_line(error), "kind": "error"}
+            )
             continue
         manifest["tracks"][name] = meta
         track = registry.tracks[name]
@@ -265,7 +274,16 @@ def run(
             mixer = registry.mixers[mixer_name]
             reason = mixer.reason_unsupported(meta["tokens"], meta["budget"]["dim"])
             if reason:
-                manifest["skipped"].append({"track": name, "mixer": mixer_name, "reason": reason})
+                manifest["skipped"].append(
+                    {"track": name, "mixer": mixer_name, "reason": reason, "kind": "unsupported"}
+                )
+                continue
+            options = dict(request.mixer_options.get(mixer_name, {}))
+            broken = check_mixer(mixer, meta["tokens"], meta["budget"]["dim"], options)
+            if broken:
+                manifest["skipped"].append(
+                    {"track": name, "mixer": mixer_name, "reason": broken, "kind": "error"}
+                )
                 continue
             jobs_ = sweep_jobs(request, track, mixer, meta["data_key"])
             manifest["cells"].setdefault(name, {})[mixer_name] = {

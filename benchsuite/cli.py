@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchsuite.specs import PluginError, UsageError
+from benchsuite.specs import PluginError, RunError, UsageError
 
 DEFAULT_OUT = "benchsuite-results"
 
@@ -232,7 +232,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"jobs: {summary.trained} trained, {summary.reused} reused, {summary.failed} failed; "
         f"report: {Path(settings['out']) / 'report.html'}"
     )
-    return 1 if summary.failed else 0
+    return 1 if summary.failed or summary.broken else 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -331,9 +331,12 @@ COMMANDS = {
 }
 
 
-def _log_traceback(args: Any) -> Path | None:
+def _log_traceback(args: Any, create: bool = True) -> Path | None:
+    """Save the traceback in the output folder (made only for unexpected errors)."""
     folder = Path(getattr(args, "out", None) or DEFAULT_OUT)
     try:
+        if not folder.is_dir() and not create:
+            return None
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / "benchsuite-error.log"
         path.write_text(traceback.format_exc())
@@ -347,11 +350,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except (UsageError, PluginError) as error:
+    except (UsageError, PluginError, RunError) as error:
         if args.debug:
             traceback.print_exc()
+        _log_traceback(args, create=False)
         print(f"error: {error}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(error, RunError) else 2
     except KeyboardInterrupt:
         print("interrupted: finished jobs are saved; run the same command again to resume",
               file=sys.stderr)  # fmt: skip

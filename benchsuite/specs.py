@@ -29,6 +29,10 @@ class PluginError(Exception):
     """A plugin broke its contract: shown as one line naming the plugin."""
 
 
+class RunError(Exception):
+    """The run cannot go on (e.g. the store cannot be written): one line, exit code 1."""
+
+
 @dataclass(frozen=True)
 class Option:
     """A declared option of a mixer or track: name, type, default and a one-line help."""
@@ -291,8 +295,14 @@ class Job:
 
     @property
     def key(self) -> str:
-        """Content hash of everything that determines this job's result."""
-        payload = json.dumps(dataclasses.asdict(self), sort_keys=True, default=str)
+        """Content hash of everything that determines this job's result.
+
+        ``data_dir`` is left out: where the data lies does not matter, what it is does, and that
+        is in ``fingerprint["data"]`` (the track's data key: checksums, file hashes, options).
+        """
+        fields = dataclasses.asdict(self)
+        del fields["data_dir"]
+        payload = json.dumps(fields, sort_keys=True, default=str)
         return hashlib.sha256(payload.encode()).hexdigest()[:24]
 
     @property

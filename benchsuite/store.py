@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from benchsuite.specs import RunRecord, UsageError
+from benchsuite.specs import RunError, RunRecord, UsageError
 
 SCHEMA_VERSION = 1
 FILENAME = "benchsuite.sqlite"
@@ -44,9 +44,16 @@ class Store:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(self.path, timeout=30)
-            version = self.db.execute("PRAGMA user_version").fetchone()[0]
-        except (OSError, sqlite3.DatabaseError) as error:
+        except (OSError, sqlite3.OperationalError) as error:
             raise UsageError(f"store {self.path}: cannot open ({error})") from None
+        try:
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError as error:
+            self.db.close()
+            raise UsageError(
+                f"store {self.path}: not a usable benchsuite store ({error}); it was left "
+                "untouched: move it away or choose another --out"
+            ) from None
         if version > SCHEMA_VERSION:
             raise UsageError(
                 f"store {self.path} has schema {version}, newer than this benchsuite's "
@@ -82,6 +89,16 @@ class Store:
 
     def put(self, record: RunRecord) -> None:
         """Save one record: a result (upsert by key) or a failure (appended)."""
+        try:
+            self._put(record)
+        except sqlite3.Error as error:
+            self.db.rollback()
+            raise RunError(
+                f"store {self.path}: cannot save a result ({error}); every result saved before "
+                "is intact: free space or fix the folder, then run the same command to resume"
+            ) from error
+
+    def _put(self, record: RunRecord) -> None:
         job = record.job
         payload = json.dumps(record.to_dict(), sort_keys=True)
         if record.status == "ok":

@@ -160,6 +160,8 @@ def print_report(report: dict, console: Console) -> None:
     design = report["design"]
     if design.get("warning"):
         console.print(f"[yellow]design:[/] {design['warning']}")
+    for warning in report.get("warnings", []):
+        console.print(f"[yellow]warning:[/] {warning}")
     for name, entry in report["tracks"].items():
         console.print(track_table(name, entry))
     for table in (signature_table(report), across_table(report), problems_table(report)):

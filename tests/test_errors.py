@@ -1,0 +1,215 @@
+"""Bad input and hostile conditions, as a user meets them: one line, the right exit code, and
+every result stored before still intact."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import resource
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import TINY, run_cli
+
+BASE = ["run", "--tracks", "sequence", "--seeds", "2", "--executor", "local", *TINY]
+
+BAD_MIXERS = """
+from benchsuite import Mixer, hookimpl
+
+
+def _module(make):
+    def build(tokens, dim):
+        import torch
+
+        class Bad(torch.nn.Module):
+            def forward(self, x):
+                return make(torch, x)
+
+        return Bad()
+
+    return build
+
+
+@hookimpl
+def benchsuite_register_mixers(register):
+    register(Mixer(name="wrongshape", build=_module(lambda t, x: x[:, :-1])))
+    register(Mixer(name="wrongdtype", build=_module(lambda t, x: x.double())))
+    register(Mixer(name="batchchanger", build=_module(lambda t, x: x[:1])))
+"""
+
+
+def stored_rows(out) -> list[tuple]:
+    with sqlite3.connect(out / "benchsuite.sqlite") as db:
+        return db.execute("SELECT key, record FROM results ORDER BY key").fetchall()
+
+
+@pytest.fixture
+def finished(tmp_path_factory):
+    """A finished tiny run whose store every test checks afterwards (a fresh copy per test)."""
+    template = tmp_path_factory.getbasetemp() / "errors-template"
+    if not template.exists():
+        done = run_cli(*BASE, "--mixers", "dense,identity", "--out", str(template))
+        assert done.returncode == 0, done.stderr
+    out = tmp_path_factory.mktemp("errors") / "out"
+    shutil.copytree(template, out)
+    return out, stored_rows(out)
+
+
+def one_line(result, code: int, needle: str) -> None:
+    assert result.returncode == code, (result.returncode, result.stderr)
+    assert result.stderr.startswith("error: "), result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    assert needle in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("[run]\nseeds = 3\n[budget\n", "TOML syntax error"),
+        ("[run]\nseeds = 'eight'\n", "run.seeds must be a whole number"),
+        ("[run]\nseedz = 8\n", "unknown key run.seedz"),
+        ("[runn]\n", "unknown section [runn]"),
+        ("[tracks.sequence]\nlookbak = 4\n", "unknown option sequence.lookbak"),
+        ("[tracks.sequence]\nlookback = 'long'\n", "option sequence.lookback: expected int"),
+        ("[budget]\nbatch_size = -3\n", "budget batch_size: must be at least 1"),
+    ],
+)
+def test_config_file_mistakes(finished, tmp_path, text, needle):
+    out, before = finished
+    config = tmp_path / "bench.toml"
+    config.write_text(text)
+    result = run_cli(*BASE, "--config", str(config), "--out", str(out))
+    one_line(result, 2, needle)
+    if "syntax" in needle:
+        assert "line 3, column" in result.stderr
+    assert stored_rows(out) == before
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--mixers", "dense,atention"], "did you mean 'attention'?"),
+        (["--mixers", "dense,identity,dense"], "mixer 'dense' is named twice"),
+        (["--mixer-option", "attention.head=2", "--mixers", "dense,attention"],
+         "unknown option attention.head (did you mean 'heads'?)"),
+        (["--seeds", "-4"], "--seeds must be at least 2"),
+        (["--sweep-seeds", "0"], "--sweep-seeds must be at least 1"),
+        (["--budget", "stepz=3"], "unknown budget key 'stepz'"),
+        (["--preset", "huge"], "has no preset 'huge'"),
+    ],
+)  # fmt: skip
+def test_command_line_mistakes(finished, args, needle):
+    out, before = finished
+    one_line(run_cli(*BASE, "--mixers", "dense,identity", *args, "--out", str(out)), 2, needle)
+    assert stored_rows(out) == before
+
+
+def test_broken_mixer_modules_are_named_and_the_rest_runs(finished, tmp_path):
+    out, before = finished
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "bad.py").write_text(BAD_MIXERS)
+    result = run_cli("--plugins-dir", str(plugins), *BASE, "--out", str(out),
+                     "--mixers", "dense,identity,wrongshape,wrongdtype,batchchanger")  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    assert "returned shape (3, 15, 32) for input (3, 16, 32)" in result.stdout
+    assert "returned torch.float64 for torch.float32 input" in result.stdout
+    assert "changed the batch size from 3 to 1" in result.stdout
+    assert "plugin 'bad'" in result.stdout
+    assert "jobs: 0 trained, 10 reused, 0 failed" in result.stdout
+    assert stored_rows(out) == before
+
+
+def write_cifar(folder, corrupt: str | None = None) -> None:
+    """A folder in the CIFAR-10 python layout (tiny batches: not the published files)."""
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    names = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
+    for name in names:
+        batch = {"data": rng.integers(0, 255, (20, 3072), dtype=np.uint8),
+                 "labels": rng.integers(0, 10, 20).tolist()}  # fmt: skip
+        (folder / name).write_bytes(pickle.dumps(batch))
+    meta = {"label_names": [f"c{i}" for i in range(10)]}
+    (folder / "batches.meta").write_bytes(pickle.dumps(meta))
+    if corrupt:
+        (folder / corrupt).write_bytes(b"\x00garbage")
+
+
+def test_corrupt_dataset_names_the_file_and_other_tracks_still_run(finished, tmp_path):
+    out, before = finished
+    data = tmp_path / "data"
+    write_cifar(data / "cifar-10-batches-py", corrupt="data_batch_3")
+    result = run_cli(*BASE, "--tracks", "sequence,vision", "--mixers", "dense,identity",
+                     "--data-dir", str(data), "--track-option", "vision.verify=false",
+                     "--out", str(out))  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    assert "data_batch_3" in result.stdout
+    assert "sequence —" in result.stdout  # the other track ran and printed its table
+    assert stored_rows(out) == before
+
+
+@pytest.mark.parametrize("kind", ["newer", "corrupt"])
+def test_unusable_store_is_reported_and_never_overwritten(tmp_path, kind):
+    out = tmp_path / "out"
+    out.mkdir()
+    store = out / "benchsuite.sqlite"
+    if kind == "newer":
+        with sqlite3.connect(store) as db:
+            db.execute("PRAGMA user_version = 99")
+        needle = "has schema 99, newer than this benchsuite's"
+    else:
+        store.write_bytes(b"this is not a database" * 100)
+        needle = "not a usable benchsuite store"
+    content = store.read_bytes()
+    one_line(run_cli(*BASE, "--mixers", "dense,identity", "--out", str(out)), 2, needle)
+    assert store.read_bytes() == content
+    one_line(run_cli("report", str(out)), 2, needle)
+
+
+def test_output_folder_that_cannot_be_written(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    result = run_cli(*BASE, "--mixers", "dense,identity", "--out", str(blocker / "out"))
+    one_line(result, 2, f"store {blocker / 'out' / 'benchsuite.sqlite'}: cannot open")
+
+
+def _limit_file_size() -> None:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (70_000, 70_000))
+
+
+def test_disk_full_while_writing_keeps_the_store_intact(finished):
+    out, before = finished
+    args = [*BASE, "--mixers", "dense,identity,attention,mlp", "--out", str(out)]
+    full = subprocess.run(
+        [sys.executable, "-m", "benchsuite.cli", *args],
+        capture_output=True, text=True, preexec_fn=_limit_file_size, timeout=600,
+    )  # fmt: skip
+    one_line(full, 1, "cannot save a result")
+    assert "every result saved before is intact" in full.stderr
+    with sqlite3.connect(out / "benchsuite.sqlite") as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    after = dict(stored_rows(out))
+    assert all(after[key] == record for key, record in before)
+    resumed = run_cli(*args)
+    assert resumed.returncode == 0, resumed.stderr
+
+
+def test_determinism_every_stored_metric_bit_for_bit(finished, tmp_path):
+    _, before = finished
+    again = tmp_path / "again"
+    done = run_cli(*BASE, "--mixers", "dense,identity", "--out", str(again))
+    assert done.returncode == 0, done.stderr
+
+    def metrics(rows):
+        return {key: json.loads(record)["metrics"] for key, record in rows}
+
+    first, second = metrics(before), metrics(stored_rows(again))
+    assert first.keys() == second.keys() and len(first) == 10
+    assert first == second
