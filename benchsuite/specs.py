@@ -229,6 +229,7 @@ class Track:
     options: tuple[Option, ...] = ()
     budgets: Mapping[str, Budget] = {}
     planning_sd: float = 0.05  # guessed sd of paired differences / baseline mean, for planning
+    mixed_precision: bool = True  # bf16 autocast allowed on a GPU
     # filled in by the registry
     plugin: str = ""
     distribution: str = ""

@@ -101,14 +101,19 @@ def fit(model: Encoder, track: Track, x: torch.Tensor, y: torch.Tensor, order: t
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: lr_factor(step, steps, warmup)
     )
-    losses = torch.zeros(steps)
+    losses = torch.zeros(steps, device=x.device)
     check_every = 50
+    autocast = torch.autocast(
+        x.device.type, dtype=torch.bfloat16,
+        enabled=x.device.type == "cuda" and track.mixed_precision,
+    )  # fmt: skip
     model.train()
     start = time.perf_counter()
     done = 0
     for step in range(steps):
         index = order[step]
-        loss = track.loss(model(x[index]), y[index])
+        with autocast:
+            loss = track.loss(model(x[index]), y[index])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -117,8 +122,10 @@ def fit(model: Encoder, track: Track, x: torch.Tensor, y: torch.Tensor, order: t
         done = step + 1
         if done % check_every == 0 and not torch.isfinite(losses[done - check_every : done]).all():
             break
+    if x.device.type == "cuda":
+        torch.cuda.synchronize(x.device)
     elapsed = time.perf_counter() - start
-    trace = losses[:done]
+    trace = losses[:done].float().cpu()
     return Fit(
         final_loss=float(trace[-min(10, done) :].mean()),
         finite=bool(torch.isfinite(trace).all()),
@@ -131,10 +138,6 @@ def predict(model: Encoder, x: torch.Tensor, batch_size: int) -> torch.Tensor:
     """Predictions on a whole split, in batches."""
     model.eval()
     return torch.cat([model(x[i : i + batch_size]) for i in range(0, len(x), batch_size)])
-
-
-def _tensor(array: np.ndarray) -> torch.Tensor:
-    return torch.from_numpy(np.ascontiguousarray(array))
 
 
 def capture_mixer_inputs(model: Encoder, x: torch.Tensor) -> list[torch.Tensor]:
@@ -152,51 +155,47 @@ def capture_mixer_inputs(model: Encoder, x: torch.Tensor) -> list[torch.Tensor]:
     return captured
 
 
-def run_job(job: Job, registry: Registry) -> dict[str, Any]:
-    """Train and score one job; returns the result fields of a RunRecord (raises on failure)."""
-    torch.set_num_threads(job.threads)
-    track, mixer = registry.tracks[job.track], registry.mixers[job.mixer]
-    budget = job_budget(job)
-    data = load_data(track, job)
-    model = build_model(track, mixer, data, job)
-    streams = Streams(job.salt, job.track, job.seed)
-    x_train, y_train = _tensor(data.x_train), _tensor(data.y_train)
-    order = batch_order(streams.rng("order"), len(x_train), budget.steps, budget.batch_size)
-    outcome = fit(model, track, x_train, y_train, order, dict(job.config), budget)
-
-    splits = {"val": (data.x_val, data.y_val)}
-    if job.stage == EVAL:
-        splits["test"] = (data.x_test, data.y_test)
-    metrics: dict[str, float] = {"train_loss": outcome.final_loss}
-    for split, (xs, ys) in splits.items():
-        prediction = predict(model, _tensor(xs), budget.eval_batch_size)
-        for name, value in track.evaluate(prediction, _tensor(ys), data).items():
-            metrics[f"{split}.{name}"] = float(value)
-
+def is_diverged(track: Track, job: Job, data: TrackData, metrics: dict[str, float],
+                finite: bool) -> bool:  # fmt: skip
+    """A non-finite loss or score, or (on test) a score worse than the trivial predictor's."""
     scored = metrics[f"{'test' if job.stage == EVAL else 'val'}.{track.metric.name}"]
-    diverged = not outcome.finite or not math.isfinite(scored)
-    if not diverged and data.cap is not None and job.stage == EVAL:
-        worse = scored < data.cap if track.metric.higher_is_better else scored > data.cap
-        diverged = bool(worse)
+    if not finite or not math.isfinite(scored):
+        return True
+    if data.cap is None or job.stage != EVAL:
+        return False
+    return bool(scored < data.cap if track.metric.higher_is_better else scored > data.cap)
 
-    probes: dict[str, float] = {}
-    costs = {
+
+def measure_model(model: Encoder, mixer: Mixer, x_train: torch.Tensor, data: TrackData,
+                  costs: dict[str, float]) -> dict[str, float]:  # fmt: skip
+    """FLOPs per example (added to ``costs``) and the mechanism probes of a trained model."""
+    from benchsuite.costs import forward_flops
+    from benchsuite.probes import measure, probes_for
+
+    sample = x_train[: min(len(x_train), 8)]
+    costs["flops_per_example"] = forward_flops(model, sample) / len(sample)
+    inputs = capture_mixer_inputs(model, to_device(data.x_test[:64], x_train.device))
+    return measure(model.mixers(), inputs, *probes_for(mixer.signature))
+
+
+def to_device(array: np.ndarray, device: torch.device) -> torch.Tensor:
+    """A numpy split as a tensor on ``device`` (no copy on the CPU)."""
+    return torch.from_numpy(np.ascontiguousarray(array)).to(device)
+
+
+def parameter_costs(model: Encoder) -> dict[str, float]:
+    """Parameter counts of the whole model and of its token mixers (trainable)."""
+    return {
         "params": float(sum(p.numel() for p in model.parameters())),
         "mixer_params": float(
             sum(p.numel() for m in model.mixers() for p in m.parameters() if p.requires_grad)
         ),
-        "seconds_per_step": outcome.seconds_per_step,
     }
-    if job.measure:
-        from benchsuite.costs import forward_flops
 
-        sample = x_train[: min(len(x_train), 8)]
-        costs["flops_per_example"] = forward_flops(model, sample) / len(sample)
-        from benchsuite.probes import measure, probes_for
 
-        inputs = capture_mixer_inputs(model, _tensor(data.x_test[:64]))
-        probes = measure(model.mixers(), inputs, *probes_for(mixer.signature))
-
+def result_fields(metrics: dict[str, float], diverged: bool, probes: dict[str, float],
+                  costs: dict[str, float], data: TrackData) -> dict[str, Any]:  # fmt: skip
+    """The fields of a RunRecord that a training run fills in."""
     return {
         "metrics": metrics,
         "diverged": diverged,
@@ -206,3 +205,35 @@ def run_job(job: Job, registry: Registry) -> dict[str, Any]:
         "data_verified": data.verified,
         "cap": data.cap,
     }
+
+
+def run_job(job: Job, registry: Registry) -> dict[str, Any]:
+    """Train and score one job; returns the result fields of a RunRecord (raises on failure)."""
+    torch.set_num_threads(job.threads)
+    device = torch.device(job.device)
+    track, mixer = registry.tracks[job.track], registry.mixers[job.mixer]
+    budget = job_budget(job)
+    data = load_data(track, job)
+    model = build_model(track, mixer, data, job).to(device)
+    streams = Streams(job.salt, job.track, job.seed)
+    x_train, y_train = to_device(data.x_train, device), to_device(data.y_train, device)
+    order = batch_order(streams.rng("order"), len(x_train), budget.steps, budget.batch_size)
+    outcome = fit(model, track, x_train, y_train, order.to(device), dict(job.config), budget)
+
+    splits = {"val": (data.x_val, data.y_val)}
+    if job.stage == EVAL:
+        splits["test"] = (data.x_test, data.y_test)
+    metrics: dict[str, float] = {"train_loss": outcome.final_loss}
+    for split, (xs, ys) in splits.items():
+        prediction = predict(model, to_device(xs, device), budget.eval_batch_size)
+        for name, value in track.evaluate(prediction, to_device(ys, device), data).items():
+            metrics[f"{split}.{name}"] = float(value)
+
+    costs = {
+        **parameter_costs(model),
+        "seconds_per_step": outcome.seconds_per_step,
+        "examples_per_second": budget.batch_size / max(outcome.seconds_per_step, 1e-12),
+    }
+    probes = measure_model(model, mixer, x_train, data, costs) if job.measure else {}
+    diverged = is_diverged(track, job, data, metrics, outcome.finite)
+    return result_fields(metrics, diverged, probes, costs, data)

@@ -1,0 +1,206 @@
+"""Batched seeds (torch.func): per-seed results equal run_job's; a fallback when vmap fails."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import statistics
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from benchsuite.api import make_request
+from benchsuite.batched import run_jobs_batched
+from benchsuite.plan import eval_jobs
+from benchsuite.registry import Registry, load_registry
+from benchsuite.specs import Job
+from benchsuite.train import run_job
+
+TINY = {
+    "sequence": {"series": 24, "length": 64},
+    "dynamics": {},
+}
+
+# One mixer per way vmap can fail: a Python number read from a tensor, and Python control flow
+# on a tensor's value. Both are ordinary modules that train fine one by one.
+UNBATCHABLE = {
+    "item_scale": "return self.proj(x) * (1.0 + 0.0 * x.abs().max().item())",
+    "branchy": "return self.proj(x) if x.mean() > -1e9 else -self.proj(x)",
+}
+PLUGIN = """
+from benchsuite import Mixer, hookimpl
+
+
+def build(tokens, dim):
+    from torch import nn
+
+    class Odd(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(dim, dim)
+
+        def forward(self, x):
+            {forward}
+
+    return Odd()
+
+
+@hookimpl
+def benchsuite_register_mixers(register):
+    register(Mixer(name={name!r}, build=build))
+"""
+
+# A mixer whose output is NaN throughout for the seeds whose initial draw is below -0.4.
+NAN_FOR_SOME_SEEDS = """
+from benchsuite import Mixer, hookimpl
+
+
+def build(tokens, dim):
+    import torch
+    from torch import nn
+
+    class SometimesNaN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(dim, dim)
+            self.register_buffer("bad", (torch.randn(()) < -0.4).float())
+
+        def forward(self, x):
+            return self.proj(x) + torch.sqrt(-self.bad)
+
+    return SometimesNaN()
+
+
+@hookimpl
+def benchsuite_register_mixers(register):
+    register(Mixer(name="nan_seeds", build=build))
+"""
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def registry() -> Registry:
+    return load_registry()
+
+
+def seed_jobs(registry: Registry, track: str, mixer: str, seeds: int = 3,
+              steps: int = 30) -> list[Job]:  # fmt: skip
+    request = make_request(
+        registry, tracks=[track], mixers=[mixer], baseline="dense" if mixer != "dense" else "fnet",
+        seeds=seeds, budget_overrides={"steps": steps}, track_options={track: TINY[track]},
+    )  # fmt: skip
+    return eval_jobs(request, registry.tracks[track], registry.mixers[mixer], 1, "test-data")
+
+
+def same(a: float, b: float, rtol: float, atol: float = 1e-7) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=rtol, abs_tol=atol)
+
+
+def assert_matches(batched: dict, single: dict, rtol: float) -> None:
+    """One seed's batched result against run_job's: same fields, values within ``rtol``."""
+    assert set(batched) == set(single)
+    assert set(batched["metrics"]) == set(single["metrics"])
+    for name, value in single["metrics"].items():
+        assert same(batched["metrics"][name], value, rtol), (name, batched["metrics"][name], value)
+    assert batched["diverged"] == single["diverged"]
+    assert set(batched["probes"]) == set(single["probes"])
+    for name, value in single["probes"].items():
+        assert same(batched["probes"][name], value, 1e-3, 1e-3), (name, batched["probes"][name])
+    for name in ("params", "mixer_params", "flops_per_example"):
+        assert batched["costs"].get(name) == single["costs"].get(name)
+    for name in ("data_description", "data_verified", "cap"):
+        assert batched[name] == single[name]
+
+
+@pytest.mark.parametrize(
+    ("track", "mixer"),
+    [("sequence", "dense"), ("sequence", "attention"), ("sequence", "fnet"), ("dynamics", "ssm")],
+)
+def test_batched_seeds_equal_one_by_one(registry, track, mixer):
+    jobs = seed_jobs(registry, track, mixer)
+    batched = run_jobs_batched(jobs, registry)
+    single = [run_job(job, registry) for job in jobs]
+    assert [b["costs"]["batched_seeds"] for b in batched] == [3.0, 3.0, 3.0]
+    for b, s in zip(batched, single, strict=True):
+        assert_matches(b, s, rtol=1e-4)
+    assert single[0]["probes"] and batched[0]["probes"]  # seed 0 measures probes
+    assert not batched[1]["probes"]
+    metric = f"test.{registry.tracks[track].metric.name}"
+    scores = [b["metrics"][metric] for b in batched]
+    assert len(set(scores)) == 3  # each seed really trained on its own data and order
+
+
+@pytest.mark.parametrize("mixer", ["dense", "attention"])
+def test_side_by_side_time_on_cpu(registry, mixer):
+    """Not asserted (noisy machine): batched vs one by one, alternated, median ratio printed."""
+    jobs = seed_jobs(registry, "sequence", mixer, steps=60)
+    paths = {
+        "batched": lambda: run_jobs_batched(jobs, registry),
+        "one by one": lambda: [run_job(job, registry) for job in jobs],
+    }
+    times: dict[str, list[float]] = {name: [] for name in paths}
+    for repeat in range(3):
+        for name, path in paths.items():
+            start = time.perf_counter()
+            path()
+            if repeat:  # the first round warms up (vmap's first call costs about a second)
+                times[name].append(time.perf_counter() - start)
+    batched, single = (statistics.median(times[name]) for name in paths)
+    print(f"\nsequence/{mixer}, 3 seeds x 60 steps, CPU 1 thread: batched {batched:.3f} s, "
+          f"one by one {single:.3f} s, speed-up {single / batched:.2f}x")  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(UNBATCHABLE))
+def test_falls_back_to_run_job_when_vmap_fails(tmp_path: Path, caplog, name):
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / f"{name}.py").write_text(
+        textwrap.dedent(PLUGIN).format(forward=UNBATCHABLE[name], name=name)
+    )
+    registry = load_registry(str(folder))
+    jobs = seed_jobs(registry, "sequence", name, seeds=2)
+    with caplog.at_level(logging.INFO, logger="benchsuite.batched"):
+        batched = run_jobs_batched(jobs, registry)
+    single = [run_job(job, registry) for job in jobs]
+
+    assert "vmap cannot run this model" in caplog.text
+    assert [b["costs"].pop("batched_seeds") for b in batched] == [1.0, 1.0]
+    for b, s in zip(batched, single, strict=True):
+        assert b["metrics"] == s["metrics"]
+        assert b["probes"] == s["probes"]
+        assert b["diverged"] == s["diverged"]
+
+
+def test_a_seed_that_diverges_leaves_the_others_untouched(tmp_path: Path):
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / "nan_seeds.py").write_text(NAN_FOR_SOME_SEEDS)
+    registry = load_registry(str(folder))
+    jobs = seed_jobs(registry, "sequence", "nan_seeds", seeds=3, steps=60)
+    jobs = [dataclasses.replace(job, measure=False) for job in jobs]
+    batched = run_jobs_batched(jobs, registry)
+    single = [run_job(job, registry) for job in jobs]
+
+    # the premise: some seeds' losses are NaN, the others' finite
+    assert {math.isnan(s["metrics"]["train_loss"]) for s in single} == {True, False}
+    assert [b["costs"]["batched_seeds"] for b in batched] == [3.0] * 3
+    for b, s in zip(batched, single, strict=True):
+        assert_matches(b, s, rtol=1e-4)
+
+
+def test_jobs_must_differ_only_in_seed(registry):
+    jobs = seed_jobs(registry, "sequence", "dense", seeds=2)
+    other = dataclasses.replace(jobs[1], config={"lr": 1.0})
+    with pytest.raises(ValueError, match="differ only in their seed"):
+        run_jobs_batched([jobs[0], other], registry)
