@@ -76,7 +76,7 @@ def test_failures_only_when_asked(out, tmp_path):
     failed = frame[frame["status"] == "failed"]
     assert count == len(frame) == 36 + 6
     assert set(failed["mixer"]) == {"broken"}
-    assert failed["error"].str.contains("fails to build on purpose").all()
+    assert failed["error"].str.contains("fails to train on purpose").all()
     assert failed["metric.val.mse"].isna().all()
 
 

@@ -35,7 +35,19 @@ class OtherSequence(SequenceTrack):
 
 
 def broken(tokens, dim):
-    raise RuntimeError("this mixer fails to build on purpose")
+    import torch
+
+    class FailsInTraining(torch.nn.Module):
+        def forward(self, x):
+            if torch.is_grad_enabled():  # passes the no-grad preflight, fails every training job
+                raise RuntimeError("this mixer fails to train on purpose")
+            return x
+
+    return FailsInTraining()
+
+
+def unbuildable(tokens, dim):
+    raise RuntimeError("never built: the mixer is unsupported everywhere")
 
 
 @hookimpl
@@ -46,7 +58,7 @@ def benchsuite_register_tracks(register):
 @hookimpl
 def benchsuite_register_mixers(register):
     register(Mixer(name="broken", build=broken, description="always fails"))
-    register(Mixer(name="picky", build=broken, description="never supported",
+    register(Mixer(name="picky", build=unbuildable, description="never supported",
                    supports=lambda tokens, dim: f"needs more than {tokens} tokens"))
 """
 TRACKS = ("sequence", "sequence_b")
@@ -165,7 +177,7 @@ def test_skipped_and_failed_are_listed(page, report):
     assert [s["mixer"] for s in report["skipped"]] == ["picky", "picky"]
     assert len(report["failures"]) == 6  # 3 sweep configs x 1 sweep seed x 2 tracks
     assert cells.count("needs more than 16 tokens") == 2
-    assert cells.count("RuntimeError: this mixer fails to build on purpose") == 6
+    assert cells.count("RuntimeError: this mixer fails to train on purpose") == 6
 
 
 def test_costs_table_has_each_cost(page, report):
