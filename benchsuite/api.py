@@ -44,6 +44,7 @@ class RunSummary:
     reused: int = 0
     failed: int = 0
     warnings: list[str] = field(default_factory=list)
+    interrupted: bool = False
 
     @property
     def broken(self) -> int:
@@ -238,28 +239,50 @@ def run(
     plugins_dir: str | None = None,
     executor: str = "process",
     jobs: int | None = None,
+    timeout: float | None = None,
+    address: str | None = None,
     progress: Progress | None = None,
 ) -> RunSummary:
-    """Run the whole protocol for ``request`` and write the report files into ``out``."""
-    import os
+    """Run the whole protocol for ``request`` and write the report files into ``out``.
 
-    from benchsuite.analysis import analyse, select_configs
-    from benchsuite.environment import describe
+    ``executor``: ``process``, ``local`` or ``ray`` (see docs/running.md); ``jobs``: parallel jobs;
+    ``timeout``: hard limit per job in seconds; ``address``: a Ray cluster's ``HOST:PORT``.
+    """
+    from benchsuite.analysis import analyse
     from benchsuite.executors import make_executor
-    from benchsuite.preflight import check_mixer
 
     out = Path(out)
     registry = registry or load_registry(plugins_dir)
     store = Store.in_folder(out)
-    workers = jobs or max(1, min(os.cpu_count() or 1, 8) // request.threads)
-    runner = Runner(registry, request, store, make_executor(executor, workers, plugins_dir),
-                    progress or Progress(), out / "logs")  # fmt: skip
+    pool = make_executor(executor, jobs, plugins_dir, threads=request.threads, timeout=timeout,
+                         address=address)  # fmt: skip
+    runner = Runner(registry, request, store, pool, progress or Progress(), out / "logs")
+    manifest, sweep = plan_manifest(registry, request)
+    interrupted = False
+    try:
+        _run_phases(runner, manifest, sweep)
+    except KeyboardInterrupt:  # keep what finished, report it, say how to resume
+        interrupted = True
+    finally:
+        pool.close()
+    keys = [k for cells in manifest["cells"].values() for cell in cells.values()
+            for k in cell["sweep"] + cell["eval"]]  # fmt: skip
+    report = analyse(manifest, store.results(keys), store.failures())
+    store.close()
+    warnings = write_all(report, out)
+    return RunSummary(out, report, runner.trained, runner.reused, runner.failed, warnings,
+                      interrupted)  # fmt: skip
 
-    manifest: dict[str, Any] = {"request": request.to_dict(), "tracks": {}, "mixers": {},
-                                "skipped": [], "cells": {}}  # fmt: skip
+
+def plan_manifest(registry: Registry, request: RunRequest) -> tuple[dict[str, Any], list[Job]]:
+    """The run's manifest (request, environment, each track's data, cells, skips) and sweep jobs."""
+    from benchsuite.environment import describe
+
+    manifest: dict[str, Any] = {"request": request.to_dict(), "tracks": {}, "skipped": [],
+                                "cells": {}}  # fmt: skip
+    sweep: list[Job] = []
     manifest["mixers"] = {name: _mixer_meta(registry, name) for name in request.mixers}
     manifest["environment"] = describe(request.device, request.threads)
-    sweep: list[Job] = []
     for name in request.tracks:
         try:
             meta = _probe_track(registry, request, name)
@@ -278,34 +301,29 @@ def run(
                     {"track": name, "mixer": mixer_name, "reason": reason, "kind": "unsupported"}
                 )
                 continue
-            options = dict(request.mixer_options.get(mixer_name, {}))
-            broken = check_mixer(mixer, meta["tokens"], meta["budget"]["dim"], options)
-            if broken:
-                manifest["skipped"].append(
-                    {"track": name, "mixer": mixer_name, "reason": broken, "kind": "error"}
-                )
-                continue
-            jobs_ = sweep_jobs(request, track, mixer, meta["data_key"])
+            jobs = sweep_jobs(request, track, mixer, meta["data_key"])
             manifest["cells"].setdefault(name, {})[mixer_name] = {
-                "sweep": [job.key for job in jobs_],
+                "sweep": [job.key for job in jobs],
                 "eval": [],
             }
-            sweep += jobs_
+            sweep += jobs
+    return manifest, sweep
 
-    sweep_results = runner.execute("sweep", sweep)
+
+def _run_phases(runner: Runner, manifest: dict[str, Any], sweep: list[Job]) -> None:
+    """Sweep, choose each cell's config on validation, then evaluate (results go to the store)."""
+    from benchsuite.analysis import select_configs
+
+    registry, request = runner.registry, runner.request
+    swept = runner.execute("sweep", sweep)
     evaluation: list[Job] = []
-    for (name, mixer_name), best in select_configs(manifest, sweep_results).items():
+    for (name, mixer_name), best in select_configs(manifest, swept).items():
         track, mixer = registry.tracks[name], registry.mixers[mixer_name]
-        jobs_ = eval_jobs(request, track, mixer, best, manifest["tracks"][name]["data_key"])
-        manifest["cells"][name][mixer_name]["eval"] = [job.key for job in jobs_]
-        evaluation += jobs_
-    store.add_run(manifest)
-    eval_results = runner.execute("eval", evaluation)
-
-    report = analyse(manifest, {**sweep_results, **eval_results}, store.failures())
-    store.close()
-    warnings = write_all(report, out)
-    return RunSummary(out, report, runner.trained, runner.reused, runner.failed, warnings)
+        jobs = eval_jobs(request, track, mixer, best, manifest["tracks"][name]["data_key"])
+        manifest["cells"][name][mixer_name]["eval"] = [job.key for job in jobs]
+        evaluation += jobs
+    runner.store.add_run(manifest)
+    runner.execute("eval", evaluation)
 
 
 def _one_line(error: BaseException) -> str:

@@ -88,8 +88,17 @@ def _parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="override the preset's steps, batch_size, dim or depth on every track",
     )
-    run.add_argument("--executor", help="local or process (default)")
-    run.add_argument("--jobs", type=int, help="parallel workers (default: one per core)")
+    run.add_argument("--executor", help="process (default: worker processes), local or ray")
+    run.add_argument("--address", help="Ray cluster HOST:PORT for --executor ray (default: local)")
+    run.add_argument("--jobs", type=int, help="parallel jobs (default: one per free core)")
+    run.add_argument(
+        "--timeout", type=float, metavar="SECONDS",
+        help="hard limit per job: a job still running then is killed and recorded as failed",
+    )  # fmt: skip
+    run.add_argument(
+        "--allow-failures", action="store_true", default=None,
+        help="exit 0 even when some jobs failed",
+    )  # fmt: skip
     run.add_argument("--threads", type=int, help="torch threads per job (default 1)")
     run.add_argument(
         "--strict",
@@ -156,7 +165,10 @@ RUN_DEFAULTS: dict[str, Any] = {
     "out": DEFAULT_OUT,
     "data_dir": None,
     "executor": "process",
+    "address": None,
     "jobs": None,
+    "timeout": None,
+    "allow_failures": False,
     "threads": 1,
     "strict": False,
 }
@@ -223,16 +235,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     with progress_bar(console) as progress:
         summary = api.run(
             request, out=settings["out"], registry=registry, plugins_dir=args.plugins_dir,
-            executor=settings["executor"], jobs=settings["jobs"], progress=progress,
+            executor=settings["executor"], jobs=settings["jobs"], timeout=settings["timeout"],
+            address=settings["address"], progress=progress,
         )  # fmt: skip
     print_report(summary.report, console)
+    if summary.interrupted:
+        console.print("[yellow]interrupted:[/] the tables above hold what finished; "
+                      "run the same command again to resume")  # fmt: skip
+        return 130
     for warning in summary.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
     console.print(
         f"jobs: {summary.trained} trained, {summary.reused} reused, {summary.failed} failed; "
         f"report: {Path(settings['out']) / 'report.html'}"
     )
-    return 1 if summary.failed or summary.broken else 0
+    return 1 if (summary.failed and not settings["allow_failures"]) or summary.broken else 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:

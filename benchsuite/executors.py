@@ -2,6 +2,10 @@
 
 Workers only compute and return records; the driver alone writes the store. An executor knows
 nothing of tracks or statistics: it calls :func:`execute` on plain :class:`Job` data.
+
+``local``    in-process and sequential (debugging); no hard timeout, a crash ends the run.
+``process``  a supervised pool of persistent worker processes (:mod:`benchsuite.pool`).
+``ray``      Ray core tasks on a cluster (:mod:`benchsuite.ray_executor`; ``benchsuite[ray]``).
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ from dataclasses import asdict
 from functools import lru_cache
 from typing import Protocol
 
-from benchsuite.specs import Job, RunRecord
+from benchsuite.specs import Job, RunRecord, UsageError
+
+EXECUTORS = ("local", "process", "ray")
 
 
 @lru_cache(maxsize=4)
@@ -41,35 +47,41 @@ def environment(job: Job) -> dict[str, object]:
     }
 
 
+def failure_record(job: Job, reason: str, details: str, seconds: float) -> RunRecord:
+    """A failed job's record: a one-line ``reason`` and the ``details`` (traceback or account)."""
+    return RunRecord(
+        key=job.key, job=asdict(job), status="failed", error=reason, traceback=details,
+        seconds=seconds,
+    )  # fmt: skip
+
+
 def execute(job: Job, plugins_dir: str | None) -> RunRecord:
     """Run one job; any exception becomes a failure record with its reason and traceback."""
     from benchsuite.train import run_job
 
     start = time.perf_counter()
-    base = {"key": job.key, "job": asdict(job)}
     try:
         fields = run_job(job, _registry(plugins_dir))
     except Exception as error:  # a failing mixer or track must not take the run down
         lines = str(error).strip().splitlines()
-        reason = f"{type(error).__name__}: {lines[0] if lines else ''}"
-        return RunRecord(
-            **base, status="failed", error=reason.rstrip(": "), traceback=traceback.format_exc(),
-            seconds=time.perf_counter() - start,
-        )  # fmt: skip
+        reason = f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+        return failure_record(job, reason, traceback.format_exc(), time.perf_counter() - start)
     return RunRecord(
-        **base, status="ok", seconds=time.perf_counter() - start, environment=environment(job),
-        **fields,
+        key=job.key, job=asdict(job), status="ok", seconds=time.perf_counter() - start,
+        environment=environment(job), **fields,
     )  # fmt: skip
 
 
 class Executor(Protocol):
-    """Runs jobs and yields their records in completion order."""
+    """Runs jobs and yields their records in completion order; ``close`` frees its workers."""
 
     def map(self, jobs: Sequence[Job]) -> Iterator[RunRecord]: ...
 
+    def close(self) -> None: ...
+
 
 class LocalExecutor:
-    """In-process and sequential: for debugging and for one-core machines."""
+    """In-process and sequential: for debugging (a crash or a hang here stops the run)."""
 
     def __init__(self, plugins_dir: str | None = None) -> None:
         self.plugins_dir = plugins_dir
@@ -78,27 +90,60 @@ class LocalExecutor:
         for job in jobs:
             yield execute(job, self.plugins_dir)
 
+    def close(self) -> None:
+        """Nothing to free."""
 
-class ProcessExecutor:
-    """A persistent pool of worker processes (joblib/loky), one torch thread each by default."""
+    def __enter__(self) -> LocalExecutor:
+        return self
 
-    def __init__(self, jobs: int, plugins_dir: str | None = None) -> None:
-        self.n_jobs = jobs
-        self.plugins_dir = plugins_dir
-
-    def map(self, jobs: Sequence[Job]) -> Iterator[RunRecord]:
-        from joblib import Parallel, delayed
-
-        parallel = Parallel(n_jobs=self.n_jobs, backend="loky", return_as="generator_unordered")
-        yield from parallel(delayed(execute)(job, self.plugins_dir) for job in jobs)
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
-def make_executor(name: str, jobs: int, plugins_dir: str | None) -> Executor:
-    """The executor called ``name`` (``local`` or ``process``)."""
-    if name == "local" or (name == "process" and jobs <= 1):
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the OS reports it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+def make_executor(
+    name: str,
+    jobs: int | None = None,
+    plugins_dir: str | None = None,
+    *,
+    threads: int = 1,
+    timeout: float | None = None,
+    address: str | None = None,
+) -> Executor:
+    """The executor called ``name`` (``local``, ``process`` or ``ray``).
+
+    ``jobs``: parallel jobs (default: one per free core for ``process``, the cluster's CPUs for
+    ``ray``); ``threads``: torch threads per job; ``timeout``: hard limit in seconds per job,
+    enforced by killing the job's process; ``address``: a Ray cluster's ``HOST:PORT`` (default: a
+    local Ray started for the run).
+    """
+    if name not in EXECUTORS:
+        raise UsageError(f"unknown executor {name!r}; valid: {', '.join(EXECUTORS)}")
+    if jobs is not None and jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {jobs}")
+    if timeout is not None and timeout <= 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, got {timeout:g}")
+    if address and name != "ray":
+        raise UsageError("--address is for --executor ray")
+    if name == "local":
+        if timeout is not None:
+            raise UsageError(
+                "--timeout needs a job process to kill: use --executor process (or ray)"
+            )
         return LocalExecutor(plugins_dir)
+    plugins_dir = os.path.abspath(plugins_dir) if plugins_dir else None
     if name == "process":
-        return ProcessExecutor(jobs, plugins_dir)
-    from benchsuite.specs import UsageError
+        from benchsuite.pool import ProcessExecutor
 
-    raise UsageError(f"unknown executor {name!r}; valid: local, process")
+        workers = jobs or max(1, available_cores() // threads)
+        return ProcessExecutor(workers, plugins_dir, threads=threads, timeout=timeout)
+    from benchsuite.ray_executor import RayExecutor
+
+    return RayExecutor(address, plugins_dir, jobs=jobs, threads=threads, timeout=timeout)

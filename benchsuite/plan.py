@@ -9,7 +9,9 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
+from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any
 
 from benchsuite.seeds import DEFAULT_SALT, evaluation_seeds, sweep_seeds
@@ -46,10 +48,23 @@ def _package_version(name: str) -> str:
         return "?"
 
 
+TRAINING_CODE = ("train", "encoder", "layers", "seeds", "preflight", "probes", "costs", "batched")
+
+
+@lru_cache(maxsize=1)
+def training_code_hash() -> str:
+    """Hash of the core modules on the training path, so an edit to them retrains (same version)."""
+    folder = Path(__file__).parent
+    digest = hashlib.sha256()
+    for name in TRAINING_CODE:
+        digest.update((folder / f"{name}.py").read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def fingerprint(track: Track, mixer: Mixer) -> dict[str, str]:
     """Versions and source hashes that a cached result depends on (read without importing torch)."""
     return {
-        "benchsuite": _package_version("benchsuite"),
+        "benchsuite": f"{_package_version('benchsuite')} {training_code_hash()}",
         "torch": _package_version("torch"),
         "numpy": _package_version("numpy"),
         "track": f"{track.distribution} {track.version} {track.source_hash}",

@@ -1,8 +1,8 @@
-"""Before any training: build each mixer once at each track's shape and check its contract.
+"""Before a job trains: build its mixer at the track's shape and check the module's contract.
 
-A mixer that cannot be built, or whose module returns the wrong type, shape, dtype or batch size,
-is reported once with a one-line reason naming the mixer and its plugin, instead of failing every
-one of its jobs.
+It runs inside the job (so a mixer that hangs or kills its process is caught by the executor's
+timeout and isolation). A mixer that cannot be built, or whose module returns the wrong type,
+shape, dtype or batch size, fails with a one-line reason naming the mixer and its plugin.
 """
 
 from __future__ import annotations

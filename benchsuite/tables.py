@@ -126,14 +126,18 @@ def across_table(report: dict) -> Table | None:
 
 
 def problems_table(report: dict) -> Table | None:
-    """Skipped cells and failed jobs, each with its reason."""
+    """Skipped cells and failed jobs with their reason; identical failures share one row."""
     rows = [(s["track"], s["mixer"], "skipped", "", s["reason"], "") for s in report["skipped"]]
-    rows += [(f["track"], f["mixer"], f["stage"], str(f["seed"]), f["reason"], f["traceback"])
-             for f in report["failures"]]  # fmt: skip
+    groups: dict[tuple, list[dict]] = {}
+    for f in report["failures"]:
+        groups.setdefault((f["track"], f["mixer"], f["stage"], f["reason"]), []).append(f)
+    for (track, mixer, stage, reason), failures in groups.items():
+        seeds = ", ".join(str(f["seed"]) for f in failures)
+        rows.append((track, mixer, stage, seeds, reason, failures[0]["traceback"]))
     if not rows:
         return None
     table = Table(title="[bold red]skipped and failed[/]")
-    for column in ("track", "mixer", "stage", "seed", "reason", "traceback"):
+    for column in ("track", "mixer", "stage", "seeds", "reason", "traceback (first)"):
         table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(*row)

@@ -16,9 +16,10 @@ import numpy as np
 import torch
 
 from benchsuite.encoder import Encoder, build_encoder
+from benchsuite.preflight import check_mixer
 from benchsuite.registry import Registry
 from benchsuite.seeds import Streams
-from benchsuite.specs import EVAL, Budget, Job, Mixer, Track, TrackData
+from benchsuite.specs import EVAL, Budget, Job, Mixer, PluginError, Track, TrackData
 
 
 @lru_cache(maxsize=64)
@@ -214,6 +215,9 @@ def run_job(job: Job, registry: Registry) -> dict[str, Any]:
     track, mixer = registry.tracks[job.track], registry.mixers[job.mixer]
     budget = job_budget(job)
     data = load_data(track, job)
+    broken = check_mixer(mixer, data.tokens, budget.dim, dict(job.mixer_options))
+    if broken:
+        raise PluginError(broken)
     model = build_model(track, mixer, data, job).to(device)
     streams = Streams(job.salt, job.track, job.seed)
     x_train, y_train = to_device(data.x_train, device), to_device(data.y_train, device)

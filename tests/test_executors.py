@@ -1,0 +1,284 @@
+"""Executors: failure isolation, hard timeouts, retries and bit-identical results across executors.
+
+The misbehaving mixers live in a real plugins folder written by the tests; every job trains a real
+(tiny) model on the ``sequence`` track.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from benchsuite import UsageError, api
+from benchsuite.executors import make_executor
+from benchsuite.plan import sweep_jobs
+from benchsuite.registry import Registry, load_registry
+from benchsuite.specs import Job, RunRecord
+
+DRIVER = """
+import pickle
+
+from benchsuite.executors import make_executor
+
+if __name__ == "__main__":
+    job = pickle.loads(open({job!r}, "rb").read())
+    with make_executor("process", 1, {plugins!r}) as executor:
+        list(executor.map([job]))
+"""
+TIMEOUT = 12.0  # seconds; a healthy job here takes under one (a few on a crowded machine)
+
+PLUGIN = '''
+"""Mixers that misbehave on purpose: the executor tests run them."""
+
+import os
+import time
+from pathlib import Path
+
+from benchsuite import Mixer, hookimpl
+
+MARKER = Path({marker!r})
+
+
+def _mixer(act):
+    def build(tokens, dim):
+        import torch
+        from torch import nn
+
+        class Misbehaving(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.weight = nn.Parameter(torch.eye(tokens))
+                self.calls = 0
+
+            def forward(self, x):
+                self.calls += 1
+                return act(self.calls, torch.einsum("st,btd->bsd", self.weight, x))
+
+        return Misbehaving()
+
+    return build
+
+
+def raises_third(calls, y):
+    if calls == 3:
+        raise RuntimeError("third forward call")
+    return y
+
+
+def nan(calls, y):
+    return y * float("nan")
+
+
+def sleeps(calls, y):
+    MARKER.with_name("sleeping.marker").touch()
+    time.sleep(600)
+    return y
+
+
+def kills_itself(calls, y):
+    os.kill(os.getpid(), 9)
+    return y
+
+
+def killed_once(calls, y):
+    if not MARKER.exists():
+        MARKER.touch()
+        os.kill(os.getpid(), 9)
+    return y
+
+
+@hookimpl
+def benchsuite_register_mixers(register):
+    for act in (raises_third, nan, sleeps, kills_itself, killed_once):
+        register(Mixer(name=act.__name__, build=_mixer(act), description="misbehaves"))
+'''
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BENCHSUITE_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+@pytest.fixture(scope="module")
+def plugins(tmp_path_factory: pytest.TempPathFactory) -> str:
+    folder = tmp_path_factory.mktemp("plugins")
+    marker = folder.parent / "killed-once.marker"
+    (folder / "misbehaving.py").write_text(PLUGIN.format(marker=str(marker)))
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def registry(plugins: str) -> Registry:
+    registry = load_registry(plugins)
+    assert not registry.failures, registry.failures
+    return registry
+
+
+def sweep(registry: Registry, mixers: list[str]) -> list[Job]:
+    """Tiny sweep jobs (20 steps, one seed, three configs) on ``sequence`` for ``mixers``."""
+    request = api.make_request(
+        registry, tracks=["sequence"], mixers=mixers, seeds=2, sweep_seeds=1,
+        track_options={"sequence": {"series": "24"}}, budget_overrides={"steps": 20},
+    )  # fmt: skip
+    track = registry.tracks["sequence"]
+    return [
+        job
+        for name in request.mixers
+        for job in sweep_jobs(request, track, registry.mixers[name], "t")
+    ]
+
+
+def same(a: dict[str, float], b: dict[str, float]) -> bool:
+    """Equal metrics, bit for bit (NaN equals NaN)."""
+    return a.keys() == b.keys() and all(
+        a[k] == b[k] or (math.isnan(a[k]) and math.isnan(b[k])) for k in a
+    )
+
+
+def by_mixer(records: list[RunRecord]) -> dict[str, list[RunRecord]]:
+    grouped: dict[str, list[RunRecord]] = {}
+    for record in records:
+        grouped.setdefault(record.job["mixer"], []).append(record)
+    return grouped
+
+
+def test_each_failure_is_isolated(registry: Registry, plugins: str) -> None:
+    bad = ["raises_third", "nan", "sleeps", "kills_itself"]
+    jobs = [
+        job
+        for job in sweep(registry, ["dense", *bad])
+        if job.mixer == "dense" or job.config_index == 0
+    ]
+    start = time.monotonic()
+    with make_executor("process", 2, plugins, timeout=TIMEOUT) as executor:
+        records = list(executor.map(jobs))
+    elapsed = time.monotonic() - start
+
+    assert sorted(r.key for r in records) == sorted(j.key for j in jobs)  # one record per job
+    result = by_mixer(records)
+    assert [(r.status, r.error, r.diverged) for r in result["dense"]] == [("ok", "", False)] * 3
+    [raised] = result["raises_third"]
+    assert (raised.status, raised.error) == ("failed", "RuntimeError: third forward call")
+    assert "raises_third" in raised.traceback
+    [diverged] = result["nan"]
+    assert diverged.status == "ok" and diverged.diverged  # a divergence, not a failure
+    [slept] = result["sleeps"]
+    assert (slept.status, slept.error) == ("failed", f"timed out after {TIMEOUT:g} s")
+    assert TIMEOUT <= slept.seconds < TIMEOUT + 5
+    [killed] = result["kills_itself"]
+    assert (killed.status, killed.error) == ("failed", "killed by signal 9 (SIGKILL)")
+    assert "attempt 2" in killed.traceback  # retried once before it counted as failed
+    assert elapsed < 60
+
+
+def test_killed_job_is_retried_with_the_same_seed(registry: Registry, plugins: str) -> None:
+    [job] = [job for job in sweep(registry, ["dense", "killed_once"]) if job.mixer != "dense"][:1]
+    with make_executor("process", 1, plugins) as executor:
+        [retried] = list(executor.map([job]))
+    assert retried.status == "ok"
+    assert retried.environment["retried_after"] == "killed by signal 9 (SIGKILL)"
+    with make_executor("local", None, plugins) as executor:
+        [local] = list(executor.map([job]))
+    assert same(retried.metrics, local.metrics)
+
+
+def test_process_gives_the_same_metrics_as_local(registry: Registry, plugins: str) -> None:
+    jobs = sweep(registry, ["dense", "attention", "nan"])
+    with make_executor("local", None, plugins) as executor:
+        local = {r.key: r for r in executor.map(jobs)}
+    with make_executor("process", 2, plugins) as executor:
+        pooled = {r.key: r for r in executor.map(jobs)}
+        assert {r.key for r in executor.map(jobs[:2])} == {j.key for j in jobs[:2]}  # reusable
+    assert local.keys() == pooled.keys() == {job.key for job in jobs}
+    assert len({r.environment["pid"] for r in pooled.values()}) == 2  # two persistent workers
+    for key, record in local.items():
+        assert record.status == pooled[key].status == "ok"
+        assert same(record.metrics, pooled[key].metrics)  # bit-identical
+        assert record.diverged == pooled[key].diverged
+
+
+def test_workers_end_with_their_driver(registry: Registry, plugins: str, tmp_path: Path) -> None:
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("reads worker processes from /proc (Linux)")
+    [job] = [job for job in sweep(registry, ["dense", "sleeps"]) if job.mixer == "sleeps"][:1]
+    (tmp_path / "job.pickle").write_bytes(pickle.dumps(job))
+    driver = DRIVER.format(job=str(tmp_path / "job.pickle"), plugins=plugins)
+    (tmp_path / "driver.py").write_text(driver)
+    sleeping = Path(plugins).parent / "sleeping.marker"
+    sleeping.unlink(missing_ok=True)
+    process = subprocess.Popen([sys.executable, str(tmp_path / "driver.py")])
+    try:
+        assert wait_for(sleeping.exists, 60), "the worker never started the sleeping job"
+        workers = [pid for pid in children(process.pid) if b"spawn_main" in cmdline(pid)]
+    finally:
+        process.kill()  # the driver alone: its worker is in another job's sleep(600)
+        process.wait()
+    assert len(workers) == 1
+    try:
+        assert wait_for(lambda: not alive(workers[0]), 10), "the worker outlived its driver"
+    finally:
+        if alive(workers[0]):
+            os.kill(workers[0], signal.SIGKILL)
+
+
+def test_bad_requests_are_usage_errors() -> None:
+    with pytest.raises(UsageError, match="--timeout needs a job process"):
+        make_executor("local", None, None, timeout=5)
+    with pytest.raises(UsageError, match="valid: local, process, ray"):
+        make_executor("threads", 2, None)
+    with pytest.raises(UsageError, match="--address is for --executor ray"):
+        make_executor("process", 2, None, address="127.0.0.1:6379")
+
+
+def wait_for(condition, seconds: float):
+    """Poll ``condition`` until it returns something true or ``seconds`` pass."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    return condition()
+
+
+def children(pid: int) -> list[int]:
+    """Live child processes of ``pid`` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+def cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_exit_reasons() -> None:
+    from benchsuite.pool import exit_reason
+
+    assert exit_reason(-signal.SIGKILL) == "killed by signal 9 (SIGKILL)"
+    assert exit_reason(3) == "worker exited with code 3"

@@ -1,0 +1,176 @@
+"""A real Ray cluster: a head on 127.0.0.1 in its own process group, a run through it, and a Ray
+worker killed mid-task; the run still completes. Torn down by killing the head's process group
+(never ``ray stop``, which would end every Ray process on the machine)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ray", reason="Ray is not installed (pip install 'benchsuite[ray]')")
+
+SLOW_PLUGIN = '''
+"""``slow``: the identity mixer, slowed down so that a job lasts about a second."""
+
+import time
+
+from benchsuite import Mixer, hookimpl
+
+
+def build(tokens, dim):
+    from torch import nn
+
+    class Slow(nn.Module):
+        def forward(self, x):
+            time.sleep(0.02)
+            return x
+
+    return Slow()
+
+
+@hookimpl
+def benchsuite_register_mixers(register):
+    register(Mixer(name="slow", build=build, description="identity, slowly"))
+'''
+TOTAL = 2 * 3 + 2 * 2  # (dense, slow) x 3 configs x 1 sweep seed + 2 x 2 evaluation seeds
+TASK_TITLE = b"ray::benchsuite_job"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "BENCHSUITE_CACHE": str(tmp_path / "cache"),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_AUTH_MODE": "token",  # Ray >= 2.5x: a fresh token of our own, not ~/.ray's
+        "RAY_AUTH_TOKEN": secrets.token_hex(32),
+        "COLUMNS": "200",
+    }
+
+
+@pytest.fixture
+def head(env: dict[str, str]) -> Iterator[tuple[str, int]]:
+    """A one-node Ray cluster on 127.0.0.1: yields (address, the head's process group)."""
+    port = free_port()
+    sessions = tempfile.mkdtemp(prefix="bsray")  # short: Ray's socket paths must stay short
+    log = Path(sessions) / "head.log"
+    command = [
+        sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block",
+        "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
+        "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={sessions}",
+    ]  # fmt: skip
+    with log.open("w") as output:
+        process = subprocess.Popen(
+            command, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        deadline = time.monotonic() + 90
+        while "Ray runtime started" not in log.read_text():
+            assert process.poll() is None, f"ray start failed:\n{log.read_text()}"
+            assert time.monotonic() < deadline, f"ray start took too long:\n{log.read_text()}"
+            time.sleep(0.2)
+        yield f"127.0.0.1:{port}", process.pid
+    finally:
+        workers = cluster(process.pid)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        for pid, _ in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def processes() -> Iterator[tuple[int, int, bytes]]:
+    """(pid, parent's pid, command line) of every process, from /proc."""
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            yield int(entry.name), parent, (entry / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+
+
+def in_group(pid: int, pgid: int) -> bool:
+    try:
+        return os.getpgid(pid) == pgid
+    except ProcessLookupError:
+        return False
+
+
+def cluster(pgid: int) -> list[tuple[int, bytes]]:
+    """The head's processes and their children (Ray workers run in sessions of their own)."""
+    return [
+        (pid, command)
+        for pid, parent, command in processes()
+        if in_group(pid, pgid) or in_group(parent, pgid)
+    ]
+
+
+def task_workers(pgid: int) -> list[int]:
+    """The cluster's Ray workers that are running a benchsuite job right now."""
+    return [pid for pid, command in cluster(pgid) if command.startswith(TASK_TITLE)]
+
+
+def stored(out: Path) -> int:
+    path = out / "benchsuite.sqlite"
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        return db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+
+
+def test_run_on_a_ray_cluster_survives_a_killed_worker(
+    head: tuple[str, int], env: dict[str, str], tmp_path: Path
+) -> None:
+    if not Path("/proc/self/cmdline").exists():
+        pytest.skip("finds Ray worker processes in /proc (Linux)")
+    address, pgid = head
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "slow.py").write_text(SLOW_PLUGIN)
+    out = tmp_path / "out"
+    command = [
+        sys.executable, "-m", "benchsuite.cli", "--plugins-dir", str(plugins), "run",
+        "--executor", "ray", "--address", address, "--out", str(out),
+        "--tracks", "sequence", "--mixers", "dense,slow", "--budget", "steps=20",
+        "--seeds", "2", "--sweep-seeds", "1", "--track-option", "sequence.series=24",
+    ]  # fmt: skip
+    run = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (busy := task_workers(pgid)):
+            assert run.poll() is None, (
+                f"the run ended before a worker was seen:\n{run.stdout.read()}"
+            )
+            assert time.monotonic() < deadline, "no Ray worker ever ran a benchsuite job"
+            time.sleep(0.05)
+        time.sleep(0.3)  # well inside the job
+        os.kill(busy[0], signal.SIGKILL)
+        output, _ = run.communicate(timeout=240)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == 0, output
+    counts = re.search(r"jobs: (\d+) trained, (\d+) reused, (\d+) failed", output)
+    assert counts is not None, output
+    assert tuple(map(int, counts.groups())) == (TOTAL, 0, 0)  # the killed job was retried
+    assert stored(out) == TOTAL

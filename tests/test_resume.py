@@ -1,0 +1,96 @@
+"""Resume: a run stopped by Ctrl-C, then killed with SIGKILL, then run again, loses no finished job.
+
+Each run is the real CLI in its own process group (as a terminal would run it), on the ``process``
+executor; the stores are read with sqlite3 directly.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+RUN = [
+    "run", "--tracks", "sequence", "--mixers", "dense,attention", "--budget", "steps=20",
+    "--seeds", "2", "--sweep-seeds", "1", "--track-option", "sequence.series=24",
+    "--executor", "process", "--jobs", "2",
+]  # fmt: skip
+TOTAL = 2 * 3 + 2 * 2  # (dense, attention) x 3 configs x 1 sweep seed + 2 x 2 evaluation seeds
+END_LINE = re.compile(r"jobs: (\d+) trained, (\d+) reused, (\d+) failed")
+
+
+def stored(out: Path) -> int:
+    """Results committed to the run's store (0 while it does not exist yet)."""
+    path = out / "benchsuite.sqlite"
+    if not path.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as db:
+            return db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+    except sqlite3.OperationalError:  # the table is not created yet
+        return 0
+
+
+def start(out: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "benchsuite.cli", *RUN, "--out", str(out)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,  # its own process group, like a job started from a shell
+    )  # fmt: skip
+
+
+def stop_when(process: subprocess.Popen[str], out: Path, rows: int, sig: signal.Signals) -> str:
+    """Send ``sig`` to the run's whole process group once the store holds ``rows`` results."""
+    deadline = time.monotonic() + 120
+    while stored(out) < rows and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert process.poll() is None, f"the run ended before it was stopped:\n{process.stdout.read()}"
+    os.killpg(process.pid, sig)
+    output, _ = process.communicate(timeout=60)
+    return output
+
+
+def group_ended(pgid: int, seconds: float = 10) -> bool:
+    """Whether every process of group ``pgid`` (the driver and its workers) has gone."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_interrupted_and_killed_runs_resume(tmp_path: Path) -> None:
+    env = {**os.environ, "BENCHSUITE_CACHE": str(tmp_path / "cache"), "COLUMNS": "200"}
+    out = tmp_path / "out"
+
+    first = start(out, env)
+    output = stop_when(first, out, 2, signal.SIGINT)  # Ctrl-C in a terminal
+    assert first.returncode == 130, output
+    assert "run the same command again to resume" in output
+    assert group_ended(first.pid), "a worker outlived the interrupted run"
+    after_first = stored(out)
+    assert 2 <= after_first < TOTAL
+
+    second = start(out, env)
+    stop_when(second, out, after_first + 2, signal.SIGKILL)
+    assert second.returncode == -signal.SIGKILL
+    assert group_ended(second.pid)
+    after_second = stored(out)
+    assert after_first + 2 <= after_second < TOTAL
+
+    third = subprocess.run(
+        [sys.executable, "-m", "benchsuite.cli", *RUN, "--out", str(out)],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert third.returncode == 0, third.stdout + third.stderr
+    trained, reused, failed = map(int, END_LINE.search(third.stdout).groups())
+    assert (trained, reused, failed) == (TOTAL - after_second, after_second, 0)
+    assert stored(out) == TOTAL
