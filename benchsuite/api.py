@@ -7,7 +7,7 @@ Every finished job is in the store before the next starts, so an interrupted run
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,6 +85,8 @@ def make_request(
     data_dir: str | None = None,
     threads: int = 1,
     budget_overrides: dict[str, Any] | None = None,
+    device: str = "cpu",
+    batch_seeds: bool | None = None,
 ) -> RunRequest:
     """Validate names and options against the registry; default to every track and mixer."""
     from benchsuite.stats import min_seeds_for_significance
@@ -135,7 +137,22 @@ def make_request(
         data_dir=data_dir,
         threads=threads,
         budget_overrides=overrides,
+        device=_check_device(device),
+        batch_seeds=device.startswith("cuda") if batch_seeds is None else batch_seeds,
     )
+
+
+def _check_device(device: str) -> str:
+    """``cpu`` or an available CUDA device (checking imports torch only when a GPU is asked for)."""
+    if device == "cpu":
+        return device
+    if not device.startswith("cuda"):
+        raise UsageError(f"unknown device {device!r}; valid: cpu, cuda, cuda:N")
+    import torch
+
+    if not torch.cuda.is_available():
+        raise UsageError(f"device {device!r} asked for, but torch sees no CUDA device here")
+    return device
 
 
 def _budget_overrides(given: dict[str, Any]) -> dict[str, int]:
@@ -199,9 +216,10 @@ class Runner:
     """Carries one run through its phases, writing every record to the store as it arrives."""
 
     def __init__(self, registry: Registry, request: RunRequest, store: Store, executor,
-                 progress: Progress, logs: Path) -> None:  # fmt: skip
+                 progress: Progress, logs: Path, plugins_dir: str | None) -> None:  # fmt: skip
         self.registry, self.request, self.store = registry, request, store
         self.executor, self.progress, self.logs = executor, progress, logs
+        self.plugins_dir = plugins_dir
         self.trained = self.reused = self.failed = 0
 
     def execute(self, phase: str, jobs: list[Job]) -> dict[str, RunRecord]:
@@ -214,7 +232,7 @@ class Runner:
                 self.reused += 1
                 self.progress.advance(RunRecord(key=key, job={}, status="ok"), True)
         todo = [job for job in jobs if job.key not in known]
-        for record in self.executor.map(todo):
+        for record in self._records(todo):
             if record.status != "ok":
                 self._save_traceback(record)
                 self.failed += 1
@@ -223,6 +241,19 @@ class Runner:
             self.store.put(record)
             self.progress.advance(record, False)
         return self.store.results(keys)
+
+    def _records(self, jobs: list[Job]) -> Iterator[RunRecord]:
+        """Records of ``jobs``: batched cells in this process (it owns the GPU), the rest by the
+        executor."""
+        from benchsuite.executors import execute_batch
+
+        cells: dict[tuple, list[Job]] = {}
+        for job in jobs:
+            if job.batched:
+                cells.setdefault((job.track, job.mixer, job.config_index), []).append(job)
+        for cell in cells.values():
+            yield from execute_batch(cell, self.plugins_dir)
+        yield from self.executor.map([job for job in jobs if not job.batched])
 
     def _save_traceback(self, record: RunRecord) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)
@@ -256,7 +287,8 @@ def run(
     store = Store.in_folder(out)
     pool = make_executor(executor, jobs, plugins_dir, threads=request.threads, timeout=timeout,
                          address=address)  # fmt: skip
-    runner = Runner(registry, request, store, pool, progress or Progress(), out / "logs")
+    runner = Runner(registry, request, store, pool, progress or Progress(), out / "logs",
+                    plugins_dir)  # fmt: skip
     manifest, sweep = plan_manifest(registry, request)
     interrupted = False
     try:

@@ -100,6 +100,13 @@ def _parser() -> argparse.ArgumentParser:
         help="exit 0 even when some jobs failed",
     )  # fmt: skip
     run.add_argument("--threads", type=int, help="torch threads per job (default 1)")
+    run.add_argument("--device", help="cpu (default) or cuda[:N]")
+    run.add_argument(
+        "--batch-seeds",
+        action="store_true",
+        default=None,
+        help="train a cell's evaluation seeds as one vmapped model (default on cuda)",
+    )
     run.add_argument(
         "--strict",
         action="store_true",
@@ -171,6 +178,8 @@ RUN_DEFAULTS: dict[str, Any] = {
     "allow_failures": False,
     "threads": 1,
     "strict": False,
+    "device": "cpu",
+    "batch_seeds": None,
 }
 
 
@@ -227,6 +236,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         data_dir=settings["data_dir"],
         threads=settings["threads"],
         budget_overrides=settings["budget"],
+        device=settings["device"],
+        batch_seeds=settings["batch_seeds"],
     )
     design = design_check(request, registry, Path(settings["out"]))
     print_design(design, console)

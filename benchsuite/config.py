@@ -38,17 +38,22 @@ RUN_KEYS: dict[str, type | tuple[type, ...]] = {
     "jobs": int,
     "threads": int,
     "strict": bool,
+    "device": str,
+    "batch_seeds": bool,
+    "address": str,
+    "timeout": (float, int),
+    "allow_failures": bool,
 }
 SECTIONS = ("run", "budget", "tracks", "mixers")
 
 
 def _type_name(kind: type | tuple[type, ...]) -> str:
-    return {list: "a list of names", str: "text", int: "a whole number", bool: "true or false"}[
-        kind if isinstance(kind, type) else kind[0]
-    ]
+    names = {list: "a list of names", str: "text", int: "a whole number", float: "a number",
+             bool: "true or false"}  # fmt: skip
+    return names[kind if isinstance(kind, type) else kind[0]]
 
 
-def _check_type(path: Path, key: str, value: Any, kind: type) -> Any:
+def _check_type(path: Path, key: str, value: Any, kind: type | tuple[type, ...]) -> Any:
     wrong = isinstance(value, bool) and kind is not bool
     if wrong or not isinstance(value, kind):
         raise UsageError(f"config {path}: {key} must be {_type_name(kind)}, got {value!r}")

@@ -72,6 +72,29 @@ def execute(job: Job, plugins_dir: str | None) -> RunRecord:
     )  # fmt: skip
 
 
+def execute_batch(jobs: Sequence[Job], plugins_dir: str | None) -> list[RunRecord]:
+    """The seeds of one cell trained as one batched model; on any error, :func:`execute` per job."""
+    from benchsuite.batched import run_jobs_batched
+
+    start = time.perf_counter()
+    try:
+        results = run_jobs_batched(list(jobs), _registry(plugins_dir))
+    except Exception:  # failing seeds get their own failure records from the one-by-one path
+        return [execute(job, plugins_dir) for job in jobs]
+    seconds = (time.perf_counter() - start) / len(jobs)
+    return [
+        RunRecord(
+            key=job.key,
+            job=asdict(job),
+            status="ok",
+            seconds=seconds,
+            environment={**environment(job), "batched": fields["costs"]["batched_seeds"] > 1},
+            **fields,
+        )
+        for job, fields in zip(jobs, results, strict=True)
+    ]
+
+
 class Executor(Protocol):
     """Runs jobs and yields their records in completion order; ``close`` frees its workers."""
 

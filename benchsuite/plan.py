@@ -36,6 +36,7 @@ class RunRequest:
     salt: str = DEFAULT_SALT
     margin_rel: float = 0.05
     budget_overrides: Mapping[str, int] = field(default_factory=dict)
+    batch_seeds: bool = False  # train a cell's evaluation seeds as one batched model (GPU)
 
     def to_dict(self) -> dict[str, Any]:
         return json.loads(json.dumps(asdict(self), default=str))
@@ -115,6 +116,7 @@ def _job(request: RunRequest, track: Track, mixer: Mixer, stage: str, index: int
         device=request.device,
         salt=request.salt,
         measure=measure,
+        batched=request.batch_seeds and stage == EVAL,
         fingerprint={**fingerprint(track, mixer), "data": data_key},
     )
 

@@ -292,6 +292,7 @@ class Job:
     device: str
     salt: str
     measure: bool = False  # measure mechanism probes on the trained model
+    batched: bool = False  # trained with the other seeds of its cell as one vmapped model
     fingerprint: Mapping[str, str] = field(default_factory=dict)  # versions and source hashes
 
     @property
