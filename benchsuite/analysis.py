@@ -6,7 +6,10 @@ so ``benchsuite report`` can re-derive every figure from the store alone.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -233,6 +236,20 @@ def design(request: dict, comparisons: int) -> dict:
         "min_seeds_for_significance": needed,
         "warning": stats.design_warning(request["seeds"], max(comparisons, 1)),
     }
+
+
+REPORT_CODE = ("analysis", "stats", "aggregate", "report", "html", "plots")
+
+
+def report_digest(manifest: dict, results: dict[str, RunRecord], failures: list[RunRecord]) -> str:
+    """Hash of everything a report is made from: a re-run with the same digest reuses it."""
+    folder = Path(__file__).parent
+    code = b"".join((folder / f"{name}.py").read_bytes() for name in REPORT_CODE)
+    inputs = {key: manifest[key] for key in ("request", "tracks", "mixers", "skipped", "cells")}
+    inputs["results"] = sorted(results)
+    inputs["failures"] = len(failures)
+    payload = json.dumps(inputs, sort_keys=True, default=str).encode() + code
+    return hashlib.sha256(payload).hexdigest()[:24]
 
 
 def _across(tracks: dict, baseline: str) -> dict | None:

@@ -297,11 +297,12 @@ def run(
         interrupted = True
     finally:
         pool.close()
-    keys = [k for cells in manifest["cells"].values() for cell in cells.values()
-            for k in cell["sweep"] + cell["eval"]]  # fmt: skip
-    report = analyse(manifest, store.results(keys), store.failures())
+    results, failures, digest = stored_inputs(store, manifest)
     store.close()
-    warnings = write_all(report, out)
+    report, warnings = _cached_report(out, digest), []
+    if report is None:
+        report = {**analyse(manifest, results, failures), "inputs_digest": digest}
+        warnings = write_all(report, out)
     return RunSummary(out, report, runner.trained, runner.reused, runner.failed, warnings,
                       interrupted)  # fmt: skip
 
@@ -378,12 +379,35 @@ def report(
         manifest = store.last_run()
         if manifest is None:
             raise UsageError(f"store {path} holds no finished run")
-        result = analyse(manifest, store.results(), store.failures())
+        results, failures, digest = stored_inputs(store, manifest)
+        result = {**analyse(manifest, results, failures), "inputs_digest": digest}
     finally:
         store.close()
     if write:
         write_all(result, out)
     return result
+
+
+def stored_inputs(store: Store, manifest: dict[str, Any]) -> tuple[dict, list, str]:
+    """The stored results of the manifest's jobs, every failure, and their report digest."""
+    from benchsuite.analysis import report_digest
+
+    keys = [k for cells in manifest["cells"].values() for cell in cells.values()
+            for k in cell["sweep"] + cell["eval"]]  # fmt: skip
+    results, failures = store.results(keys), store.failures()
+    return results, failures, report_digest(manifest, results, failures)
+
+
+def _cached_report(out: Path, digest: str) -> dict[str, Any] | None:
+    """The report already in ``out`` when it was made from exactly these inputs, else None."""
+    import json
+
+    try:
+        previous = json.loads((out / "report.json").read_text())
+    except (OSError, ValueError):
+        return None
+    fresh = previous.get("inputs_digest") == digest and (out / "report.html").exists()
+    return previous if fresh else None
 
 
 def write_all(result: dict[str, Any], out: Path) -> list[str]:

@@ -42,6 +42,7 @@ class RunRequest:
         return json.loads(json.dumps(asdict(self), default=str))
 
 
+@lru_cache(maxsize=16)
 def _package_version(name: str) -> str:
     try:
         return version(name)
