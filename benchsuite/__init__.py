@@ -5,6 +5,7 @@ This module is a plugin author's whole import surface; it never imports torch.
 
 from benchsuite.hookspecs import hookimpl
 from benchsuite.specs import (
+    ISOMETRY,
     Budget,
     Job,
     Metric,
@@ -16,11 +17,13 @@ from benchsuite.specs import (
     Track,
     TrackData,
     UsageError,
+    lr_grid,
 )
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ISOMETRY",
     "Budget",
     "Job",
     "Metric",
@@ -34,4 +37,5 @@ __all__ = [
     "UsageError",
     "__version__",
     "hookimpl",
+    "lr_grid",
 ]

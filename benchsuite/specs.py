@@ -111,6 +111,13 @@ class Signature:
     probes: Mapping[str, Probe] = field(default_factory=dict)
 
 
+ISOMETRY = Signature(
+    prediction="token mixing preserves the Euclidean norm and its adjoint is its inverse",
+    predicted={"norm_ratio": 1.0, "inverse_max_error": 0.0},
+)
+"""The signature of an orthogonal token mixer (butterfly, random rotation, ...)."""
+
+
 @dataclass(frozen=True)
 class Mixer:
     """A token mixer: ``build(tokens, dim, **options)`` returns a module (B, T, D) -> (B, T, D).
@@ -168,6 +175,11 @@ class Metric:
     @property
     def direction(self) -> str:
         return "higher is better" if self.higher_is_better else "lower is better"
+
+
+def lr_grid(*lrs: float, weight_decay: float = 0.0) -> tuple[dict[str, float], ...]:
+    """A sweep grid over learning rates at one weight decay (the usual shape of a track's grid)."""
+    return tuple({"lr": lr, "weight_decay": weight_decay} for lr in lrs)
 
 
 @dataclass(frozen=True)

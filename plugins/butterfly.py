@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from benchsuite import Mixer, Signature, hookimpl
+from benchsuite import ISOMETRY, Mixer, hookimpl
 
 if TYPE_CHECKING:
     from torch import nn
@@ -65,12 +65,7 @@ def benchsuite_register_mixers(register) -> None:
             description="trainable orthogonal butterfly over tokens (Givens rotations, isometric)",
             fixed_tokens=True,
             causal=False,
-            signature=Signature(
-                prediction=(
-                    "token mixing preserves the Euclidean norm and its adjoint is its inverse"
-                ),
-                predicted={"norm_ratio": 1.0, "inverse_max_error": 0.0},
-            ),
+            signature=ISOMETRY,
             supports=supports,
         )
     )

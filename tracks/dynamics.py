@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from benchsuite import Budget, Metric, Option, Track, TrackData, hookimpl
+from benchsuite import Budget, Metric, Option, Track, TrackData, hookimpl, lr_grid
 from benchsuite.paths import cache_dir
 
 if TYPE_CHECKING:
@@ -32,16 +32,8 @@ if TYPE_CHECKING:
 
     from benchsuite.seeds import Streams
 
-QUICK_GRID = (
-    {"lr": 3e-3, "weight_decay": 0.0},
-    {"lr": 1e-2, "weight_decay": 0.0},
-    {"lr": 3e-2, "weight_decay": 0.0},
-)
-FULL_GRID = (
-    {"lr": 3e-4, "weight_decay": 0.0},
-    {"lr": 1e-3, "weight_decay": 0.0},
-    {"lr": 3e-3, "weight_decay": 0.0},
-)
+QUICK_GRID = lr_grid(3e-3, 1e-2, 3e-2)
+FULL_GRID = lr_grid(3e-4, 1e-3, 3e-3)
 RTOL, ATOL = 1e-8, 1e-8
 FRACTIONS = (0.6, 0.2)  # train, val trajectories; the rest is test
 

@@ -11,18 +11,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from benchsuite import Budget, Metric, Option, Track, TrackData, hookimpl
+from benchsuite import Budget, Metric, Option, Track, TrackData, hookimpl, lr_grid
 
 if TYPE_CHECKING:
     from torch import Tensor, nn
 
     from benchsuite.seeds import Streams
 
-GRID = (
-    {"lr": 3e-3, "weight_decay": 0.0},
-    {"lr": 1e-2, "weight_decay": 0.0},
-    {"lr": 3e-2, "weight_decay": 0.0},
-)
+GRID = lr_grid(3e-3, 1e-2, 3e-2)
 
 
 def generate_series(

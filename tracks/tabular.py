@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from benchsuite import Budget, Metric, Option, Track, TrackData, UsageError, hookimpl
+from benchsuite import Budget, Metric, Option, Track, TrackData, UsageError, hookimpl, lr_grid
 from benchsuite.paths import data_dir
 
 if TYPE_CHECKING:
@@ -30,16 +30,8 @@ if TYPE_CHECKING:
 
     from benchsuite.seeds import Streams
 
-QUICK_GRID = (
-    {"lr": 1e-3, "weight_decay": 0.0},
-    {"lr": 3e-3, "weight_decay": 0.0},
-    {"lr": 1e-2, "weight_decay": 0.0},
-)
-FULL_GRID = (
-    {"lr": 1e-4, "weight_decay": 1e-5},
-    {"lr": 3e-4, "weight_decay": 1e-5},
-    {"lr": 1e-3, "weight_decay": 1e-5},
-)
+QUICK_GRID = lr_grid(1e-3, 3e-3, 1e-2)
+FULL_GRID = lr_grid(1e-4, 3e-4, 1e-3, weight_decay=1e-5)
 FRACTIONS = (0.6, 0.2)  # train, val; the rest is test
 MAX_ROWS = {"quick": (2000, 1000, 1000), "full": None}  # per split, after splitting
 MISSING = {"", "na", "n/a", "nan", "null", "none", "?"}

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from benchsuite import Budget, Metric, Option, Track, TrackData, UsageError, hookimpl
+from benchsuite import Budget, Metric, Option, Track, TrackData, UsageError, hookimpl, lr_grid
 from benchsuite.tracks import cifar
 
 if TYPE_CHECKING:
@@ -22,16 +22,8 @@ if TYPE_CHECKING:
 
     from benchsuite.seeds import Streams
 
-QUICK_GRID = (
-    {"lr": 3e-3, "weight_decay": 0.0},
-    {"lr": 1e-2, "weight_decay": 0.0},
-    {"lr": 3e-2, "weight_decay": 0.0},
-)
-FULL_GRID = (
-    {"lr": 3e-4, "weight_decay": 0.05},
-    {"lr": 1e-3, "weight_decay": 0.05},
-    {"lr": 3e-3, "weight_decay": 0.05},
-)
+QUICK_GRID = lr_grid(3e-3, 1e-2, 3e-2)
+FULL_GRID = lr_grid(3e-4, 1e-3, 3e-3, weight_decay=0.05)
 # CIFAR-10 patch side and split sizes (train, val, test) per preset; digits use all 1797 images.
 CIFAR_PATCH = {"quick": 8, "full": 4}
 CIFAR_SIZES = {"quick": (2000, 500, 1000), "full": (45000, 5000, 10000)}
