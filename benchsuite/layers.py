@@ -17,6 +17,11 @@ class PositionalTokens(nn.Module):
         return x + self.position
 
 
+def embed_tokens(features: int, tokens: int, dim: int) -> nn.Module:
+    """(B, tokens, features) -> (B, tokens, dim): a shared linear embedding plus positions."""
+    return nn.Sequential(nn.Linear(features, dim), PositionalTokens(tokens, dim))
+
+
 class MeanPool(nn.Module):
     """(B, T, D) -> (B, D): the mean over tokens."""
 

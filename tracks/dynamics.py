@@ -241,13 +241,9 @@ class DynamicsTrack(Track):
         )  # fmt: skip
 
     def tokenizer(self, data: TrackData, dim: int, options: dict) -> nn.Module:
-        from torch import nn
+        from benchsuite.layers import embed_tokens
 
-        from benchsuite.layers import PositionalTokens
-
-        return nn.Sequential(
-            nn.Linear(data.info["channels"], dim), PositionalTokens(data.tokens, dim)
-        )
+        return embed_tokens(data.info["channels"], data.tokens, dim)
 
     def head(self, data: TrackData, dim: int, options: dict) -> nn.Module:
         """The forecast read from the last token only: mixing is the sole path across time."""

@@ -180,13 +180,9 @@ class VisionTrack(Track):
         )  # fmt: skip
 
     def tokenizer(self, data: TrackData, dim: int, options: dict) -> nn.Module:
-        from torch import nn
+        from benchsuite.layers import embed_tokens
 
-        from benchsuite.layers import PositionalTokens
-
-        return nn.Sequential(
-            nn.Linear(data.info["patch_features"], dim), PositionalTokens(data.tokens, dim)
-        )
+        return embed_tokens(data.info["patch_features"], data.tokens, dim)
 
     def head(self, data: TrackData, dim: int, options: dict) -> nn.Module:
         from torch import nn
