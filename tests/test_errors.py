@@ -213,3 +213,59 @@ def test_determinism_every_stored_metric_bit_for_bit(finished, tmp_path):
     first, second = metrics(before), metrics(stored_rows(again))
     assert first.keys() == second.keys() and len(first) == 10
     assert first == second
+
+
+BROKEN_PLUGINS = {
+    "broken_import": "import not_a_module_anywhere\n",
+    "raising_hook": (
+        "from benchsuite import hookimpl\n\n@hookimpl\n"
+        "def benchsuite_register_mixers(register):\n    raise RuntimeError('hook exploded')\n"
+    ),
+    "wrong_kind": (
+        "from benchsuite import hookimpl\n\n@hookimpl\n"
+        "def benchsuite_register_mixers(register):\n    register(42)\n"
+    ),
+}
+
+
+def test_broken_plugins_are_one_line_warnings_and_the_run_goes_on(finished, tmp_path):
+    out, before = finished
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    for name, text in BROKEN_PLUGINS.items():
+        (plugins / f"{name}.py").write_text(text)
+    result = run_cli("--plugins-dir", str(plugins), *BASE, "--mixers", "dense,identity",
+                     "--out", str(out))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stdout.splitlines() if "not loaded:" in line]
+    assert len(lines) == 3
+    assert any("broken_import" in line and "ModuleNotFoundError" in line for line in lines)
+    assert any("raising_hook" in line and "hook exploded" in line for line in lines)
+    assert any("wrong_kind" in line and "expected a Mixer" in line for line in lines)
+    assert "jobs: 0 trained, 10 reused, 0 failed" in result.stdout
+    assert stored_rows(out) == before
+
+
+def test_missing_data_file_names_it_and_other_tracks_still_run(finished, tmp_path):
+    out, before = finished
+    missing = tmp_path / "no-such-table.csv"
+    result = run_cli(*BASE, "--tracks", "sequence,tabular", "--mixers", "dense,identity",
+                     "--track-option", f"tabular.csv={missing},tabular.target=y",
+                     "--out", str(out))  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    assert "no-such-table.csv" in result.stdout
+    assert "sequence —" in result.stdout
+    assert stored_rows(out) == before
+
+
+def test_an_unverified_cifar_folder_is_used_and_announced(tmp_path):
+    data = tmp_path / "data"
+    write_cifar(data / "cifar-10-batches-py")
+    out = tmp_path / "out"
+    result = run_cli(*BASE, "--tracks", "vision", "--mixers", "dense,identity",
+                     "--data-dir", str(data), "--track-option", "vision.verify=false",
+                     "--out", str(out))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    dataset = json.loads((out / "report.json").read_text())["tracks"]["vision"]["dataset"]
+    assert "CIFAR-10" in dataset and "unverified" in dataset
+    assert json.loads((out / "report.json").read_text())["tracks"]["vision"]["verified"] is False
