@@ -1,7 +1,8 @@
 """The embedded store: one SQLite row per finished job, keyed by the job's content hash.
 
 Rows are only inserted or upserted, never rewritten in place; failures are kept in their own table
-and never count as results. WAL mode keeps every committed row through a killed process.
+and never count as results. WAL mode keeps every committed row through a killed process. A store of
+an older schema is copied to ``benchsuite.sqlite.vN.bak`` before it is migrated.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from typing import Any
 
 from benchsuite.specs import RunError, RunRecord, UsageError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 FILENAME = "benchsuite.sqlite"
 
-_SCHEMA = """
+_TABLES = """
 CREATE TABLE IF NOT EXISTS results (
     key TEXT PRIMARY KEY,
     track TEXT NOT NULL, mixer TEXT NOT NULL, stage TEXT NOT NULL,
@@ -35,12 +36,18 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 """
 
+MIGRATIONS = {
+    2: "CREATE INDEX IF NOT EXISTS results_by_cell ON results (track, mixer, stage);",
+}
+"""SQL that brings a store from the version before each key to that version."""
+
 
 class Store:
     """Results of training runs in ``OUT/benchsuite.sqlite``."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        self.backup: Path | None = None  # where an older store was copied before migrating
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(self.path, timeout=30)
@@ -61,13 +68,26 @@ class Store:
             )
         try:
             self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.executescript(_SCHEMA)
+            if 0 < version < SCHEMA_VERSION:
+                self.backup = self._back_up(version)
+            self.db.executescript(_TABLES)
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                self.db.executescript(MIGRATIONS.get(target, ""))
             self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             self.db.commit()
         except sqlite3.DatabaseError as error:
             raise UsageError(
                 f"store {self.path}: not a usable benchsuite store ({error})"
             ) from None
+
+    def _back_up(self, version: int) -> Path:
+        """Copy an older store beside itself before migrating it (never overwrites a backup)."""
+        target = self.path.with_name(f"{self.path.name}.v{version}.bak")
+        if not target.exists():
+            with sqlite3.connect(target) as copy:
+                self.db.backup(copy)
+            copy.close()
+        return target
 
     @classmethod
     def in_folder(cls, out: Path | str) -> Store:

@@ -269,3 +269,22 @@ def test_an_unverified_cifar_folder_is_used_and_announced(tmp_path):
     dataset = json.loads((out / "report.json").read_text())["tracks"]["vision"]["dataset"]
     assert "CIFAR-10" in dataset and "unverified" in dataset
     assert json.loads((out / "report.json").read_text())["tracks"]["vision"]["verified"] is False
+
+
+def test_an_older_store_is_backed_up_then_migrated_keeping_every_row(finished):
+    out, before = finished
+    path = out / "benchsuite.sqlite"
+    with sqlite3.connect(path) as db:  # make it a schema-1 store, as benchsuite 0.1.0 wrote it
+        db.execute("DROP INDEX IF EXISTS results_by_cell")
+        db.execute("PRAGMA user_version = 1")
+    result = run_cli(*BASE, "--mixers", "dense,identity", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    backup = out / "benchsuite.sqlite.v1.bak"
+    with sqlite3.connect(backup) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (1,)
+        assert db.execute("SELECT key, record FROM results ORDER BY key").fetchall() == before
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (2,)
+        indexes = {row[1] for row in db.execute("PRAGMA index_list(results)")}
+    assert "results_by_cell" in indexes
+    assert stored_rows(out) == before
