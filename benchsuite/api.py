@@ -22,7 +22,15 @@ from benchsuite.plan import (
 )
 from benchsuite.registry import Registry, load_registry
 from benchsuite.seeds import Streams, sweep_seeds
-from benchsuite.specs import Job, RunRecord, UsageError, resolve_options
+from benchsuite.specs import (
+    Job,
+    RunRecord,
+    UsageError,
+    check_names,
+    did_you_mean,
+    one_line,
+    resolve_options,
+)
 from benchsuite.store import Store
 
 
@@ -52,25 +60,6 @@ class RunSummary:
         return sum(s.get("kind") == "error" for s in self.report["skipped"])
 
 
-def _closest(name: str, valid: Sequence[str]) -> str:
-    import difflib
-
-    match = difflib.get_close_matches(name, valid, n=1)
-    return f" (did you mean {match[0]!r}?)" if match else ""
-
-
-def _check_names(kind: str, asked: Sequence[str], valid: Sequence[str]) -> None:
-    seen: set[str] = set()
-    for name in asked:
-        if name in seen:
-            raise UsageError(f"{kind} {name!r} is named twice")
-        seen.add(name)
-        if name not in valid:
-            raise UsageError(
-                f"unknown {kind} {name!r}{_closest(name, valid)}; valid: {', '.join(sorted(valid))}"
-            )
-
-
 def make_request(
     registry: Registry,
     *,
@@ -93,9 +82,9 @@ def make_request(
 
     track_names = list(tracks) if tracks else sorted(registry.tracks)
     mixer_names = list(mixers) if mixers else sorted(registry.mixers)
-    _check_names("track", track_names, list(registry.tracks))
-    _check_names("mixer", mixer_names, list(registry.mixers))
-    _check_names("baseline", [baseline], list(registry.mixers))
+    check_names("track", track_names, list(registry.tracks))
+    check_names("mixer", mixer_names, list(registry.mixers))
+    check_names("baseline", [baseline], list(registry.mixers))
     mixer_names = [baseline, *[m for m in mixer_names if m != baseline]]
     if len(mixer_names) < 2:
         raise UsageError(f"nothing to compare: only the baseline {baseline!r} was given")
@@ -115,7 +104,7 @@ def make_request(
         for name in given:
             if name not in pool:
                 raise UsageError(
-                    f"option given for unknown {group} {name!r}{_closest(name, list(pool))}"
+                    f"option given for unknown {group} {name!r}{did_you_mean(name, pool)}"
                 )
     resolved_tracks = {
         n: resolve_options(registry.tracks[n].options, (track_options or {}).get(n, {}), n)
@@ -321,7 +310,7 @@ def plan_manifest(registry: Registry, request: RunRequest) -> tuple[dict[str, An
             meta = _probe_track(registry, request, name)
         except Exception as error:  # one broken track never takes the others down
             manifest["skipped"].append(
-                {"track": name, "mixer": "*", "reason": _one_line(error), "kind": "error"}
+                {"track": name, "mixer": "*", "reason": one_line(error), "kind": "error"}
             )
             continue
         manifest["tracks"][name] = meta
@@ -357,11 +346,6 @@ def _run_phases(runner: Runner, manifest: dict[str, Any], sweep: list[Job]) -> N
         evaluation += jobs
     runner.store.add_run(manifest)
     runner.execute("eval", evaluation)
-
-
-def _one_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return text[0] if text else type(error).__name__
 
 
 def report(
@@ -422,7 +406,7 @@ def write_all(result: dict[str, Any], out: Path) -> list[str]:
     try:
         write_html(result, out)
     except Exception as error:  # the figures are already safe in report.json
-        return [f"report.html not written: {type(error).__name__}: {error}"]
+        return [f"report.html not written: {one_line(error)}"]
     return []
 
 

@@ -25,7 +25,7 @@ from torch.func import functional_call, stack_module_state
 
 from benchsuite.registry import Registry
 from benchsuite.seeds import Streams
-from benchsuite.specs import EVAL, Job, Track, TrackData
+from benchsuite.specs import EVAL, Job, Track, TrackData, one_line
 from benchsuite.train import (
     batch_order,
     build_model,
@@ -133,7 +133,7 @@ def _try_vmap(template: nn.Module, track: Track, params: Tensors, buffers: Tenso
         with torch.inference_mode():
             _forward(template, params, scratch, x_eval)
     except Exception as error:
-        raise Unbatchable(f"vmap cannot run this model: {type(error).__name__}: {error}") from error
+        raise Unbatchable(f"vmap cannot run this model: {one_line(error)}") from error
     finally:
         for p in params.values():
             p.grad = None

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchsuite.specs import PluginError, RunError, UsageError
+from benchsuite.specs import PluginError, RunError, UsageError, one_line
 
 DEFAULT_OUT = "benchsuite-results"
 
@@ -393,7 +393,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         log = _log_traceback(args)
         where = f" (traceback in {log})" if log else ""
-        print(f"error: {type(error).__name__}: {error}{where}", file=sys.stderr)
+        print(f"error: {one_line(error)}{where}", file=sys.stderr)
         return 1
 
 

@@ -42,7 +42,8 @@ from benchsuite.specs import (
     Mixer,
     Track,
     TrackData,
-    UsageError,
+    check_names,
+    one_line,
     resolve_options,
 )
 
@@ -216,19 +217,6 @@ def measure_costs(
     return costs
 
 
-def _one_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
-
-
-def _names(kind: str, asked: Sequence[str] | None, valid: Mapping[str, Any]) -> list[str]:
-    names = list(dict.fromkeys(asked)) if asked else sorted(valid)
-    for name in names:
-        if name not in valid:
-            raise UsageError(f"unknown {kind} {name!r}; valid: {', '.join(sorted(valid))}")
-    return names
-
-
 def costs_table(
     registry: Registry,
     preset: str = "quick",
@@ -249,10 +237,12 @@ def costs_table(
     (the ratio is off by more than the protocol's 10%). A track whose data cannot be loaded and a
     mixer that cannot run or fails give a row with the reason instead of raising.
     """
-    track_names = _names("track", tracks, registry.tracks)
-    mixer_names = _names("mixer", mixers, registry.mixers)
+    track_names = list(tracks) if tracks else sorted(registry.tracks)
+    mixer_names = list(mixers) if mixers else sorted(registry.mixers)
+    check_names("track", track_names, registry.tracks)
+    check_names("mixer", mixer_names, registry.mixers)
     if baseline is not None:
-        _names("mixer", [baseline], registry.mixers)
+        check_names("baseline", [baseline], registry.mixers)
         mixer_names = [baseline, *(m for m in mixer_names if m != baseline)]
     rows: list[dict[str, Any]] = []
     for track_name in track_names:
@@ -278,7 +268,7 @@ def _load(track: Track, options: dict, preset: str,
         streams = Streams(DEFAULT_SALT, track.name, sweep_seeds(1)[0])
         return track.load(streams, options, preset, data_dir), None
     except Exception as error:  # a track without its data still lists the others
-        return None, f"track data: {_one_line(error)}"
+        return None, f"track data: {one_line(error)}"
 
 
 def _cell(track: Track, mixer: Mixer, data: TrackData | None, problem: str | None, preset: str,
@@ -297,7 +287,7 @@ def _cell(track: Track, mixer: Mixer, data: TrackData | None, problem: str | Non
                                      track_options=options, mixer_options=mixer_options,
                                      device=device))  # fmt: skip
         except Exception as error:  # one broken mixer never hides the others
-            row["reason"] = f"failed: {_one_line(error)}"
+            row["reason"] = f"failed: {one_line(error)}"
     return row
 
 

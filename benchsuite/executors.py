@@ -18,7 +18,7 @@ from dataclasses import asdict
 from functools import lru_cache
 from typing import Protocol
 
-from benchsuite.specs import Job, RunRecord, UsageError
+from benchsuite.specs import Job, RunRecord, UsageError, one_line
 
 EXECUTORS = ("local", "process", "ray")
 
@@ -63,9 +63,8 @@ def execute(job: Job, plugins_dir: str | None) -> RunRecord:
     try:
         fields = run_job(job, _registry(plugins_dir))
     except Exception as error:  # a failing mixer or track must not take the run down
-        lines = str(error).strip().splitlines()
-        reason = f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
-        return failure_record(job, reason, traceback.format_exc(), time.perf_counter() - start)
+        details = traceback.format_exc()
+        return failure_record(job, one_line(error), details, time.perf_counter() - start)
     return RunRecord(
         key=job.key, job=asdict(job), status="ok", seconds=time.perf_counter() - start,
         environment=environment(job), **fields,

@@ -7,7 +7,7 @@ shape, dtype or batch size, fails with a one-line reason naming the mixer and it
 
 from __future__ import annotations
 
-from benchsuite.specs import Mixer
+from benchsuite.specs import Mixer, one_line
 
 
 def _owner(mixer: Mixer) -> str:
@@ -22,7 +22,7 @@ def check_mixer(mixer: Mixer, tokens: int, dim: int, options: dict) -> str | Non
     try:
         module = mixer.builder()(tokens, dim, **options)
     except Exception as error:
-        return f"{_owner(mixer)}: build failed: {type(error).__name__}: {error}"
+        return f"{_owner(mixer)}: build failed: {one_line(error)}"
     if not isinstance(module, torch.nn.Module):
         return (
             f"{_owner(mixer)}: build returned {type(module).__name__}, expected a torch.nn.Module"
@@ -33,7 +33,7 @@ def check_mixer(mixer: Mixer, tokens: int, dim: int, options: dict) -> str | Non
             y = module(x)
     except Exception as error:
         shape = f"(3, {tokens}, {dim})"
-        return f"{_owner(mixer)}: forward failed on {shape}: {type(error).__name__}: {error}"
+        return f"{_owner(mixer)}: forward failed on {shape}: {one_line(error)}"
     if not isinstance(y, torch.Tensor):
         return f"{_owner(mixer)}: forward returned {type(y).__name__}, expected a tensor"
     if y.shape[:1] != x.shape[:1]:

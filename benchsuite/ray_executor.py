@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from benchsuite.executors import execute, failure_record
-from benchsuite.specs import Job, RunRecord, UsageError
+from benchsuite.specs import Job, RunRecord, UsageError, one_line
 
 
 def benchsuite_job(job: Job, plugins_dir: str | None) -> RunRecord:
@@ -39,11 +39,6 @@ def _import_ray() -> Any:
             "--executor ray needs Ray: pip install 'benchsuite[ray]' (or use --executor process)"
         ) from None
     return ray
-
-
-def _one_line(error: BaseException) -> str:
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
 
 
 class RayExecutor:
@@ -75,7 +70,7 @@ class RayExecutor:
             ray.init(address=self.address or "local", **options)
         except (ConnectionError, RuntimeError, ValueError) as error:
             where = f"the Ray cluster at {self.address}" if self.address else "a local Ray"
-            raise UsageError(f"cannot start on {where}: {_one_line(error)}") from None
+            raise UsageError(f"cannot start on {where}: {one_line(error)}") from None
         self._ray = ray
         return ray
 
@@ -116,7 +111,7 @@ class RayExecutor:
         except ray.exceptions.RayError as error:  # its worker died twice, or Ray failed it
             seconds = time.monotonic() - started
             details = f"{job.label}: failed in Ray after {seconds:.1f} s (tried {self.retries + 1}"
-            return failure_record(job, _one_line(error), f"{details} times)\n{error}\n", seconds)
+            return failure_record(job, one_line(error), f"{details} times)\n{error}\n", seconds)
 
     def _expire(self, ray: Any, running: dict[Any, tuple[Job, float]]) -> Iterator[RunRecord]:
         """Kill the tasks past their deadline (``force`` ends the worker process)."""

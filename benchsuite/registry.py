@@ -26,7 +26,7 @@ from typing import Any
 import pluggy
 
 from benchsuite import hookspecs
-from benchsuite.specs import Mixer, PluginError, Track
+from benchsuite.specs import Mixer, PluginError, Track, one_line
 
 GROUP = "benchsuite"
 HOOKS = ("benchsuite_register_mixers", "benchsuite_register_tracks")
@@ -60,17 +60,6 @@ class Registry:
     tracks: dict[str, Track] = field(default_factory=dict)
     plugins: list[PluginInfo] = field(default_factory=list)
     failures: list[PluginFailure] = field(default_factory=list)
-
-    def mixer(self, name: str) -> Mixer:
-        return self.mixers[name]
-
-    def track(self, name: str) -> Track:
-        return self.tracks[name]
-
-
-def _one_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
 def _source_hash(module: ModuleType) -> str:
@@ -141,7 +130,7 @@ def load_registry(plugins_dir: str | None = None) -> Registry:
         except Exception as error:
             if manager.get_plugin(name) is not None:
                 manager.unregister(name=name)
-            registry.failures.append(PluginFailure(name, origin, _one_line(error)))
+            registry.failures.append(PluginFailure(name, origin, one_line(error)))
             continue
         info = PluginInfo(name, dist, version, origin, _source_hash(module))
         loaded[name] = info
@@ -164,7 +153,7 @@ def _collect(manager: pluggy.PluginManager, registry: Registry, loaded: dict) ->
                 for item in collected:
                     _check_kind(item, kind)
             except Exception as error:
-                registry.failures.append(PluginFailure(info.name, info.origin, _one_line(error)))
+                registry.failures.append(PluginFailure(info.name, info.origin, one_line(error)))
                 continue
             for item in collected:
                 _add(registry, item, info, owners)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +17,6 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from torch import Tensor, nn
 
     from benchsuite.seeds import Streams
-
-SCALARS = (bool, int, float, str)
 
 
 class UsageError(Exception):
@@ -31,6 +29,16 @@ class PluginError(Exception):
 
 class RunError(Exception):
     """The run cannot go on (e.g. the store cannot be written): one line, exit code 1."""
+
+
+def one_line(error: BaseException) -> str:
+    """An exception as one line: its first line, after its type name unless it is one of
+    benchsuite's own errors (those are already worded for the user)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    text = lines[0] if lines else ""
+    if text and isinstance(error, UsageError | PluginError | RunError):
+        return text
+    return f"{type(error).__name__}: {text}".rstrip(": ")
 
 
 @dataclass(frozen=True)
@@ -70,16 +78,34 @@ class Option:
         return parsed
 
 
+def did_you_mean(name: str, valid: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest valid name, or an empty string."""
+    import difflib
+
+    match = difflib.get_close_matches(name, list(valid), n=1)
+    return f" (did you mean {match[0]!r}?)" if match else ""
+
+
+def check_names(kind: str, asked: Sequence[str], valid: Iterable[str]) -> None:
+    """Every asked name exists and is given once, else a one-line error with the valid names."""
+    known = sorted(valid)
+    seen: set[str] = set()
+    for name in asked:
+        if name in seen:
+            raise UsageError(f"{kind} {name!r} is named twice")
+        seen.add(name)
+        if name not in known:
+            hint = did_you_mean(name, known)
+            raise UsageError(f"unknown {kind} {name!r}{hint}; valid: {', '.join(known)}")
+
+
 def resolve_options(declared: tuple[Option, ...], given: Mapping[str, Any], owner: str) -> dict:
     """Defaults overlaid with ``given``; an unknown key is a one-line error listing valid ones."""
     known = {opt.name: opt for opt in declared}
     unknown = sorted(set(given) - set(known))
     if unknown:
-        import difflib
-
         valid = ", ".join(sorted(known)) or "(none)"
-        close = difflib.get_close_matches(unknown[0], list(known), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        hint = did_you_mean(unknown[0], known)
         raise UsageError(
             f"unknown option {owner}.{unknown[0]}{hint}; valid options of {owner}: {valid}"
         )

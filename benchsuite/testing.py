@@ -35,7 +35,7 @@ import torch
 from torch import nn
 
 from benchsuite.probes import probes_for
-from benchsuite.specs import Mixer, resolve_options
+from benchsuite.specs import Mixer, one_line, resolve_options
 
 Check = tuple[str, Callable[[], None]]
 BATCH = 2
@@ -61,11 +61,6 @@ def as_mixer(name_or_factory: str | Mixer | Callable[..., nn.Module]) -> Mixer:
         known = ", ".join(sorted(mixers)) or "(none)"
         raise AssertionError(f"no mixer named {name_or_factory!r}; registered: {known}")
     return mixers[name_or_factory]
-
-
-def _one_line(error: Exception) -> str:
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0] if lines else ''}"
 
 
 def _isolated(check: Callable[[], None]) -> Callable[[], None]:
@@ -96,13 +91,13 @@ class _Contract:
         try:
             return self.mixer.builder()(*shape, **self.options)
         except Exception as error:
-            self.fail(check, f"build raised {_one_line(error)}", shape)
+            self.fail(check, f"build raised {one_line(error)}", shape)
 
     def run(self, check: str, module: nn.Module, x: torch.Tensor) -> torch.Tensor:
         try:
             return module(x)
         except Exception as error:
-            self.fail(check, f"forward raised {_one_line(error)}", tuple(x.shape[1:]))
+            self.fail(check, f"forward raised {one_line(error)}", tuple(x.shape[1:]))
 
     def each(self, check: str) -> list[tuple[tuple[int, int], nn.Module, torch.Tensor]]:
         """(shape, module, random input) for every supported shape."""
