@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -132,13 +133,16 @@ def problems_table(report: dict) -> Table | None:
     for f in report["failures"]:
         groups.setdefault((f["track"], f["mixer"], f["stage"], f["reason"]), []).append(f)
     for (track, mixer, stage, reason), failures in groups.items():
-        seeds = ", ".join(str(f["seed"]) for f in failures)
-        rows.append((track, mixer, stage, seeds, reason, failures[0]["traceback"]))
+        seeds = ", ".join(sorted({str(f["seed"]) for f in failures}))
+        log = f"logs/{Path(failures[0]['traceback']).name}" if failures[0]["traceback"] else ""
+        rows.append((track, mixer, stage, f"{len(failures)} (seed {seeds})", reason, log))
     if not rows:
         return None
-    table = Table(title="[bold red]skipped and failed[/]")
-    for column in ("track", "mixer", "stage", "seeds", "reason", "traceback (first)"):
-        table.add_column(column, overflow="fold")
+    table = Table(title="[bold red]skipped and failed[/]", caption="logs/ is in the output folder")
+    for column in ("track", "mixer", "stage", "jobs"):
+        table.add_column(column)
+    table.add_column("reason", overflow="fold", ratio=3)
+    table.add_column("traceback (first)", overflow="fold", ratio=1)
     for row in rows:
         table.add_row(*row)
     return table
