@@ -23,6 +23,7 @@ import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state
 
+from benchsuite.costs import parameter_counts
 from benchsuite.registry import Registry
 from benchsuite.seeds import Streams
 from benchsuite.specs import EVAL, Job, Track, TrackData, one_line
@@ -34,7 +35,6 @@ from benchsuite.train import (
     load_data,
     lr_factor,
     measure_model,
-    parameter_costs,
     result_fields,
     run_job,
 )
@@ -285,7 +285,7 @@ def _run_batched(jobs: list[Job], registry: Registry) -> list[dict[str, Any]]:
             for name, value in scores.items():
                 metrics[f"{split}.{name}"] = float(value)
         costs = {
-            **parameter_costs(model),
+            **parameter_counts(model, model.mixers()),
             "seconds_per_step": trained.seconds_per_step,
             "examples_per_second": budget.batch_size / max(trained.seconds_per_step, 1e-12),
             "batched_seeds": float(len(jobs)),

@@ -34,11 +34,10 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from benchsuite.plan import OVERRIDABLE, RunRequest, sweep_jobs
 from benchsuite.seeds import DEFAULT_SALT, Streams, sweep_seeds
 from benchsuite.specs import (
-    SWEEP,
     Budget,
-    Job,
     Mixer,
     Track,
     TrackData,
@@ -145,26 +144,6 @@ def step_seconds(model: nn.Module, track: Track, x: Tensor, y: Tensor, lr: float
     return statistics.median(times)
 
 
-def _job(track: Track, mixer: Mixer, budget: Budget, preset: str, track_options: dict,
-         mixer_options: dict, device: str, threads: int, salt: str) -> Job:  # fmt: skip
-    return Job(
-        track=track.name,
-        mixer=mixer.name,
-        stage=SWEEP,
-        config=dict(budget.grid[0]) if budget.grid else {"lr": 1e-3},
-        config_index=0,
-        seed=sweep_seeds(1)[0],
-        preset=preset,
-        budget=budget.training(),
-        track_options=track_options,
-        mixer_options=mixer_options,
-        data_dir=None,
-        threads=threads,
-        device=device,
-        salt=salt,
-    )
-
-
 def measure_costs(
     track: Track,
     mixer: Mixer,
@@ -183,16 +162,20 @@ def measure_costs(
     """Parameters, FLOPs, step time and memory of ``mixer`` on ``track`` (keys: module docstring).
 
     ``data`` must have been loaded with ``track_options`` (defaults when None); one batch of
-    ``budget.batch_size`` training examples is used throughout.
+    ``budget.batch_size`` training examples is used throughout; the model is the one a run of
+    ``preset`` builds, with ``budget``'s steps, batch size, width and depth.
     """
     from benchsuite.train import build_model  # train may use this module's counters
 
-    job = _job(
-        track, mixer, budget, preset,
-        resolve_options(track.options, track_options or {}, track.name),
-        resolve_options(mixer.options, mixer_options or {}, mixer.name),
-        device, threads, salt,
+    request = RunRequest(
+        tracks=(track.name,), mixers=(mixer.name,), baseline=mixer.name, seeds=2, sweep_seeds=1,
+        preset=preset,
+        track_options={track.name: resolve_options(track.options, track_options or {}, track.name)},
+        mixer_options={mixer.name: resolve_options(mixer.options, mixer_options or {}, mixer.name)},
+        threads=threads, device=device, salt=salt,
+        budget_overrides={key: getattr(budget, key) for key in OVERRIDABLE},
     )  # fmt: skip
+    job = sweep_jobs(request, track, mixer, data_key="costs")[0]  # first grid point and sweep seed
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(threads)
     target = torch.device(device)

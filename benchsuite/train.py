@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from benchsuite.costs import forward_flops, parameter_counts
 from benchsuite.encoder import Encoder, build_encoder
 from benchsuite.preflight import check_mixer
 from benchsuite.registry import Registry
@@ -170,7 +171,6 @@ def is_diverged(track: Track, job: Job, data: TrackData, metrics: dict[str, floa
 def measure_model(model: Encoder, mixer: Mixer, x_train: torch.Tensor, data: TrackData,
                   costs: dict[str, float]) -> dict[str, float]:  # fmt: skip
     """FLOPs per example (added to ``costs``) and the mechanism probes of a trained model."""
-    from benchsuite.costs import forward_flops
     from benchsuite.probes import measure, probes_for
 
     sample = x_train[: min(len(x_train), 8)]
@@ -182,16 +182,6 @@ def measure_model(model: Encoder, mixer: Mixer, x_train: torch.Tensor, data: Tra
 def to_device(array: np.ndarray, device: torch.device) -> torch.Tensor:
     """A numpy split as a tensor on ``device`` (no copy on the CPU)."""
     return torch.from_numpy(np.ascontiguousarray(array)).to(device)
-
-
-def parameter_costs(model: Encoder) -> dict[str, float]:
-    """Parameter counts of the whole model and of its token mixers (trainable)."""
-    return {
-        "params": float(sum(p.numel() for p in model.parameters())),
-        "mixer_params": float(
-            sum(p.numel() for m in model.mixers() for p in m.parameters() if p.requires_grad)
-        ),
-    }
 
 
 def result_fields(metrics: dict[str, float], diverged: bool, probes: dict[str, float],
@@ -234,7 +224,7 @@ def run_job(job: Job, registry: Registry) -> dict[str, Any]:
             metrics[f"{split}.{name}"] = float(value)
 
     costs = {
-        **parameter_costs(model),
+        **parameter_counts(model, model.mixers()),
         "seconds_per_step": outcome.seconds_per_step,
         "examples_per_second": budget.batch_size / max(outcome.seconds_per_step, 1e-12),
     }
