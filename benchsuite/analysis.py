@@ -16,7 +16,7 @@ import numpy as np
 
 from benchsuite import stats
 from benchsuite.aggregate import aggregate_across_tracks
-from benchsuite.specs import RunRecord
+from benchsuite.specs import RunRecord, Signature
 
 REPORT_VERSION = 1
 
@@ -95,30 +95,14 @@ def _summary(values: list[float]) -> dict[str, Any]:
 
 
 def _signature(meta: dict, arm: dict, base: dict) -> dict | None:
-    signature = meta.get("signature")
-    if not signature:
+    if not meta.get("signature"):
         return None
-    predicted = signature["predicted"]
-    observed = {k: arm["probes"].get(k) for k in predicted}
-    baseline_observed = {k: base["probes"].get(k) for k in predicted}
-    confirmed = all(
-        observed[k] is not None and math.isfinite(observed[k])
-        and abs(observed[k] - v) <= signature["tolerance"]
-        for k, v in predicted.items()
-    )  # fmt: skip
-    result = {
-        "prediction": signature["prediction"],
-        "predicted": predicted,
-        "observed": observed,
-        "baseline_observed": baseline_observed,
-        "tolerance": signature["tolerance"],
-        "confirmed": confirmed,
-        "measured_on": "trained model, first evaluation seed",
-    }
-    for key, value in predicted.items():  # the prototype's bench_report v1 keys
+    result = Signature(**meta["signature"]).check(arm["probes"], base["probes"])
+    result["measured_on"] = "trained model, first evaluation seed"
+    for key, value in result["predicted"].items():  # the prototype's bench_report v1 keys
         result[f"predicted_{key}"] = value
-        result[f"observed_{key}_seed0"] = observed[key]
-        result[f"baseline_observed_{key}_seed0"] = baseline_observed[key]
+        result[f"observed_{key}_seed0"] = result["observed"][key]
+        result[f"baseline_observed_{key}_seed0"] = result["baseline_observed"][key]
     return result
 
 

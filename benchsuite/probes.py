@@ -14,7 +14,7 @@ module sees in the encoder (the block's normalised input). Core probes:
 Every probe runs under ``torch.no_grad`` (the Jacobian ones through ``torch.func.jacrev``, which
 ignores it), so tokens captured under ``torch.inference_mode`` are fine. ``measure`` runs probes on
 every block and keeps, per probe, the block value farthest from the probe's reference (the ideal
-value); ``signature_result`` checks a mixer's signature against it.
+value); ``Signature.check`` compares a mixer's promise with it.
 """
 
 from __future__ import annotations
@@ -141,23 +141,3 @@ def measure(
             ]
             results[name] = _farthest(values, reference.get(name, 0.0))
     return results
-
-
-def signature_result(
-    signature: Signature, observed: Mapping[str, float], baseline_observed: Mapping[str, float]
-) -> dict:
-    """The signature's prediction next to what was measured; confirmed when every key is in
-    tolerance (a missing or NaN observation is not confirmed)."""
-    keys = list(signature.predicted)
-    seen = {k: float(observed.get(k, math.nan)) for k in keys}
-    confirmed = all(
-        abs(seen[k] - float(signature.predicted[k])) <= signature.tolerance for k in keys
-    )
-    return {
-        "prediction": signature.prediction,
-        "predicted": {k: float(v) for k, v in signature.predicted.items()},
-        "tolerance": signature.tolerance,
-        "observed": seen,
-        "baseline_observed": {k: float(baseline_observed.get(k, math.nan)) for k in keys},
-        "confirmed": confirmed,
-    }

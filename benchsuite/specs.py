@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -135,6 +136,27 @@ class Signature:
     predicted: Mapping[str, float]
     tolerance: float = 1e-4
     probes: Mapping[str, Probe] = field(default_factory=dict)
+
+    def check(self, observed: Mapping[str, Any], baseline_observed: Mapping[str, Any]) -> dict:
+        """The prediction beside what was measured on the mixer and on the baseline; confirmed
+        when every predicted probe is within tolerance (a missing or NaN value is not)."""
+
+        def values(found: Mapping[str, Any]) -> dict[str, float]:
+            return {
+                k: math.nan if found.get(k) is None else float(found[k]) for k in self.predicted
+            }
+
+        seen = values(observed)
+        return {
+            "prediction": self.prediction,
+            "predicted": {k: float(v) for k, v in self.predicted.items()},
+            "tolerance": self.tolerance,
+            "observed": seen,
+            "baseline_observed": values(baseline_observed),
+            "confirmed": all(
+                abs(seen[k] - float(v)) <= self.tolerance for k, v in self.predicted.items()
+            ),
+        }
 
 
 ISOMETRY = Signature(

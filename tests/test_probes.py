@@ -21,7 +21,6 @@ from benchsuite.probes import (
     norm_ratio,
     probes_for,
     row_sum_error,
-    signature_result,
 )
 from benchsuite.testing import collect_mixers
 
@@ -124,15 +123,15 @@ def test_measure_takes_tokens_captured_in_inference_mode():
     assert all(math.isfinite(v) for v in result.values())
 
 
-def test_signature_result_confirms_only_within_tolerance():
+def test_signature_check_confirms_only_within_tolerance():
     signature = Signature("isometric", {"norm_ratio": 1.0, "inverse_max_error": 0.0}, 1e-4)
     baseline = {"norm_ratio": 0.5, "inverse_max_error": 0.8}
-    good = signature_result(signature, {"norm_ratio": 1.00005, "inverse_max_error": 0.0}, baseline)
+    good = signature.check({"norm_ratio": 1.00005, "inverse_max_error": 0.0}, baseline)
     assert good["confirmed"] and good["baseline_observed"] == baseline
     assert good["prediction"] == "isometric" and good["predicted"]["norm_ratio"] == 1.0
-    bad = signature_result(signature, {"norm_ratio": 1.0, "inverse_max_error": 2e-4}, baseline)
+    bad = signature.check({"norm_ratio": 1.0, "inverse_max_error": 2e-4}, baseline)
     assert not bad["confirmed"]
-    missing = signature_result(signature, {"norm_ratio": 1.0}, baseline)
+    missing = signature.check({"norm_ratio": 1.0}, baseline)
     assert not missing["confirmed"] and math.isnan(missing["observed"]["inverse_max_error"])
 
 
@@ -191,6 +190,6 @@ def test_a_trained_butterfly_keeps_its_signature_and_a_trained_dense_does_not():
     assert abs(baseline["norm_ratio"] - 1.0) > 0.05
 
     (mixer,) = collect_mixers(importlib.import_module("benchsuite.mixers.butterfly"))
-    result = signature_result(mixer.signature, observed, baseline)
+    result = mixer.signature.check(observed, baseline)
     assert result["confirmed"]
     assert result["baseline_observed"]["norm_ratio"] == baseline["norm_ratio"]
