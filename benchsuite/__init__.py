@@ -3,6 +3,7 @@
 This module is a plugin author's whole import surface; it never imports torch.
 """
 
+from benchsuite.forecasting import ForecastTrack
 from benchsuite.hookspecs import hookimpl
 from benchsuite.specs import (
     ISOMETRY,
@@ -25,6 +26,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ISOMETRY",
     "Budget",
+    "ForecastTrack",
     "Job",
     "Metric",
     "Mixer",

@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from benchsuite import Budget, Metric, Option, Track, TrackData, hookimpl, lr_grid
+from benchsuite import Budget, ForecastTrack, Metric, Option, TrackData, hookimpl, lr_grid
 from benchsuite.paths import cache_dir
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from torch import Tensor, nn
+    from torch import Tensor
 
     from benchsuite.seeds import Streams
 
@@ -179,7 +179,7 @@ def _windows(series: np.ndarray, size: Size) -> tuple[np.ndarray, np.ndarray]:
     return cut[:, : size.context], cut[:, size.context :]
 
 
-class DynamicsTrack(Track):
+class DynamicsTrack(ForecastTrack):
     """Forecasting dynamical systems; normalised MSE (lower is better) and valid prediction time."""
 
     name = "dynamics"
@@ -239,27 +239,6 @@ class DynamicsTrack(Track):
             cap=normalised_mse(np.zeros_like(y_test), y_test),  # predicting the training mean
             identity=f"{_cache_path(name, initial, size.steps).stem} (solve_ivp DOP853)",
         )  # fmt: skip
-
-    def tokenizer(self, data: TrackData, dim: int, options: dict) -> nn.Module:
-        from benchsuite.layers import embed_tokens
-
-        return embed_tokens(data.info["channels"], data.tokens, dim)
-
-    def head(self, data: TrackData, dim: int, options: dict) -> nn.Module:
-        """The forecast read from the last token only: mixing is the sole path across time."""
-        from torch import nn
-
-        from benchsuite.layers import LastToken
-
-        horizon, channels = data.info["horizon"], data.info["channels"]
-        return nn.Sequential(
-            LastToken(), nn.Linear(dim, horizon * channels), nn.Unflatten(1, (horizon, channels))
-        )
-
-    def loss(self, prediction: Tensor, target: Tensor) -> Tensor:
-        from torch.nn import functional
-
-        return functional.mse_loss(prediction, target)
 
     def evaluate(self, prediction: Tensor, target: Tensor, data: TrackData) -> dict[str, float]:
         predicted = prediction.detach().float().cpu().numpy()

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from benchsuite import Budget, Metric, Option, Track, TrackData, hookimpl, lr_grid
+from benchsuite import Budget, ForecastTrack, Metric, Option, TrackData, hookimpl, lr_grid
 
 if TYPE_CHECKING:
-    from torch import Tensor, nn
+    from torch import Tensor
 
     from benchsuite.seeds import Streams
 
@@ -49,7 +49,7 @@ def windows(series: np.ndarray, lookback: int, horizon: int, stride: int) -> tup
     return cut[:, :lookback], cut[:, lookback:]
 
 
-class SequenceTrack(Track):
+class SequenceTrack(ForecastTrack):
     """Forecasting on synthetic seasonal series; MSE on standardised values (lower is better)."""
 
     name = "sequence"
@@ -97,27 +97,6 @@ class SequenceTrack(Track):
             cap=cap,
             identity="generated",
         )  # fmt: skip
-
-    def tokenizer(self, data: TrackData, dim: int, options: dict) -> nn.Module:
-        from benchsuite.layers import embed_tokens
-
-        return embed_tokens(data.info["channels"], data.tokens, dim)
-
-    def head(self, data: TrackData, dim: int, options: dict) -> nn.Module:
-        """The forecast read from the last token only: mixing is the sole path across time."""
-        from torch import nn
-
-        from benchsuite.layers import LastToken
-
-        horizon, channels = data.info["horizon"], data.info["channels"]
-        return nn.Sequential(
-            LastToken(), nn.Linear(dim, horizon * channels), nn.Unflatten(1, (horizon, channels))
-        )
-
-    def loss(self, prediction: Tensor, target: Tensor) -> Tensor:
-        from torch.nn import functional
-
-        return functional.mse_loss(prediction, target)
 
     def evaluate(self, prediction: Tensor, target: Tensor, data: TrackData) -> dict[str, float]:
         error = (prediction - target) ** 2
