@@ -213,6 +213,7 @@ def _merge(base: dict[str, dict], override: dict[str, dict]) -> dict[str, dict]:
 def cmd_run(args: argparse.Namespace) -> int:
     from benchsuite import api
     from benchsuite.design import design_check
+    from benchsuite.executors import check_executor
     from benchsuite.progress import progress_bar
     from benchsuite.registry import load_registry
     from benchsuite.tables import print_design, print_report
@@ -239,6 +240,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         device=settings["device"],
         batch_seeds=settings["batch_seeds"],
     )
+    check_executor(settings["executor"], settings["jobs"], settings["timeout"], settings["address"])
     design = design_check(request, registry, Path(settings["out"]))
     print_design(design, console)
     if design["warning"] and settings["strict"]:

@@ -130,6 +130,20 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
+def check_executor(name: str, jobs: int | None, timeout: float | None, address: str | None) -> None:
+    """A one-line usage error for executor settings that cannot work (checked before a run)."""
+    if name not in EXECUTORS:
+        raise UsageError(f"unknown executor {name!r}; valid: {', '.join(EXECUTORS)}")
+    if jobs is not None and jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {jobs}")
+    if timeout is not None and timeout <= 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, got {timeout:g}")
+    if address and name != "ray":
+        raise UsageError("--address is for --executor ray")
+    if name == "local" and timeout is not None:
+        raise UsageError("--timeout needs a job process to kill: use --executor process (or ray)")
+
+
 def make_executor(
     name: str,
     jobs: int | None = None,
@@ -146,19 +160,8 @@ def make_executor(
     enforced by killing the job's process; ``address``: a Ray cluster's ``HOST:PORT`` (default: a
     local Ray started for the run).
     """
-    if name not in EXECUTORS:
-        raise UsageError(f"unknown executor {name!r}; valid: {', '.join(EXECUTORS)}")
-    if jobs is not None and jobs < 1:
-        raise UsageError(f"--jobs must be at least 1, got {jobs}")
-    if timeout is not None and timeout <= 0:
-        raise UsageError(f"--timeout must be a positive number of seconds, got {timeout:g}")
-    if address and name != "ray":
-        raise UsageError("--address is for --executor ray")
+    check_executor(name, jobs, timeout, address)
     if name == "local":
-        if timeout is not None:
-            raise UsageError(
-                "--timeout needs a job process to kill: use --executor process (or ray)"
-            )
         return LocalExecutor(plugins_dir)
     plugins_dir = os.path.abspath(plugins_dir) if plugins_dir else None
     if name == "process":

@@ -102,6 +102,8 @@ def test_config_file_mistakes(finished, tmp_path, text, needle):
         (["--sweep-seeds", "0"], "--sweep-seeds must be at least 1"),
         (["--budget", "stepz=3"], "unknown budget key 'stepz'"),
         (["--preset", "huge"], "has no preset 'huge'"),
+        (["--executor", "slurm"], "unknown executor 'slurm'; valid: local, process, ray"),
+        (["--timeout", "-1"], "--timeout must be a positive number of seconds"),
     ],
 )  # fmt: skip
 def test_command_line_mistakes(finished, args, needle):
