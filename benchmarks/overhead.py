@@ -14,12 +14,14 @@ import time
 
 import torch
 
-from benchsuite import api
-from benchsuite.executors import execute
-from benchsuite.plan import eval_jobs
+from benchsuite.execute.worker import Worker
+from benchsuite.plan.jobs import effective_budget, eval_jobs, job_template
+from benchsuite.plan.resolve import resolve
 from benchsuite.registry import load_registry
 from benchsuite.seeds import Streams
-from benchsuite.train import batch_order, build_model, job_budget, load_data
+from benchsuite.settings import RunSettings
+from benchsuite.train.fit import batch_order
+from benchsuite.train.job import build_model, job_budget, load_data
 
 
 def minimal_loop(job, registry, fused: bool = True) -> float:
@@ -55,13 +57,18 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     registry = load_registry()
-    request = api.make_request(registry, tracks=[args.track], mixers=["dense", args.mixer], seeds=8)
+    settings = resolve(
+        RunSettings(tracks=(args.track,), mixers=("dense", args.mixer), seeds=8), registry
+    )
     track, mixer = registry.tracks[args.track], registry.mixers[args.mixer]
-    job = eval_jobs(request, track, mixer, 0, "benchmark")[1]  # a seed that measures no probes
-    execute(job, None), minimal_loop(job, registry)  # warm up: imports, data cache
+    template = job_template(settings, track, mixer, "benchmark")
+    grid = [dict(c) for c in effective_budget(track, settings).grid]
+    job = eval_jobs(template, grid, 0, 8, batched=False)[1]  # a seed that measures no probes
+    worker = Worker(registry=registry)
+    worker(job), minimal_loop(job, registry)  # warm up: imports, data cache
     ratios, naive = [], []
     for _ in range(args.repeats):
-        framework = timed(lambda: execute(job, None))
+        framework = timed(lambda: worker(job))
         plain = timed(lambda: minimal_loop(job, registry))
         default_adamw = timed(lambda: minimal_loop(job, registry, fused=False))
         ratios.append(framework / plain)

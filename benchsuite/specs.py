@@ -1,4 +1,4 @@
-"""Plain data that flows between stages: plugin declarations, jobs and result records.
+"""The plugin contracts: what a mixer and a track declare (plain data and one base class).
 
 Nothing here imports torch: a plugin's metadata must be readable without building anything.
 """
@@ -6,40 +6,19 @@ Nothing here imports torch: a plugin's metadata must be readable without buildin
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from benchsuite.errors import PluginError, UsageError, did_you_mean
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import numpy as np
     from torch import Tensor, nn
 
     from benchsuite.seeds import Streams
-
-
-class UsageError(Exception):
-    """A mistake in what the user asked for: shown as one line, exit code 2."""
-
-
-class PluginError(Exception):
-    """A plugin broke its contract: shown as one line naming the plugin."""
-
-
-class RunError(Exception):
-    """The run cannot go on (e.g. the store cannot be written): one line, exit code 1."""
-
-
-def one_line(error: BaseException) -> str:
-    """An exception as one line: its first line, after its type name unless it is one of
-    benchsuite's own errors (those are already worded for the user)."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    text = lines[0] if lines else ""
-    if text and isinstance(error, UsageError | PluginError | RunError):
-        return text
-    return f"{type(error).__name__}: {text}".rstrip(": ")
 
 
 @dataclass(frozen=True)
@@ -77,27 +56,6 @@ class Option:
             valid = ", ".join(map(str, self.choices))
             raise UsageError(f"option {where}: {parsed!r} is not one of {valid}")
         return parsed
-
-
-def did_you_mean(name: str, valid: Iterable[str]) -> str:
-    """`` (did you mean 'x'?)`` for the closest valid name, or an empty string."""
-    import difflib
-
-    match = difflib.get_close_matches(name, list(valid), n=1)
-    return f" (did you mean {match[0]!r}?)" if match else ""
-
-
-def check_names(kind: str, asked: Sequence[str], valid: Iterable[str]) -> None:
-    """Every asked name exists and is given once, else a one-line error with the valid names."""
-    known = sorted(valid)
-    seen: set[str] = set()
-    for name in asked:
-        if name in seen:
-            raise UsageError(f"{kind} {name!r} is named twice")
-        seen.add(name)
-        if name not in known:
-            hint = did_you_mean(name, known)
-            raise UsageError(f"unknown {kind} {name!r}{hint}; valid: {', '.join(known)}")
 
 
 def resolve_options(declared: tuple[Option, ...], given: Mapping[str, Any], owner: str) -> dict:
@@ -187,7 +145,8 @@ class Mixer:
     plugin: str = ""
     distribution: str = ""
     version: str = ""
-    source_hash: str = ""
+    module: str = ""  # the plugin module that registered it
+    module_file: str = ""
 
     def builder(self) -> Callable[..., nn.Module]:
         """The build callable, importing it first when given as ``"module:attribute"``."""
@@ -290,11 +249,13 @@ class Track:
     budgets: Mapping[str, Budget] = {}
     planning_sd: float = 0.05  # guessed sd of paired differences / baseline mean, for planning
     mixed_precision: bool = True  # bf16 autocast allowed on a GPU
+    fetchable: tuple[str, ...] = ()  # datasets ``benchsuite data fetch NAME`` downloads for it
     # filled in by the registry
     plugin: str = ""
     distribution: str = ""
     version: str = ""
-    source_hash: str = ""
+    module: str = ""  # the plugin module that registered it
+    module_file: str = ""
 
     def load(self, streams: Streams, options: dict, preset: str, data_dir: str | None) -> TrackData:
         """Return the splits for one seed (data drawn from ``streams`` where generated)."""
@@ -327,74 +288,6 @@ class Track:
             raise UsageError(f"track {self.name!r} has no preset {preset!r}; valid: {valid}")
         return self.budgets[preset]
 
-
-# ----------------------------------------------------------------------------- jobs and records
-
-SWEEP, EVAL = "sweep", "eval"
-
-
-@dataclass(frozen=True)
-class Job:
-    """One training run: everything that determines its result, and nothing else."""
-
-    track: str
-    mixer: str
-    stage: str  # SWEEP (scored on validation) or EVAL (scored on test)
-    config: Mapping[str, float]
-    config_index: int
-    seed: int
-    preset: str
-    budget: Mapping[str, Any]  # Budget.training() of the preset, after overrides
-    track_options: Mapping[str, Any]
-    mixer_options: Mapping[str, Any]
-    data_dir: str | None
-    threads: int
-    device: str
-    salt: str
-    measure: bool = False  # measure mechanism probes on the trained model
-    batched: bool = False  # trained with the other seeds of its cell as one vmapped model
-    fingerprint: Mapping[str, str] = field(default_factory=dict)  # versions and source hashes
-
-    @property
-    def key(self) -> str:
-        """Content hash of everything that determines this job's result.
-
-        ``data_dir`` is left out: where the data lies does not matter, what it is does, and that
-        is in ``fingerprint["data"]`` (the track's data key: checksums, file hashes, options).
-        """
-        fields = dataclasses.asdict(self)
-        del fields["data_dir"]
-        payload = json.dumps(fields, sort_keys=True, default=str)
-        return hashlib.sha256(payload.encode()).hexdigest()[:24]
-
-    @property
-    def label(self) -> str:
-        return f"{self.track}/{self.mixer}/{self.stage}/cfg{self.config_index}/seed{self.seed}"
-
-
-@dataclass
-class RunRecord:
-    """The result of one job, as stored: plain values only (JSON-serialisable)."""
-
-    key: str
-    job: dict[str, Any]
-    status: str  # "ok" or "failed"
-    metrics: dict[str, float] = field(default_factory=dict)
-    diverged: bool = False
-    probes: dict[str, float] = field(default_factory=dict)
-    costs: dict[str, float] = field(default_factory=dict)
-    data_description: str = ""
-    data_verified: bool = True
-    cap: float | None = None
-    seconds: float = 0.0
-    error: str = ""
-    traceback: str = ""
-    environment: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> RunRecord:
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in raw.items() if k in names})
+    def fetch(self, dataset: str, data_dir: str | None) -> str:
+        """Download ``dataset`` (one of ``fetchable``) into the data folder; returns where it is."""
+        raise UsageError(f"track {self.name!r} cannot fetch {dataset!r}")

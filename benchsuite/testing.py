@@ -34,8 +34,9 @@ from typing import Any, NoReturn
 import torch
 from torch import nn
 
-from benchsuite.probes import probes_for
-from benchsuite.specs import Mixer, one_line, resolve_options
+from benchsuite.errors import one_line
+from benchsuite.specs import Mixer, resolve_options
+from benchsuite.train.probes import probes_for
 
 Check = tuple[str, Callable[[], None]]
 BATCH = 2

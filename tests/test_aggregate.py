@@ -8,7 +8,7 @@ import pytest
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from benchsuite.aggregate import aggregate_across_tracks, normalised_scores
+from benchsuite.results.aggregate import aggregate_across_tracks, normalised_scores
 
 
 def _suite():

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchsuite.api import make_request
-from benchsuite.batched import run_jobs_batched
-from benchsuite.plan import eval_jobs
+from benchsuite.plan.jobs import Job, effective_budget, eval_jobs, job_template
+from benchsuite.plan.resolve import resolve
 from benchsuite.registry import Registry, load_registry
-from benchsuite.specs import Job
-from benchsuite.train import run_job
+from benchsuite.settings import RunSettings
+from benchsuite.train.batched import run_jobs_batched
+from benchsuite.train.job import run_job
 
 TINY = {
     "sequence": {"series": 24, "length": 64},
@@ -96,11 +96,20 @@ def registry() -> Registry:
 
 def seed_jobs(registry: Registry, track: str, mixer: str, seeds: int = 3,
               steps: int = 30) -> list[Job]:  # fmt: skip
-    request = make_request(
-        registry, tracks=[track], mixers=[mixer], baseline="dense" if mixer != "dense" else "fnet",
-        seeds=seeds, budget_overrides={"steps": steps}, track_options={track: TINY[track]},
+    settings = RunSettings(
+        tracks=(track,), mixers=(mixer,), baseline="dense" if mixer != "dense" else "fnet",
+        seeds=seeds, budget={"steps": steps}, track_options={track: TINY[track]},
     )  # fmt: skip
-    return eval_jobs(request, registry.tracks[track], registry.mixers[mixer], 1, "test-data")
+    settings = resolve(settings, registry)
+    parts = registry.tracks[track], registry.mixers[mixer]
+    template = job_template(settings, *parts, "test-data")
+    grid = [dict(c) for c in effective_budget(parts[0], settings).grid]
+    return eval_jobs(template, grid, 1, seeds, batched=False)
+
+
+def parts(registry: Registry, jobs: list[Job]) -> tuple:
+    """The track and mixer objects of a cell's jobs."""
+    return registry.tracks[jobs[0].track], registry.mixers[jobs[0].mixer]
 
 
 def same(a: float, b: float, rtol: float, atol: float = 1e-7) -> bool:
@@ -129,8 +138,8 @@ def assert_matches(batched: dict, single: dict, rtol: float) -> None:
 )
 def test_batched_seeds_equal_one_by_one(registry, track, mixer):
     jobs = seed_jobs(registry, track, mixer)
-    batched = run_jobs_batched(jobs, registry)
-    single = [run_job(job, registry) for job in jobs]
+    batched = run_jobs_batched(jobs, *parts(registry, jobs))
+    single = [run_job(job, *parts(registry, jobs)) for job in jobs]
     assert [b["costs"]["batched_seeds"] for b in batched] == [3.0, 3.0, 3.0]
     for b, s in zip(batched, single, strict=True):
         assert_matches(b, s, rtol=1e-4)
@@ -146,8 +155,8 @@ def test_side_by_side_time_on_cpu(registry, mixer):
     """Not asserted (noisy machine): batched vs one by one, alternated, median ratio printed."""
     jobs = seed_jobs(registry, "sequence", mixer, steps=60)
     paths = {
-        "batched": lambda: run_jobs_batched(jobs, registry),
-        "one by one": lambda: [run_job(job, registry) for job in jobs],
+        "batched": lambda: run_jobs_batched(jobs, *parts(registry, jobs)),
+        "one by one": lambda: [run_job(job, *parts(registry, jobs)) for job in jobs],
     }
     times: dict[str, list[float]] = {name: [] for name in paths}
     for repeat in range(3):
@@ -170,9 +179,9 @@ def test_falls_back_to_run_job_when_vmap_fails(tmp_path: Path, caplog, name):
     )
     registry = load_registry(str(folder))
     jobs = seed_jobs(registry, "sequence", name, seeds=2)
-    with caplog.at_level(logging.INFO, logger="benchsuite.batched"):
-        batched = run_jobs_batched(jobs, registry)
-    single = [run_job(job, registry) for job in jobs]
+    with caplog.at_level(logging.INFO, logger="benchsuite.train.batched"):
+        batched = run_jobs_batched(jobs, *parts(registry, jobs))
+    single = [run_job(job, *parts(registry, jobs)) for job in jobs]
 
     assert "vmap cannot run this model" in caplog.text
     assert [b["costs"].pop("batched_seeds") for b in batched] == [1.0, 1.0]
@@ -189,8 +198,8 @@ def test_a_seed_that_diverges_leaves_the_others_untouched(tmp_path: Path):
     registry = load_registry(str(folder))
     jobs = seed_jobs(registry, "sequence", "nan_seeds", seeds=3, steps=60)
     jobs = [dataclasses.replace(job, measure=False) for job in jobs]
-    batched = run_jobs_batched(jobs, registry)
-    single = [run_job(job, registry) for job in jobs]
+    batched = run_jobs_batched(jobs, *parts(registry, jobs))
+    single = [run_job(job, *parts(registry, jobs)) for job in jobs]
 
     # the premise: some seeds' losses are NaN, the others' finite
     assert {math.isnan(s["metrics"]["train_loss"]) for s in single} == {True, False}
@@ -203,7 +212,7 @@ def test_jobs_must_differ_only_in_seed(registry):
     jobs = seed_jobs(registry, "sequence", "dense", seeds=2)
     other = dataclasses.replace(jobs[1], config={"lr": 1.0})
     with pytest.raises(ValueError, match="differ only in their seed"):
-        run_jobs_batched([jobs[0], other], registry)
+        run_jobs_batched([jobs[0], other], *parts(registry, jobs))
 
 
 def test_batch_seeds_flag_runs_cells_batched_through_the_cli(tmp_path):

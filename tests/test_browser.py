@@ -17,7 +17,7 @@ import pytest
 from test_html import Page, finished_run
 
 from benchsuite import api
-from benchsuite.html import write_html
+from benchsuite.output.html import write_html
 
 FLAGS = (
     "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",

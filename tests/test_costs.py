@@ -11,18 +11,14 @@ from rich.console import Console
 from torch import nn
 
 from benchsuite import Mixer, Option, UsageError
-from benchsuite.costs import (
-    activation_bytes,
-    costs_table,
-    forward_flops,
-    measure_costs,
-    print_costs,
-)
+from benchsuite.commands.costs import costs_table, measure_costs
 from benchsuite.mixers import dense, fnet
+from benchsuite.output.listing import print_costs
 from benchsuite.registry import Registry
 from benchsuite.seeds import Streams
 from benchsuite.specs import resolve_options
 from benchsuite.tracks.sequence import SequenceTrack
+from benchsuite.train.measures import activation_bytes, forward_flops
 
 OPTIONS = {"series": 24, "lookback": 12}
 

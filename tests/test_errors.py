@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 from conftest import TINY, run_cli
 
+from benchsuite.results.store import SCHEMA_VERSION
+
 BASE = ["run", "--tracks", "sequence", "--seeds", "2", "--executor", "local", *TINY]
 
 BAD_MIXERS = """
@@ -290,7 +292,36 @@ def test_an_older_store_is_backed_up_then_migrated_keeping_every_row(finished):
         assert db.execute("PRAGMA user_version").fetchone() == (1,)
         assert db.execute("SELECT key, record FROM results ORDER BY key").fetchall() == before
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (2,)
+        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
         indexes = {row[1] for row in db.execute("PRAGMA index_list(results)")}
     assert "results_by_cell" in indexes
     assert stored_rows(out) == before
+
+
+def test_a_schema_2_store_with_a_run_manifest_still_reports_the_same_figures(finished):
+    """benchsuite 0.1 kept a run manifest (without the chosen configs) where a plan is kept now:
+    migrating converts it, deriving each cell's config once, and the report is unchanged."""
+    out, _ = finished
+    path = out / "benchsuite.sqlite"
+    expected = json.loads((out / "report.json").read_text())
+    with sqlite3.connect(path) as db:
+        plan = json.loads(db.execute("SELECT request FROM runs").fetchone()[0])
+        settings = {{"margin": "margin_rel", "budget": "budget_overrides"}.get(k, k): v
+                    for k, v in plan["settings"].items()}  # fmt: skip
+        cells = {t: {m: {"sweep": c["sweep"], "eval": c["eval"]} for m, c in cs.items()}
+                 for t, cs in plan["cells"].items()}  # fmt: skip
+        manifest = {"request": settings, "tracks": plan["tracks"], "mixers": plan["mixers"],
+                    "environment": plan["environment"], "skipped": plan["skipped"],
+                    "cells": cells}  # fmt: skip
+        db.execute("UPDATE runs SET request = ?", (json.dumps(manifest),))
+        db.execute("PRAGMA user_version = 2")
+    result = run_cli("report", str(out))
+    assert result.returncode == 0, result.stderr
+    assert (out / "benchsuite.sqlite.v2.bak").exists()
+    report = json.loads((out / "report.json").read_text())
+    for track, entry in expected["tracks"].items():
+        for mixer, cell in entry["comparisons"].items():
+            assert report["tracks"][track]["comparisons"][mixer]["comparison"] == cell["comparison"]
+            assert report["tracks"][track]["mixers"][mixer]["best_cfg"] == (
+                entry["mixers"][mixer]["best_cfg"]
+            )

@@ -17,20 +17,24 @@ from pathlib import Path
 
 import pytest
 
-from benchsuite import UsageError, api
-from benchsuite.executors import make_executor
-from benchsuite.plan import sweep_jobs
+from benchsuite import UsageError
+from benchsuite.execute.executors import make_executor
+from benchsuite.execute.record import RunRecord
+from benchsuite.execute.worker import Worker
+from benchsuite.plan.jobs import Job, job_template, sweep_jobs
+from benchsuite.plan.resolve import check_executor, resolve
 from benchsuite.registry import Registry, load_registry
-from benchsuite.specs import Job, RunRecord
+from benchsuite.settings import RunSettings
 
 DRIVER = """
 import pickle
 
-from benchsuite.executors import make_executor
+from benchsuite.execute.executors import make_executor
+from benchsuite.execute.worker import Worker
 
 if __name__ == "__main__":
     job = pickle.loads(open({job!r}, "rb").read())
-    with make_executor("process", 1, {plugins!r}) as executor:
+    with make_executor("process", Worker({plugins!r}), jobs=1) as executor:
         list(executor.map([job]))
 """
 TIMEOUT = 12.0  # seconds; a healthy job here takes under one (a few on a crowded machine)
@@ -124,16 +128,23 @@ def registry(plugins: str) -> Registry:
 
 def sweep(registry: Registry, mixers: list[str]) -> list[Job]:
     """Tiny sweep jobs (20 steps, one seed, three configs) on ``sequence`` for ``mixers``."""
-    request = api.make_request(
-        registry, tracks=["sequence"], mixers=mixers, seeds=2, sweep_seeds=1,
-        track_options={"sequence": {"series": "24"}}, budget_overrides={"steps": 20},
+    settings = RunSettings(
+        tracks=("sequence",), mixers=tuple(mixers), seeds=2, sweep_seeds=1,
+        track_options={"sequence": {"series": "24"}}, budget={"steps": 20},
     )  # fmt: skip
+    settings = resolve(settings, registry)
     track = registry.tracks["sequence"]
+    grid = [dict(c) for c in track.budget("quick").grid]
     return [
         job
-        for name in request.mixers
-        for job in sweep_jobs(request, track, registry.mixers[name], "t")
+        for name in settings.mixers or ()
+        for job in sweep_jobs(job_template(settings, track, registry.mixers[name], "t"), grid, 1)
     ]
+
+
+def executor(name: str, jobs: int | None, plugins: str, **options):
+    """The executor ``name`` running a worker that loads ``plugins``."""
+    return make_executor(name, Worker(plugins), jobs=jobs, **options)
 
 
 def same(a: dict[str, float], b: dict[str, float]) -> bool:
@@ -158,8 +169,8 @@ def test_each_failure_is_isolated(registry: Registry, plugins: str) -> None:
         if job.mixer == "dense" or job.config_index == 0
     ]
     start = time.monotonic()
-    with make_executor("process", 2, plugins, timeout=TIMEOUT) as executor:
-        records = list(executor.map(jobs))
+    with executor("process", 2, plugins, timeout=TIMEOUT) as pool:
+        records = list(pool.map(jobs))
     elapsed = time.monotonic() - start
 
     assert sorted(r.key for r in records) == sorted(j.key for j in jobs)  # one record per job
@@ -181,22 +192,22 @@ def test_each_failure_is_isolated(registry: Registry, plugins: str) -> None:
 
 def test_killed_job_is_retried_with_the_same_seed(registry: Registry, plugins: str) -> None:
     [job] = [job for job in sweep(registry, ["dense", "killed_once"]) if job.mixer != "dense"][:1]
-    with make_executor("process", 1, plugins) as executor:
-        [retried] = list(executor.map([job]))
+    with executor("process", 1, plugins) as pool:
+        [retried] = list(pool.map([job]))
     assert retried.status == "ok"
     assert retried.environment["retried_after"] == "killed by signal 9 (SIGKILL)"
-    with make_executor("local", None, plugins) as executor:
-        [local] = list(executor.map([job]))
+    with executor("local", None, plugins) as pool:
+        [local] = list(pool.map([job]))
     assert same(retried.metrics, local.metrics)
 
 
 def test_process_gives_the_same_metrics_as_local(registry: Registry, plugins: str) -> None:
     jobs = sweep(registry, ["dense", "attention", "nan"])
-    with make_executor("local", None, plugins) as executor:
-        local = {r.key: r for r in executor.map(jobs)}
-    with make_executor("process", 2, plugins) as executor:
-        pooled = {r.key: r for r in executor.map(jobs)}
-        assert {r.key for r in executor.map(jobs[:2])} == {j.key for j in jobs[:2]}  # reusable
+    with executor("local", None, plugins) as pool:
+        local = {r.key: r for r in pool.map(jobs)}
+    with executor("process", 2, plugins) as pool:
+        pooled = {r.key: r for r in pool.map(jobs)}
+        assert {r.key for r in pool.map(jobs[:2])} == {j.key for j in jobs[:2]}  # reusable
     assert local.keys() == pooled.keys() == {job.key for job in jobs}
     assert len({r.environment["pid"] for r in pooled.values()}) == 2  # two persistent workers
     for key, record in local.items():
@@ -231,11 +242,11 @@ def test_workers_end_with_their_driver(registry: Registry, plugins: str, tmp_pat
 
 def test_bad_requests_are_usage_errors() -> None:
     with pytest.raises(UsageError, match="--timeout needs a job process"):
-        make_executor("local", None, None, timeout=5)
+        check_executor(RunSettings(executor="local", timeout=5))
     with pytest.raises(UsageError, match="valid: local, process, ray"):
-        make_executor("threads", 2, None)
+        check_executor(RunSettings(executor="threads", jobs=2))
     with pytest.raises(UsageError, match="--address is for --executor ray"):
-        make_executor("process", 2, None, address="127.0.0.1:6379")
+        check_executor(RunSettings(executor="process", jobs=2, address="127.0.0.1:6379"))
 
 
 def wait_for(condition, seconds: float):
@@ -278,7 +289,7 @@ def alive(pid: int) -> bool:
 
 
 def test_exit_reasons() -> None:
-    from benchsuite.pool import exit_reason
+    from benchsuite.execute.pool import exit_reason
 
     assert exit_reason(-signal.SIGKILL) == "killed by signal 9 (SIGKILL)"
     assert exit_reason(3) == "worker exited with code 3"

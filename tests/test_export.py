@@ -12,7 +12,7 @@ import pytest
 from test_html import finished_run
 
 from benchsuite import UsageError, api, cli
-from benchsuite.export import export, export_rows
+from benchsuite.commands.export import export, export_rows
 
 pd = pytest.importorskip("pandas")
 READERS = {"csv": pd.read_csv, "json": pd.read_json, "parquet": pd.read_parquet}

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from benchsuite import api
-from benchsuite.html import write_html
-from benchsuite.plots import _cliques, make_plots
+from benchsuite.output.html import write_html
+from benchsuite.output.plots import _cliques, make_plots
 
 PLUGIN = """
 from benchsuite import Mixer, hookimpl

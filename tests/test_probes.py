@@ -10,8 +10,9 @@ import torch
 from torch import nn
 
 from benchsuite import Signature
-from benchsuite.encoder import build_encoder
-from benchsuite.probes import (
+from benchsuite.testing import collect_mixers
+from benchsuite.train.encoder import build_encoder
+from benchsuite.train.probes import (
     CORE_PROBES,
     REFERENCE,
     cross_token_influence,
@@ -22,7 +23,6 @@ from benchsuite.probes import (
     probes_for,
     row_sum_error,
 )
-from benchsuite.testing import collect_mixers
 
 
 @pytest.fixture(autouse=True)

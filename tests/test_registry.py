@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import TINY, run_cli
 
+from benchsuite.errors import PluginError
 from benchsuite.registry import load_registry
-from benchsuite.specs import PluginError
 
 SHIFT_MIXER = """
 from benchsuite import Mixer, Option, hookimpl
@@ -54,7 +54,8 @@ def test_builtins_register_through_entry_points():
     assert "sequence" in registry.tracks
     dense = registry.mixers["dense"]
     assert dense.distribution == "benchsuite" and dense.version
-    assert dense.source_hash and dense.plugin == "dense"
+    assert dense.module == "benchsuite.mixers.dense" and dense.plugin == "dense"
+    assert dense.module_file.endswith("dense.py")
 
 
 def test_plugins_dir_mixer_is_listed_and_runs(tmp_path):

@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from benchsuite import UsageError
-from benchsuite.scaffold import new_mixer
+from benchsuite.registry.scaffold import new_mixer
 from benchsuite.testing import check_mixer, collect_mixers
 
 

@@ -10,18 +10,16 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from benchsuite.stats import (
+from benchsuite.plan.power import design_warning, min_seeds_for_significance, planned_mde
+from benchsuite.plan.selection import select_best_config
+from benchsuite.results.stats import (
     apply_holm,
     compare_both_converged,
     compare_paired,
-    design_warning,
     divergence_summary,
     flag_comparison,
     impute_diverged,
     is_diverged,
-    min_seeds_for_significance,
-    planned_mde,
-    select_best_config,
 )
 
 BASE = [

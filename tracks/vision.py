@@ -66,6 +66,7 @@ class VisionTrack(Track):
     description = "image classification on patch tokens: CIFAR-10, or scikit-learn digits offline"
     metric = Metric("accuracy", higher_is_better=True)
     planning_sd = 0.03  # sd of paired differences / baseline mean, measured (quick, 3 seeds)
+    fetchable = ("cifar10",)
     options = (
         Option(
             "dataset", str, "auto",
@@ -86,6 +87,12 @@ class VisionTrack(Track):
         "quick": Budget(steps=200, batch_size=32, dim=32, depth=2, grid=QUICK_GRID),
         "full": Budget(steps=8000, batch_size=128, dim=192, depth=6, grid=FULL_GRID, mlp_ratio=4),
     }
+
+    def fetch(self, dataset: str, data_dir: str | None) -> str:
+        """Download CIFAR-10 (``benchsuite data fetch cifar10``); returns its folder."""
+        if dataset not in self.fetchable:
+            return super().fetch(dataset, data_dir)
+        return cifar.fetch_cifar10(data_dir)
 
     def _source(self, options: dict, data_dir: str | None) -> str:
         """``"cifar10"`` or ``"digits"``: which data ``load`` will use."""
@@ -180,14 +187,14 @@ class VisionTrack(Track):
         )  # fmt: skip
 
     def tokenizer(self, data: TrackData, dim: int, options: dict) -> nn.Module:
-        from benchsuite.layers import embed_tokens
+        from benchsuite.train.layers import embed_tokens
 
         return embed_tokens(data.info["patch_features"], data.tokens, dim)
 
     def head(self, data: TrackData, dim: int, options: dict) -> nn.Module:
         from torch import nn
 
-        from benchsuite.layers import MeanPool
+        from benchsuite.train.layers import MeanPool
 
         return nn.Sequential(MeanPool(), nn.Linear(dim, data.info["classes"]))
 

@@ -1,0 +1,80 @@
+"""``benchsuite compare A B``: the same mixers on the same tracks in two runs, paired by seed.
+
+Typical use: a mixer before and after a change. Run B is the "mixer", run A the "baseline" of each
+paired comparison, so improvement > 0 means B is better. Runs whose budget signatures or seeds
+differ are refused: their numbers do not mean the same thing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from benchsuite.errors import UsageError
+from benchsuite.results import stats
+
+
+def _values(report: dict, track: str, mixer: str) -> list[float] | None:
+    entry = report["tracks"][track]
+    cell = entry["comparisons"].get(mixer)
+    if cell is not None:
+        return cell["mixer_values"]
+    if mixer == entry["baseline"] and entry["comparisons"]:
+        return next(iter(entry["comparisons"].values()))["baseline_values"]
+    arm = entry["mixers"].get(mixer)
+    return arm["full"]["per_seed"] if arm else None
+
+
+def _check_comparable(a: dict, b: dict, track: str) -> None:
+    sig_a, sig_b = a["tracks"][track]["budget_signature"], b["tracks"][track]["budget_signature"]
+    if sig_a != sig_b:
+        raise UsageError(
+            f"track {track!r}: budget signatures differ ({sig_a} vs {sig_b}): the runs used "
+            "different grids, steps, seeds or options and cannot be compared"
+        )
+    for key in ("seeds", "salt", "preset"):
+        if a["settings"].get(key) != b["settings"].get(key):
+            raise UsageError(
+                f"the runs differ in {key} ({a['settings'].get(key)!r} vs "
+                f"{b['settings'].get(key)!r}) and cannot be compared seed by seed"
+            )
+
+
+def compare_runs(a: dict, b: dict, *, mixers: list[str] | None = None) -> dict[str, Any]:
+    """Paired comparisons of run ``b`` against run ``a`` for every shared (track, mixer)."""
+    shared_tracks = [t for t in a["tracks"] if t in b["tracks"]]
+    if not shared_tracks:
+        raise UsageError("the two runs have no track in common")
+    rows, family = [], []
+    for track in shared_tracks:
+        _check_comparable(a, b, track)
+        entry_a, entry_b = a["tracks"][track], b["tracks"][track]
+        names = [m for m in entry_a["mixers"] if m in entry_b["mixers"]]
+        for mixer in names if mixers is None else [m for m in names if m in mixers]:
+            before, after = _values(a, track, mixer), _values(b, track, mixer)
+            if not before or not after or len(before) != len(after):
+                continue
+            comparison = stats.compare_paired(
+                before, after, higher_is_better=entry_a["higher_is_better"]
+            )
+            family.append(comparison)
+            rows.append({"track": track, "mixer": mixer, "metric": entry_a["metric"],
+                         "comparison": comparison})  # fmt: skip
+    if not rows:
+        raise UsageError("the two runs share no (track, mixer) with the same seeds")
+    stats.apply_holm(family)
+    for row in rows:
+        row["comparison"] = row["comparison"].to_dict()
+    return {"a": a["settings"], "b": b["settings"], "rows": rows}
+
+
+def load_run(path: Path | str) -> dict:
+    """The report of a finished run, re-derived from its store (an output folder or the file)."""
+    from benchsuite.api import report
+
+    path = Path(path)
+    if path.is_file():
+        if path.suffix == ".json":
+            raise UsageError(f"{path}: give the output folder or its benchsuite.sqlite store")
+        return report(path.parent, store_path=path, write=False)
+    return report(path, write=False)

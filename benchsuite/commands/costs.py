@@ -1,0 +1,170 @@
+"""``benchsuite list --costs``: what each mixer costs on each track, measured on the real model.
+
+The model is the one a run builds (:func:`benchsuite.train.job.build_model`, the track's budget),
+measured with the counters of :mod:`benchsuite.train.measures` (see there what each figure
+counts) on one batch of the track's training data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from benchsuite.errors import check_names, one_line
+from benchsuite.plan.jobs import OVERRIDABLE, job_template
+from benchsuite.seeds import DEFAULT_SALT, Streams, sweep_seeds
+from benchsuite.settings import RunSettings
+from benchsuite.specs import Budget, Mixer, Track, TrackData, resolve_options
+
+if TYPE_CHECKING:
+    from benchsuite.registry import Registry
+
+
+def measure_costs(
+    track: Track,
+    mixer: Mixer,
+    data: TrackData,
+    budget: Budget,
+    *,
+    preset: str = "quick",
+    track_options: Mapping[str, Any] | None = None,
+    mixer_options: Mapping[str, Any] | None = None,
+    device: str = "cpu",
+    threads: int = 1,
+    warmup: int = 2,
+    steps: int = 5,
+    salt: str = DEFAULT_SALT,
+) -> dict[str, float]:
+    """Parameters, FLOPs, step time and memory of ``mixer`` on ``track`` (keys: module docstring).
+
+    ``data`` must have been loaded with ``track_options`` (defaults when None); one batch of
+    ``budget.batch_size`` training examples is used throughout; the model is the one a run of
+    ``preset`` builds, with ``budget``'s steps, batch size, width and depth.
+    """
+    import torch
+
+    from benchsuite.train.job import build_model
+    from benchsuite.train.measures import (
+        activation_bytes,
+        forward_flops,
+        parameter_counts,
+        step_seconds,
+    )
+
+    settings = RunSettings(
+        preset=preset, threads=threads, device=device, salt=salt,
+        track_options={track.name: resolve_options(track.options, track_options or {}, track.name)},
+        mixer_options={mixer.name: resolve_options(mixer.options, mixer_options or {}, mixer.name)},
+        budget={key: getattr(budget, key) for key in OVERRIDABLE},
+    )  # fmt: skip
+    job = job_template(settings, track, mixer, data_key="costs")  # first grid point, sweep seed
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    target = torch.device(device)
+    cuda = target.type == "cuda"
+    try:
+        before = torch.cuda.memory_allocated(target) if cuda else 0
+        if cuda:
+            torch.cuda.reset_peak_memory_stats(target)
+        model = build_model(track, mixer, data, job).to(target)
+        size = min(budget.batch_size, len(data.x_train))
+        x = torch.from_numpy(np.ascontiguousarray(data.x_train[:size])).to(target)
+        y = torch.from_numpy(np.ascontiguousarray(data.y_train[:size])).to(target)
+        costs = parameter_counts(model, model.mixers())
+        costs["flops_per_example"] = forward_flops(model, x) / size
+        costs["activation_bytes"] = activation_bytes(model, x)
+        lr = float(job.config.get("lr", 1e-3))
+        costs["seconds_per_step"] = step_seconds(model, track, x, y, lr, warmup, steps)
+        if cuda:
+            costs["peak_memory_bytes"] = float(torch.cuda.max_memory_allocated(target) - before)
+    finally:
+        torch.set_num_threads(previous_threads)
+    return costs
+
+
+def costs_table(
+    registry: Registry,
+    preset: str = "quick",
+    tracks: Sequence[str] | None = None,
+    mixers: Sequence[str] | None = None,
+    *,
+    baseline: str | None = "dense",
+    track_options: Mapping[str, Mapping[str, Any]] | None = None,
+    mixer_options: Mapping[str, Mapping[str, Any]] | None = None,
+    data_dir: str | None = None,
+    device: str = "cpu",
+) -> list[dict[str, Any]]:
+    """One row per track x mixer (default: all) with its costs, or the reason it has none.
+
+    Each row has ``track``, ``mixer``, ``tokens``, ``dim``, ``reason`` (None when measured), the
+    :func:`measure_costs` figures, and, when ``baseline`` is measured on the track,
+    ``params_vs_baseline`` (model parameters over the baseline model's) and ``param_mismatch``
+    (the ratio is off by more than the protocol's 10%). A track whose data cannot be loaded and a
+    mixer that cannot run or fails give a row with the reason instead of raising.
+    """
+    track_names = list(tracks) if tracks else sorted(registry.tracks)
+    mixer_names = list(mixers) if mixers else sorted(registry.mixers)
+    check_names("track", track_names, registry.tracks)
+    check_names("mixer", mixer_names, registry.mixers)
+    if baseline is not None:
+        check_names("baseline", [baseline], registry.mixers)
+        mixer_names = [baseline, *(m for m in mixer_names if m != baseline)]
+    rows: list[dict[str, Any]] = []
+    for track_name in track_names:
+        track = registry.tracks[track_name]
+        options = resolve_options(
+            track.options, (track_options or {}).get(track_name, {}), track_name
+        )
+        data, problem = _load(track, options, preset, data_dir)
+        cells = [
+            _cell(track, registry.mixers[name], data, problem, preset, options,
+                  (mixer_options or {}).get(name), device)
+            for name in mixer_names
+        ]  # fmt: skip
+        _compare_params(cells, baseline)
+        rows += cells
+    return rows
+
+
+def _load(track: Track, options: dict, preset: str,
+          data_dir: str | None) -> tuple[TrackData | None, str | None]:  # fmt: skip
+    """The track's data for the first sweep seed (as a run probes it), or why there is none."""
+    try:
+        streams = Streams(DEFAULT_SALT, track.name, sweep_seeds(1)[0])
+        return track.load(streams, options, preset, data_dir), None
+    except Exception as error:  # a track without its data still lists the others
+        return None, f"track data: {one_line(error)}"
+
+
+def _cell(track: Track, mixer: Mixer, data: TrackData | None, problem: str | None, preset: str,
+          options: dict, mixer_options: Mapping[str, Any] | None,
+          device: str) -> dict[str, Any]:  # fmt: skip
+    """One row of the costs table: the measured costs, or the reason there are none."""
+    budget = track.budget(preset)
+    row: dict[str, Any] = {"track": track.name, "mixer": mixer.name, "dim": budget.dim,
+                           "tokens": data.tokens if data else None, "reason": problem}  # fmt: skip
+    if data is None:
+        return row
+    row["reason"] = mixer.reason_unsupported(data.tokens, budget.dim)
+    if row["reason"] is None:
+        try:
+            row.update(measure_costs(track, mixer, data, budget, preset=preset,
+                                     track_options=options, mixer_options=mixer_options,
+                                     device=device))  # fmt: skip
+        except Exception as error:  # one broken mixer never hides the others
+            row["reason"] = f"failed: {one_line(error)}"
+    return row
+
+
+def _compare_params(cells: list[dict[str, Any]], baseline: str | None) -> None:
+    from benchsuite.results.stats import PARAM_TOLERANCE
+
+    reference = next((c.get("params") for c in cells if c["mixer"] == baseline), None)
+    if not reference:
+        return
+    for cell in cells:
+        if "params" in cell:
+            cell["params_vs_baseline"] = cell["params"] / reference
+            cell["param_mismatch"] = abs(cell["params_vs_baseline"] - 1.0) > PARAM_TOLERANCE

@@ -1,0 +1,165 @@
+"""``benchsuite export``: every training run in a store as one flat row (long format).
+
+Rows are built from ``OUT/benchsuite.sqlite`` alone. CSV and JSON need only the standard library;
+Parquet needs the optional ``parquet`` extra (pandas and pyarrow). Column names and meanings are in
+docs/report.md.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from benchsuite.errors import UsageError
+from benchsuite.execute.record import RunRecord
+from benchsuite.results.store import FILENAME, Store
+
+FORMATS = ("csv", "parquet", "json")
+CORE = (
+    "key", "status", "track", "mixer", "stage", "config_index", "seed", "preset", "diverged",
+    "seconds", "cap", "data_description", "data_verified", "device", "threads", "measure",
+    "salt", "data_dir", "created", "error",
+)  # fmt: skip
+# nested dicts flattened into "<prefix>.<name>" columns, in this order
+GROUPS = (
+    ("config", "config"),
+    ("metrics", "metric"),
+    ("costs", "cost"),
+    ("probes", "probe"),
+    ("budget", "budget"),
+    ("track_options", "track_option"),
+    ("mixer_options", "mixer_option"),
+    ("environment", "env"),
+    ("fingerprint", "fingerprint"),
+)
+
+
+def _scalar(value: Any) -> Any:
+    """A flat cell: scalars as they are, anything nested as JSON text."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def flatten(record: RunRecord, created: float | None = None) -> dict[str, Any]:
+    """One training run as a flat row: core columns, then ``<group>.<name>`` columns."""
+    job = record.job
+    sources: dict[str, Mapping[str, Any]] = {
+        "config": job.get("config") or {},
+        "metrics": record.metrics,
+        "costs": record.costs,
+        "probes": record.probes,
+        "budget": job.get("budget") or {},
+        "track_options": job.get("track_options") or {},
+        "mixer_options": job.get("mixer_options") or {},
+        "environment": record.environment,
+        "fingerprint": job.get("fingerprint") or {},
+    }
+    row: dict[str, Any] = {
+        "key": record.key,
+        "status": record.status,
+        **{k: job.get(k) for k in ("track", "mixer", "stage", "config_index", "seed", "preset")},
+        "diverged": record.diverged,
+        "seconds": record.seconds,
+        "cap": record.cap,
+        "data_description": record.data_description,
+        "data_verified": record.data_verified,
+        **{k: job.get(k) for k in ("device", "threads", "measure", "salt", "data_dir")},
+        "created": (
+            datetime.datetime.fromtimestamp(created, datetime.UTC).isoformat(timespec="seconds")
+            if created is not None else None
+        ),
+        "error": record.error or None,
+    }  # fmt: skip
+    for group, prefix in GROUPS:
+        for name, value in sorted(sources[group].items()):
+            row[f"{prefix}.{name}"] = _scalar(value)
+    return {k: _scalar(v) for k, v in row.items()}
+
+
+def columns(rows: list[dict[str, Any]]) -> list[str]:
+    """Every column any row has: the core ones first, then each group's, sorted within it."""
+    if not rows:
+        return list(CORE)
+    seen = {name for row in rows for name in row}
+    ordered = [name for name in CORE if name in seen]
+    for _, prefix in GROUPS:
+        ordered += sorted(n for n in seen if n.startswith(f"{prefix}.") and n not in ordered)
+    return ordered + sorted(seen - set(ordered))
+
+
+def export_rows(out: Path | str, include_failures: bool = False) -> list[dict[str, Any]]:
+    """One row per stored training run of ``OUT`` (oldest first); failed runs when asked."""
+    path = Path(out) / FILENAME
+    if not path.exists():
+        raise UsageError(f"no benchsuite store in {out} (expected {path})")
+    store = Store(path)
+    try:
+        query = "SELECT record, created FROM results ORDER BY created, key"
+        found = store.db.execute(query).fetchall()
+        if include_failures:
+            found += store.db.execute("SELECT record, created FROM failures ORDER BY id").fetchall()
+    finally:
+        store.close()
+    return [flatten(RunRecord.from_dict(json.loads(text)), created) for text, created in found]
+
+
+def _json_safe(value: Any) -> Any:
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
+    """CSV with a header row; a missing value is an empty cell."""
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns(rows), restval="")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def write_json(rows: list[dict[str, Any]], path: Path) -> None:
+    """A JSON array of row objects (every column in every row; NaN and infinities as null)."""
+    names = columns(rows)
+    table = [{name: _json_safe(row.get(name)) for name in names} for row in rows]
+    path.write_text(json.dumps(table, indent=1, allow_nan=False), encoding="utf-8")
+
+
+def write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
+    """Parquet through pandas and pyarrow; a column mixing text and numbers is stored as text."""
+    try:
+        import pandas as pd
+        import pyarrow  # noqa: F401  (pandas' parquet engine)
+    except ImportError:
+        raise UsageError(
+            "parquet export needs pandas and pyarrow: pip install 'benchsuite[parquet]' "
+            "(or use --format csv or json)"
+        ) from None
+    frame = pd.DataFrame.from_records(rows, columns=columns(rows))
+    for name in frame.columns:
+        kinds = {type(v) for v in frame[name] if v is not None and v == v}
+        if str in kinds and len(kinds) > 1:
+            frame[name] = frame[name].map(lambda v: None if v is None else str(v))
+    frame.to_parquet(path, index=False)
+
+
+WRITERS = {"csv": write_csv, "json": write_json, "parquet": write_parquet}
+
+
+def export(
+    out: Path | str,
+    fmt: str = "csv",
+    output: Path | str | None = None,
+    include_failures: bool = False,
+) -> tuple[Path, int]:
+    """Write the runs of ``OUT`` to ``output`` (default ``OUT/results.<fmt>``); (path, rows)."""
+    if fmt not in WRITERS:
+        raise UsageError(f"unknown export format {fmt!r}; valid: {', '.join(FORMATS)}")
+    rows = export_rows(out, include_failures)
+    path = Path(output) if output else Path(out) / f"results.{fmt}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    WRITERS[fmt](rows, path)
+    return path, len(rows)

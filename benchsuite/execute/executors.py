@@ -1,0 +1,84 @@
+"""Executors: a job in, a result record out, streamed back as jobs finish.
+
+Every executor runs the same :class:`~benchsuite.execute.worker.Worker` callable: workers only
+compute and return records; the driver alone writes the store. An executor knows nothing of
+tracks or statistics.
+
+``local``    in the driver's process, sequentially (debugging, in-memory plugins); no hard timeout.
+``process``  a supervised pool of persistent worker processes (:mod:`benchsuite.execute.pool`).
+``ray``      Ray core tasks on a cluster (:mod:`benchsuite.execute.ray_cluster`; extra ``ray``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from typing import Protocol
+
+from benchsuite.execute.record import RunRecord
+from benchsuite.execute.worker import Worker
+from benchsuite.plan.jobs import Job
+
+
+class Executor(Protocol):
+    """Runs jobs and yields their records in completion order; ``close`` frees its workers."""
+
+    def map(self, jobs: Sequence[Job]) -> Iterator[RunRecord]: ...
+
+    def close(self) -> None: ...
+
+
+class LocalExecutor:
+    """In the driver's process and sequential (a crash or a hang here stops the run)."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+
+    def map(self, jobs: Sequence[Job]) -> Iterator[RunRecord]:
+        for job in jobs:
+            yield self.worker(job)
+
+    def close(self) -> None:
+        """Nothing to free."""
+
+    def __enter__(self) -> LocalExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the OS reports it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+def make_executor(
+    name: str,
+    worker: Worker,
+    *,
+    jobs: int | None = None,
+    timeout: float | None = None,
+    address: str | None = None,
+) -> Executor:
+    """The executor called ``name`` (``local``, ``process`` or ``ray``) running ``worker``.
+
+    ``jobs``: parallel jobs (default: one per free core for ``process``, the cluster's CPUs for
+    ``ray``); ``timeout``: hard limit in seconds per job, enforced by killing the job's process;
+    ``address``: a Ray cluster's ``HOST:PORT`` (default: a local Ray started for the run).
+    """
+    if name == "local":
+        return LocalExecutor(worker)
+    if worker.plugins_dir:
+        worker.plugins_dir = os.path.abspath(worker.plugins_dir)
+    if name == "process":
+        from benchsuite.execute.pool import ProcessExecutor
+
+        workers = jobs or max(1, available_cores() // worker.threads)
+        return ProcessExecutor(worker, workers, timeout=timeout)
+    from benchsuite.execute.ray_cluster import RayExecutor
+
+    return RayExecutor(worker, address, jobs=jobs, timeout=timeout)

@@ -1,0 +1,227 @@
+"""The ``process`` executor: a small supervised pool of persistent worker processes.
+
+Why not joblib/loky or ``concurrent.futures``: when one of their workers dies (killed by the OS, or
+by us to enforce a timeout) every pending task of the pool fails. Here each worker has its own
+pipe, and the driver waits on all pipes and all process sentinels at once; it therefore sees a
+finished job, a dead worker and a passed deadline alike, kills what must die, and starts a new
+worker in its place while the others keep working.
+
+Protocol, one duplex pipe per worker (``spawn`` context, the same on every OS):
+  worker -> driver   ``("ready", pid)``     once, after importing torch and loading the plugins
+  driver -> worker   a :class:`Job`         run it;  ``None``: exit
+  worker -> driver   ``("done", record)``   the job's :class:`RunRecord`
+
+Failures: an exception in the job is already a failure record (from the worker). A worker
+that dies while running a job (a signal, ``os._exit``, a segfault) has its job run once more, with
+the same seed, on a fresh worker; a second death makes a failure record ("killed by signal 9
+(SIGKILL)"). A job past its hard ``timeout`` (counted from when it was handed to its worker) has
+its worker killed and becomes a failure record ("timed out after 30 s"); it is not retried, since a
+hang is almost always deterministic. Workers ignore SIGINT (Ctrl-C is the driver's to handle) and
+exit when the driver dies, so no worker outlives its run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
+
+from benchsuite.execute.record import RunRecord
+from benchsuite.execute.worker import Worker, failure_record
+from benchsuite.plan.jobs import Job
+
+
+def _exit_with_parent() -> None:
+    """End this worker as soon as the driver process is gone (even mid-job)."""
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+
+        def watch() -> None:
+            wait([parent.sentinel])
+            os._exit(1)
+
+        threading.Thread(target=watch, daemon=True).start()
+
+
+def serve(conn: Connection, worker: Worker) -> None:
+    """A worker process's life: set up once (torch, plugins), then run jobs until told to stop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _exit_with_parent()
+    worker.setup()
+    try:
+        conn.send(("ready", os.getpid()))
+        while (job := conn.recv()) is not None:
+            conn.send(("done", worker(job)))
+    except (EOFError, OSError):  # the driver closed the pipe: nothing left to do
+        pass
+
+
+def exit_reason(exitcode: int | None) -> str:
+    """Why a process ended, from its ``exitcode`` (negative: the signal that killed it)."""
+    if exitcode is None or exitcode >= 0:
+        return f"worker exited with code {exitcode}"
+    try:
+        name = f" ({signal.Signals(-exitcode).name})"
+    except ValueError:
+        name = ""
+    return f"killed by signal {-exitcode}{name}"
+
+
+_Queue = deque[tuple[Job, int]]  # jobs waiting, with their attempt number
+
+
+@dataclass
+class _Worker:
+    process: BaseProcess
+    conn: Connection
+    ready: bool = False
+    job: Job | None = None
+    attempt: int = 0
+    started: float = 0.0
+
+
+class ProcessExecutor:
+    """Runs jobs on ``workers`` persistent processes with crash isolation and hard timeouts."""
+
+    def __init__(self, worker: Worker, workers: int, *, timeout: float | None = None,
+                 retries: int = 1) -> None:  # fmt: skip
+        self.worker, self.size = worker, workers
+        self.timeout, self.retries = timeout, retries
+        self._context = multiprocessing.get_context("spawn")
+        self._workers: list[_Worker] = []
+        self._earlier: dict[str, str] = {}  # job key -> why its previous attempt died
+
+    def map(self, jobs: Sequence[Job]) -> Iterator[RunRecord]:
+        """Yield one record per job, in completion order."""
+        queue = deque((job, 1) for job in jobs)
+        finished = False
+        try:
+            while queue or any(w.job is not None for w in self._workers):
+                self._grow(len(queue))
+                self._dispatch(queue)
+                yield from self._collect(queue)
+            finished = True
+        finally:
+            if not finished:  # Ctrl-C or an abandoned iteration: running jobs have no taker
+                self.close()
+
+    def close(self) -> None:
+        """Stop every worker: idle ones are asked to exit, busy ones are killed."""
+        for worker in self._workers:
+            if worker.job is None:
+                with contextlib.suppress(OSError):
+                    worker.conn.send(None)
+            else:
+                worker.process.kill()
+        for worker in self._workers:
+            worker.process.join(timeout=5)
+            if worker.process.exitcode is None:
+                worker.process.kill()
+                worker.process.join()
+            worker.conn.close()
+        self._workers = []
+
+    def __enter__(self) -> ProcessExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _grow(self, waiting: int) -> None:
+        """Start workers up to the pool size, but no more than there are jobs to run."""
+        busy = sum(w.job is not None for w in self._workers)
+        while len(self._workers) < min(self.size, busy + waiting):
+            parent, child = self._context.Pipe()
+            process = self._context.Process(
+                target=serve, args=(child, self.worker),
+                name="benchsuite-worker", daemon=True,
+            )  # fmt: skip
+            process.start()
+            child.close()
+            self._workers.append(_Worker(process, parent))
+
+    def _dispatch(self, queue: _Queue) -> None:
+        for worker in self._workers:
+            if queue and worker.ready and worker.job is None:
+                worker.job, worker.attempt = queue.popleft()
+                worker.started = time.monotonic()
+                with contextlib.suppress(OSError):  # if it just died, its sentinel says so next
+                    worker.conn.send(worker.job)
+
+    def _collect(self, queue: _Queue) -> Iterator[RunRecord]:
+        """Wait for the next event (a message, a death, a deadline) and handle what happened."""
+        wake = None
+        if self.timeout is not None:
+            busy = [w.started for w in self._workers if w.job is not None]
+            wake = min(busy) + self.timeout - time.monotonic() if busy else None
+        handles = [w.conn for w in self._workers] + [w.process.sentinel for w in self._workers]
+        ready = set(wait(handles, timeout=None if wake is None else max(wake, 0.0)))
+        for worker in list(self._workers):
+            if worker.conn in ready:
+                record = self._receive(worker)
+                if record is not None:
+                    yield record
+            if worker.process.exitcode is not None:
+                record = self._bury(worker, exit_reason(worker.process.exitcode), queue)
+            elif self._overdue(worker):
+                worker.process.kill()
+                worker.process.join()
+                reason = f"timed out after {self.timeout:g} s"
+                record = self._bury(worker, reason, queue, retry=False)
+            else:
+                continue
+            if record is not None:
+                yield record
+
+    def _receive(self, worker: _Worker) -> RunRecord | None:
+        try:
+            kind, payload = worker.conn.recv()
+        except (EOFError, OSError):  # it died; the exit code tells why
+            worker.process.join()
+            return None
+        if kind == "ready":
+            worker.ready = True
+            return None
+        job, worker.job = worker.job, None
+        if job is not None and job.key in self._earlier:
+            payload.environment["retried_after"] = self._earlier.pop(job.key)
+        return payload
+
+    def _overdue(self, worker: _Worker) -> bool:
+        return (
+            self.timeout is not None
+            and worker.job is not None
+            and time.monotonic() - worker.started >= self.timeout
+        )
+
+    def _bury(self, worker: _Worker, reason: str, queue: _Queue, retry: bool = True
+              ) -> RunRecord | None:  # fmt: skip
+        """Remove a dead worker; queue its job again (``retry``), or return its failure record."""
+        worker.process.join()
+        worker.conn.close()
+        self._workers.remove(worker)
+        job, seconds = worker.job, time.monotonic() - worker.started
+        if job is None:
+            if not worker.ready:
+                raise RuntimeError(f"a benchsuite worker process died while starting up ({reason})")
+            return None
+        if retry and worker.attempt <= self.retries:
+            self._earlier[job.key] = reason
+            queue.appendleft((job, worker.attempt + 1))
+            return None
+        earlier = self._earlier.pop(job.key, None)
+        details = (
+            f"{job.label}: {reason} (worker pid {worker.process.pid}, attempt {worker.attempt}, "
+            f"{seconds:.1f} s into the job)"
+            + (f"\nthe previous attempt: {earlier}" if earlier else "")
+            + ("" if retry else "\nthe worker process was killed at the deadline (--timeout)")
+        )
+        return failure_record(job, reason, details + "\n", seconds)

@@ -1,0 +1,126 @@
+"""The worker: the one callable every executor runs, in its own process or in the driver's.
+
+A :class:`Worker` is small and picklable, in the style of benchopt's parallel backends: it says
+what a fresh process must load (the plugins: installed ones and ``plugins_dir``) and how to run a
+job. In the driver's own process it uses the registry it was given, so a mixer registered from
+Python runs with the ``local`` executor; pickled into a fresh process it loads the plugins there.
+Any exception in a job becomes a failure record with its reason and traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from benchsuite.errors import PluginError, one_line
+from benchsuite.execute.record import RunRecord
+from benchsuite.plan.jobs import Job
+
+if TYPE_CHECKING:
+    from benchsuite.registry import Registry
+
+
+def environment(job: Job) -> dict[str, object]:
+    """What the record needs to say about where it ran."""
+    import platform
+
+    import torch
+
+    return {
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "threads": torch.get_num_threads(),
+        "device": job.device,
+        "host": platform.node(),
+        "pid": os.getpid(),
+        "deterministic": torch.are_deterministic_algorithms_enabled(),
+    }
+
+
+def failure_record(job: Job, reason: str, details: str, seconds: float) -> RunRecord:
+    """A failed job's record: a one-line ``reason`` and the ``details`` (traceback or account)."""
+    return RunRecord(
+        key=job.key, job=asdict(job), status="failed", error=reason, traceback=details,
+        seconds=seconds,
+    )  # fmt: skip
+
+
+class Worker:
+    """Runs jobs; ``setup`` prepares a fresh process (torch threads, plugins)."""
+
+    def __init__(self, plugins_dir: str | None = None, threads: int = 1,
+                 registry: Registry | None = None) -> None:  # fmt: skip
+        self.plugins_dir, self.threads, self.registry = plugins_dir, threads, registry
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without its registry: a fresh process loads the plugins itself."""
+        return {"plugins_dir": self.plugins_dir, "threads": self.threads, "registry": None}
+
+    def setup(self) -> None:
+        """In a fresh worker process: fix the thread counts and load the plugins once."""
+        import torch
+        from threadpoolctl import threadpool_limits
+
+        torch.set_num_threads(self.threads)
+        threadpool_limits(self.threads)  # numpy's BLAS too, so workers do not oversubscribe cores
+        self.plugins()
+
+    def plugins(self) -> Registry:
+        """The registry jobs run with (loaded on first use in a fresh process)."""
+        if self.registry is None:
+            from benchsuite.registry import load_registry
+
+            self.registry = load_registry(self.plugins_dir)
+        return self.registry
+
+    def _parts(self, job: Job) -> tuple[Any, Any]:
+        registry = self.plugins()
+        for kind, name, pool in (("track", job.track, registry.tracks),
+                                 ("mixer", job.mixer, registry.mixers)):  # fmt: skip
+            if name not in pool:
+                raise PluginError(
+                    f"{kind} {name!r} is not registered in this worker process: register it "
+                    "through an installed plugin or --plugins-dir, or use --executor local"
+                )
+        return registry.tracks[job.track], registry.mixers[job.mixer]
+
+    def __call__(self, job: Job) -> RunRecord:
+        """Run one job; any exception becomes a failure record with its reason and traceback."""
+        from benchsuite.train.job import run_job
+
+        start = time.perf_counter()
+        try:
+            fields = run_job(job, *self._parts(job))
+        except Exception as error:  # a failing mixer or track must not take the run down
+            details = traceback.format_exc()
+            return failure_record(job, one_line(error), details, time.perf_counter() - start)
+        return RunRecord(
+            key=job.key, job=asdict(job), status="ok", seconds=time.perf_counter() - start,
+            environment=environment(job), **fields,
+        )  # fmt: skip
+
+    def batch(self, jobs: Sequence[Job]) -> list[RunRecord]:
+        """The seeds of one cell trained as one batched model; on any error, one by one."""
+        from benchsuite.train.batched import run_jobs_batched
+
+        start = time.perf_counter()
+        try:
+            results = run_jobs_batched(list(jobs), *self._parts(jobs[0]))
+        except Exception:  # failing seeds get their own failure records from the one-by-one path
+            return [self(job) for job in jobs]
+        seconds = (time.perf_counter() - start) / len(jobs)
+        return [
+            RunRecord(
+                key=job.key,
+                job=asdict(job),
+                status="ok",
+                seconds=seconds,
+                environment={**environment(job), "batched": fields["costs"]["batched_seeds"] > 1},
+                **fields,
+            )
+            for job, fields in zip(jobs, results, strict=True)
+        ]

@@ -1,0 +1,418 @@
+"""``OUT/report.html``: one self-contained page (inline CSS, PNG figures as data URIs, no URLs).
+
+Built from the report dict alone (see :mod:`benchsuite.results.analysis`); every text is escaped.
+The same figures are written to ``OUT/plots/*.png`` for pasting into papers. docs/report.md
+explains each section.
+"""
+
+from __future__ import annotations
+
+import base64
+import statistics
+from collections.abc import Iterable, Sequence
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from benchsuite.output.plots import (
+    DPI,
+    VERDICT_COLOURS,
+    Plot,
+    config_label,
+    finite,
+    make_plots,
+    slug,
+    write_plots,
+)
+
+FILENAME = "report.html"
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#222;
+margin:0 auto;max-width:1200px;padding:1em 2em}
+h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;
+margin-top:2em}h3{margin-top:1.5em}
+table{border-collapse:collapse;margin:.6em 0 1em;font-size:13px}
+th,td{border:1px solid #d0d0d0;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
+caption{caption-side:bottom;text-align:left;color:#555;font-size:12px;padding-top:3px}
+figure{margin:1em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
+figcaption{color:#555;font-size:12px}
+.warning{background:#fff4d6;border-left:4px solid #e0a800;padding:.5em 1em}
+.muted{color:#666}nav ul{columns:3}code,pre{font-size:12px}
+pre{white-space:pre-wrap;background:#f7f7f7;padding:.5em;max-height:20em;overflow:auto}
+.verdict{padding:1px 6px;border-radius:3px;white-space:nowrap}
+"""
+
+
+def _num(value: Any, digits: int = 4) -> str:
+    number = finite(value)
+    return "–" if number is None else f"{number:.{digits}g}"
+
+
+def _pct(value: Any, sign: str = "+") -> str:
+    number = finite(value)
+    return "–" if number is None else f"{number:{sign}.1f}%"
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[str]], caption: str = "",
+           numeric: Sequence[int] = ()) -> str:  # fmt: skip
+    """A plain table; cells are already-escaped HTML, header and caption are escaped here."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join(
+        "<tr>" + "".join(
+            f"<td class=num>{cell}</td>" if i in numeric else f"<td>{cell}</td>"
+            for i, cell in enumerate(row)
+        ) + "</tr>"
+        for row in rows
+    )  # fmt: skip
+    cap = f"<caption>{escape(caption)}</caption>" if caption else ""
+    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _verdict(verdict: str | None) -> str:
+    if not verdict:
+        return "–"
+    colour = VERDICT_COLOURS.get(verdict, "#eee")
+    return f'<span class=verdict style="background:{colour}">{escape(verdict)}</span>'
+
+
+def _figure(plot: Plot | None, caption: str) -> str:
+    if plot is None:
+        return ""
+    data = base64.b64encode(plot.png).decode("ascii")
+    return (
+        f'<figure><img alt="{escape(plot.title)}" width={round(plot.width * 100 / DPI)} '
+        f'height={round(plot.height * 100 / DPI)} src="data:image/png;base64,{data}">'
+        f"<figcaption>{escape(caption)} (also <code>plots/{escape(plot.name)}.png</code>)"
+        "</figcaption></figure>"
+    )
+
+
+def _mde_text(entry: dict) -> str:
+    values = [
+        v for c in entry.get("comparisons", {}).values()
+        if (v := finite((c.get("comparison") or {}).get("mde_rel_pct"))) is not None
+    ]  # fmt: skip
+    if not values:
+        return "–"
+    if len(values) == 1:
+        return _pct(values[0], "")
+    return (
+        f"{_pct(statistics.median(values), '')} (range {_pct(min(values), '')}–"
+        f"{_pct(max(values), '')})"
+    )
+
+
+def summary_section(report: dict) -> str:
+    """Where and how the run was made, the datasets used per track and the design's power."""
+    env, settings, design = (report.get(k) or {} for k in ("environment", "settings", "design"))
+    versions = env.get("versions") or {}
+    overrides = settings.get("budget") or {}
+    facts = [
+        ("date", env.get("date")),
+        ("versions", ", ".join(f"{k} {v}" for k, v in versions.items())),
+        ("python", env.get("python")),
+        ("git revision", env.get("git_revision")),
+        ("platform", env.get("platform")),
+        ("device", f"{env.get('device', '–')} ({env.get('cpus', '–')} CPUs, "
+                   f"{env.get('threads_per_job', '–')} threads per job)"),
+        ("preset", settings.get("preset")),
+        ("budget overrides", ", ".join(f"{k}={v}" for k, v in overrides.items()) or "none"),
+        ("baseline", settings.get("baseline")),
+        ("mixers", ", ".join(settings.get("mixers") or [])),
+        ("tracks", ", ".join(settings.get("tracks") or [])),
+        ("evaluation seeds", settings.get("seeds")),
+        ("sweep seeds per config", settings.get("sweep_seeds")),
+        ("equivalence margin", _pct(100 * (finite(settings.get("margin")) or 0), "")),
+        ("family size (Holm)", design.get("comparisons")),
+        ("min seeds for Holm significance", design.get("min_seeds_for_significance")),
+    ]  # fmt: skip
+    rows = [(escape(k), escape("–" if v is None or v == "" else str(v))) for k, v in facts]
+    parts = ["<h2 id=summary>Summary</h2>"]
+    if design.get("warning"):
+        parts.append(f"<p class=warning>design: {escape(design['warning'])}</p>")
+    parts.append(_table(("", "value"), rows))
+    datasets = []
+    for track, entry in report.get("tracks", {}).items():
+        budget = entry.get("budget") or {}
+        datasets.append((
+            escape(track), escape(str(entry.get("dataset", "–"))),
+            "yes" if entry.get("verified", True) else "<b>no</b>",
+            escape(f"{entry.get('metric')} ({entry.get('direction')})"),
+            escape(str(entry.get("tokens", "–"))),
+            escape(", ".join(f"{k} {budget[k]}" for k in ("steps", "batch_size", "dim", "depth")
+                             if k in budget)),
+            escape(str(len(entry.get("grid") or []))),
+            escape(_mde_text(entry)),
+            f"<code>{escape(str(entry.get('budget_signature', '–')))}</code>",
+        ))  # fmt: skip
+    if datasets:
+        parts.append("<h3>Datasets and design per track</h3>")
+        parts.append(_table(
+            ("track", "dataset actually used", "verified", "metric", "tokens", "budget",
+             "sweep configs", "MDE (median over comparisons)", "budget signature"),
+            datasets,
+            "MDE: the smallest improvement the paired test would detect with 80% power "
+            "(α = 0.05, observed spread of the per-seed differences), as % of the baseline mean.",
+        ))  # fmt: skip
+    return "\n".join(parts)
+
+
+def comparison_table(entry: dict) -> str:
+    """The track's comparison table, baseline first."""
+    rows = []
+    baseline = entry.get("baseline")
+    names = list(entry.get("mixers", {}))
+    names = ([baseline] if baseline in names else []) + [n for n in names if n != baseline]
+    for mixer in names:
+        arm = entry["mixers"][mixer]
+        full = arm.get("full") or {}
+        spread = f"{_num(full.get('mean'))} ± {_num(full.get('std'), 2)}"
+        diverged = f"{arm.get('diverged', 0)}/{full.get('n', '–')}"
+        cell = entry.get("comparisons", {}).get(mixer)
+        label = escape(mixer) + (" <span class=muted>(baseline)</span>" if mixer == baseline
+                                 else "")  # fmt: skip
+        config = escape(config_label(arm.get("best_cfg") or {}))
+        if arm.get("edge_of_grid"):
+            config += " <span class=muted>(edge)</span>"
+        if cell is None:
+            rows.append((label, config, escape(spread), diverged, *["–"] * 7))
+            continue
+        c = cell.get("comparison") or {}
+        lo, hi = c.get("ci95_rel_pct") or (None, None)
+        rows.append((
+            label, config, escape(spread), diverged,
+            escape(f"{_pct(c.get('improvement_rel_pct'))} [{_pct(lo)}, {_pct(hi)}]"),
+            escape(_num(c.get("p_value"), 3)), escape(_num(c.get("p_holm"), 3)),
+            escape(_pct(c.get("mde_rel_pct"), "")),
+            escape(f"{c.get('wins', '–')}/{c.get('ties', '–')}/{c.get('losses', '–')}"),
+            _verdict(c.get("verdict")), escape(", ".join(c.get("flags") or [])),
+        ))  # fmt: skip
+    return _table(
+        ("mixer", "chosen config", f"test {entry.get('metric')} mean ± sd", "diverged",
+         "improvement [95% CI]", "p", "Holm p", "MDE", "wins/ties/losses", "verdict", "flags"),
+        rows,
+        f"{entry.get('metric')} ({entry.get('direction')}); improvement > 0 means better than "
+        f"{baseline}, as % of the baseline mean; p: paired sign-flip test; Holm p: adjusted over "
+        "every comparison of the run.",
+        numeric=(2, 5, 6, 7),
+    )  # fmt: skip
+
+
+def sweep_table(entry: dict) -> str:
+    """Mean validation metric of every grid config (rows) for every mixer (columns)."""
+    names = [n for n in entry.get("mixers", {}) if entry["mixers"][n].get("sweep")]
+    if not names:
+        return ""
+    grid = entry.get("grid") or [row.get("cfg", {}) for row in entry["mixers"][names[0]]["sweep"]]
+    rows = []
+    for index, config in enumerate(grid):
+        row = [escape(str(index)), escape(config_label(config))]
+        for name in names:
+            sweep = entry["mixers"][name]["sweep"]
+            value = _num(sweep[index].get("mean")) if index < len(sweep) else "–"
+            chosen = entry["mixers"][name].get("best_index") == index
+            row.append(f"<b>{escape(value)} ★</b>" if chosen else escape(value))
+        rows.append(row)
+    return _table(
+        ("#", "config", *names), rows,
+        f"mean val.{entry.get('metric')} over the sweep seeds; ★ = config chosen for evaluation",
+        numeric=tuple(range(2, 2 + len(names))),
+    )  # fmt: skip
+
+
+def signature_table(entry: dict) -> str:
+    """Predicted vs observed probe values of each mixer's signature, and the baseline's."""
+    rows = []
+    for mixer, cell in entry.get("comparisons", {}).items():
+        signature = cell.get("signature")
+        if not signature:
+            continue
+        for probe, predicted in (signature.get("predicted") or {}).items():
+            rows.append((
+                escape(mixer), escape(probe), escape(_num(predicted, 6)),
+                escape(_num((signature.get("observed") or {}).get(probe), 6)),
+                escape(_num((signature.get("baseline_observed") or {}).get(probe), 6)),
+                escape(_num(signature.get("tolerance"), 3)),
+                "yes" if signature.get("confirmed") else "<b>no</b>",
+            ))  # fmt: skip
+    if not rows:
+        return ""
+    return "<h3>Mechanism signatures</h3>" + _table(
+        ("mixer", "probe", "predicted", "observed", "baseline observed", "tolerance", "confirmed"),
+        rows,
+        "measured on the trained model of the first evaluation seed; confirmed when "
+        "|observed − predicted| ≤ tolerance",
+        numeric=(2, 3, 4, 5),
+    )  # fmt: skip
+
+
+def track_section(track: str, entry: dict, plots: dict[tuple[str, str], Plot]) -> str:
+    """One track: comparison table, per-seed plot, sweep plot and table, signatures."""
+    parts = [
+        f'<h2 id="track-{slug(track)}">Track {escape(track)}</h2>',
+        f"<p>{escape(str(entry.get('dataset', '')))} — {escape(str(entry.get('metric')))} "
+        f"({escape(str(entry.get('direction')))}), baseline {escape(str(entry.get('baseline')))}"
+        "</p>",
+    ]
+    if not entry.get("mixers"):
+        parts.append("<p class=muted>no finished evaluation runs on this track.</p>")
+        return "\n".join(parts)
+    if not entry.get("comparisons"):
+        parts.append("<p class=warning>no comparisons: the baseline has no results here.</p>")
+    parts.append(comparison_table(entry))
+    parts.append(_figure(plots.get((track, "seeds")),
+                         "Test metric per evaluation seed; each mixer (filled) beside the "
+                         "baseline (hollow), the same seed joined by a line: green where the "
+                         "mixer is better on that seed, red where worse."))  # fmt: skip
+    parts.append("<h3>Sweep</h3>")
+    parts.append(_figure(plots.get((track, "sweep")),
+                         "Validation metric of every shared grid config per mixer: dots are "
+                         "sweep seeds, the line joins their means, the ring marks the chosen "
+                         "config."))  # fmt: skip
+    parts.append(sweep_table(entry))
+    parts.append(signature_table(entry))
+    return "\n".join(parts)
+
+
+def across_section(report: dict, plots: dict[tuple[str, str], Plot]) -> str:
+    """Heatmap of verdicts, IQM table and plot, and the rank diagram."""
+    parts = ["<h2 id=across>Across tracks</h2>"]
+    parts.append(_figure(plots.get(("across", "heatmap")),
+                         "Relative improvement over the baseline per mixer and track, coloured "
+                         "by the Holm-adjusted verdict."))  # fmt: skip
+    across = report.get("across_tracks")
+    if not across:
+        parts.append("<p class=muted>no across-track figures: no track has a comparison.</p>")
+        return "\n".join(parts)
+    ranks = across.get("ranks") or {}
+    average = ranks.get("average_rank") or {}
+    rows = []
+    for mixer, row in (across.get("mixers") or {}).items():
+        lo, hi = row.get("iqm_ci95") or (None, None)
+        dlo, dhi = row.get("iqm_diff_ci95") or (None, None)
+        plo, phi = row.get("prob_improvement_ci95") or (None, None)
+        suite = row.get("suite_test") or {}
+        counts = "/".join(
+            "–" if row.get(f"tracks_{k}") is None else str(row[f"tracks_{k}"])
+            for k in ("won", "lost", "equivalent", "inconclusive")
+        )
+        rows.append((
+            escape(mixer), escape(str(row.get("n_tracks", "–"))),
+            escape(f"{_num(row.get('iqm'), 3)} [{_num(lo, 3)}, {_num(hi, 3)}]"),
+            escape(f"{_num(row.get('iqm_diff'), 3)} [{_num(dlo, 3)}, {_num(dhi, 3)}]"),
+            escape(f"{_num(row.get('prob_improvement'), 2)} [{_num(plo, 2)}, {_num(phi, 2)}]"),
+            escape(f"{_num(suite.get('p_value'), 3)} ({_num(suite.get('p_holm'), 3)})"),
+            escape(counts), escape(_num(average.get(mixer), 3)),
+        ))  # fmt: skip
+    parts.append(_table(
+        ("mixer", "tracks", "IQM [95% CI]", "IQM − baseline [95% CI]", "P(improvement) [95% CI]",
+         "suite p (Holm)", "won/lost/equivalent/inconclusive", "mean rank"),
+        rows,
+        "normalised score: baseline mean = 1 on each track, higher is better; CIs by stratified "
+        "bootstrap; suite p: stratified sign-flip test on log-ratios, Holm across mixers.",
+        numeric=(2, 3, 4, 5, 7),
+    ))  # fmt: skip
+    parts.append(_figure(plots.get(("across", "iqm")),
+                         "IQM of normalised scores with its 95% CI; the dashed line is the "
+                         "baseline (1)."))  # fmt: skip
+    parts.append("<h3>Ranks</h3>")
+    parts.append(_figure(plots.get(("across", "ranks")),
+                         "Average rank of the mean normalised score over tracks (1 = best); with "
+                         "≥ 3 mixers and ≥ 2 tracks, Nemenyi's critical difference (CD) and bars "
+                         "joining mixers that do not differ by more than it."))  # fmt: skip
+    facts = (
+        f"Friedman statistic {_num(ranks.get('friedman_statistic'), 4)}, p "
+        f"{_num(ranks.get('friedman_p'), 3)}, CD {_num(ranks.get('nemenyi_cd'), 3)}"
+    )
+    if ranks.get("reason"):
+        facts += f" — {ranks['reason']}"
+    parts.append(f"<p class=muted>{escape(facts)}</p>")
+    return "\n".join(parts)
+
+
+def cost_section(report: dict) -> str:
+    """Parameters, FLOPs and step time of each mixer on each track (as its records measured)."""
+    rows, keys = [], []
+    for track, entry in report.get("tracks", {}).items():
+        for mixer, arm in entry.get("mixers", {}).items():
+            costs = arm.get("costs") or {}
+            keys += [k for k in costs if k not in keys]
+            rows.append((track, mixer, costs))
+    parts = ["<h2 id=costs>Cost per mixer</h2>"]
+    if not keys:
+        parts.append("<p class=muted>no costs were recorded.</p>")
+        return "\n".join(parts)
+    body = [(escape(t), escape(m), *(escape(_num(c.get(k), 4)) for k in keys)) for t, m, c in rows]
+    parts.append(_table(
+        ("track", "mixer", *keys), body,
+        "as recorded with the first evaluation run of the chosen config: params = whole model, "
+        "mixer_params = token mixers only, flops_per_example = forward FLOPs per example, "
+        "seconds_per_step = training step time.",
+        numeric=tuple(range(2, 2 + len(keys))),
+    ))  # fmt: skip
+    return "\n".join(parts)
+
+
+def problems_section(report: dict) -> str:
+    """Skipped cells and failed training runs, each with its reason (and traceback)."""
+    rows = [(escape(s.get("track", "")), escape(s.get("mixer", "")), "skipped", "",
+             escape(str(s.get("reason", ""))), "")
+            for s in report.get("skipped") or []]  # fmt: skip
+    for failure in report.get("failures") or []:
+        trace = failure.get("traceback") or ""
+        details = f"<details><summary>traceback</summary><pre>{escape(trace)}</pre></details>"
+        rows.append((escape(str(failure.get("track", ""))), escape(str(failure.get("mixer", ""))),
+                     escape(str(failure.get("stage", ""))), escape(str(failure.get("seed", ""))),
+                     escape(str(failure.get("reason", ""))), details if trace else ""))  # fmt: skip
+    parts = ["<h2 id=problems>Skipped and failed</h2>"]
+    if not rows:
+        parts.append("<p>nothing was skipped and no training run failed.</p>")
+    else:
+        parts.append(_table(("track", "mixer", "stage", "seed", "reason", "traceback"), rows))
+    return "\n".join(parts)
+
+
+def render_html(report: dict, plots: Sequence[Plot]) -> str:
+    """The whole page as text."""
+    by_key = {(p.section, p.kind): p for p in plots}
+    tracks = report.get("tracks") or {}
+    nav = "".join(
+        f'<li><a href="#{anchor}">{escape(label)}</a></li>'
+        for anchor, label in [("summary", "Summary")]
+        + [(f"track-{slug(t)}", f"Track {t}") for t in tracks]
+        + [("across", "Across tracks"), ("costs", "Cost per mixer"),
+           ("problems", "Skipped and failed")]
+    )  # fmt: skip
+    date = (report.get("environment") or {}).get("date", "")
+    body = "\n".join([
+        "<h1>benchsuite report</h1>",
+        f"<p class=muted>{escape(str(date))} · baseline "
+        f"{escape(str((report.get('settings') or {}).get('baseline', '–')))}</p>",
+        f"<nav><ul>{nav}</ul></nav>",
+        summary_section(report),
+        *(track_section(t, e, by_key) for t, e in tracks.items()),
+        across_section(report, by_key),
+        cost_section(report),
+        problems_section(report),
+        "<p class=muted>written by benchsuite from report.json; the figures are also in "
+        "<code>plots/</code>.</p>",
+    ])  # fmt: skip
+    return (
+        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
+        '<meta name=viewport content="width=device-width, initial-scale=1">'
+        f"<title>benchsuite report {escape(str(date))}</title><style>{CSS}</style></head>"
+        f"<body>\n{body}\n</body></html>\n"
+    )
+
+
+def write_html(report: dict, out: Path | str) -> Path:
+    """Write ``OUT/report.html`` and ``OUT/plots/*.png`` from a report; returns the HTML path."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    plots = make_plots(report)
+    write_plots(plots, out)
+    path = out / FILENAME
+    path.write_text(render_html(report, plots), encoding="utf-8")
+    return path

@@ -1,0 +1,338 @@
+"""Figures of a run's report, drawn with matplotlib (Agg, no pyplot state) as PNG bytes.
+
+Every figure reads only the report dict that :func:`benchsuite.results.analysis.analyse` returns
+(or the ``report.json`` it was written to, where non-finite numbers are ``null``). A figure whose
+data is missing (a track without comparisons, a run without across-track figures) is simply not
+drawn. matplotlib is imported inside the functions: importing it costs about half a second.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+VERDICT_COLOURS = {
+    "significant_win": "#1a9850",
+    "significant_win_below_margin": "#a6d96a",
+    "equivalent_within_margin": "#74add1",
+    "inconclusive": "#fee08b",
+    "significant_loss_below_margin": "#fdae61",
+    "significant_loss": "#d73027",
+}
+MISSING_COLOUR = "#eeeeee"
+DPI = 150
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One rendered figure: ``name`` is the file stem under ``OUT/plots/``."""
+
+    name: str
+    section: str  # a track name, or "across"
+    kind: str  # seeds | sweep | heatmap | iqm | ranks
+    title: str
+    png: bytes
+    width: int  # pixels
+    height: int
+
+
+def finite(value: Any) -> float | None:
+    """``value`` as a float when it is a finite number, else None (handles None, NaN, inf)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def slug(text: str) -> str:
+    """A file-name-safe version of a track or mixer name."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("._") or "track"
+
+
+def config_label(config: dict, sep: str = " ") -> str:
+    """``{"lr": 0.001, "weight_decay": 0}`` -> ``lr=0.001 weight_decay=0``."""
+    return sep.join(f"{k}={v:g}" if isinstance(v, int | float) else f"{k}={v}"
+                    for k, v in config.items())  # fmt: skip
+
+
+def _figure(width: float, height: float) -> tuple[Figure, Axes]:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig, fig.add_subplot()
+
+
+def to_png(fig: Figure) -> bytes:
+    """The figure as PNG bytes (no timestamp metadata, so identical data gives identical bytes)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def _ordered_mixers(entry: dict) -> list[str]:
+    """Mixers of a track with the baseline first."""
+    names = list(entry.get("mixers", {}))
+    baseline = entry.get("baseline")
+    return ([baseline] if baseline in names else []) + [n for n in names if n != baseline]
+
+
+def _metric_label(entry: dict, split: str) -> str:
+    return f"{split}.{entry.get('metric', 'metric')} ({entry.get('direction', '')})"
+
+
+def seeds_figure(track: str, entry: dict) -> Figure | None:
+    """Per-seed test metric of every mixer, each beside the baseline's paired seeds.
+
+    For a mixer at x = j the baseline's seeds sit at j - 0.2 and the mixer's at j + 0.2; a line
+    joins the two runs of the same seed (green: the mixer is better on that seed, red: worse,
+    grey: equal, as when both diverged and were imputed with the same cap).
+    """
+    names = _ordered_mixers(entry)
+    if not names:
+        return None
+    higher = bool(entry.get("higher_is_better"))
+    fig, ax = _figure(max(4.5, 1.3 * len(names) + 1.5), 3.8)
+    omitted = 0
+    for x, name in enumerate(names):
+        cell = entry.get("comparisons", {}).get(name)
+        if cell is None:  # the baseline itself, or a track without comparisons
+            values = [
+                finite(v) for v in (entry["mixers"][name].get("full") or {}).get("per_seed", [])
+            ]
+            omitted += values.count(None)
+            shown = [v for v in values if v is not None]
+            ax.scatter([x] * len(shown), shown, color="0.35", zorder=3, s=22)
+            if shown:
+                ax.hlines(sum(shown) / len(shown), x - 0.25, x + 0.25, color="0.2", lw=2)
+            continue
+        pairs = zip(cell.get("baseline_values", []), cell.get("mixer_values", []), strict=False)
+        for base_raw, mix_raw in pairs:
+            base, mix = finite(base_raw), finite(mix_raw)
+            if base is None or mix is None:
+                omitted += 1
+                continue
+            better = mix > base if higher else mix < base
+            colour = (
+                "0.6" if mix == base
+                else VERDICT_COLOURS["significant_win" if better else "significant_loss"]
+            )  # fmt: skip
+            ax.plot([x - 0.2, x + 0.2], [base, mix], color=colour, lw=1, alpha=0.8, zorder=2)
+            ax.scatter([x - 0.2], [base], facecolor="white", edgecolor="0.35", zorder=3, s=22)
+            ax.scatter([x + 0.2], [mix], color="0.15", zorder=3, s=22)
+    ax.set_xticks(range(len(names)), labels=names, rotation=20 if len(names) > 5 else 0)
+    ax.set_xlim(-0.6, len(names) - 0.4)
+    ax.set_ylabel(_metric_label(entry, "test"))
+    note = f"; {omitted} non-finite omitted" if omitted else ""
+    ax.set_title(
+        f"{track}: per-seed test metric (hollow: baseline {entry.get('baseline')}, "
+        f"paired by seed{note})",
+        fontsize=9,
+    )
+    ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
+def sweep_figure(track: str, entry: dict) -> Figure | None:
+    """Validation metric of every sweep config per mixer: mean line, seed dots, chosen ringed."""
+    names = _ordered_mixers(entry)
+    sweeps = {n: entry["mixers"][n].get("sweep") or [] for n in names}
+    if not any(sweeps.values()):
+        return None
+    grid = max((len(rows) for rows in sweeps.values()), default=0)
+    fig, ax = _figure(max(4.5, 1.4 * grid + 2.5), 3.8)
+    width = 0.5 / max(len(names), 1)
+    for i, name in enumerate(names):
+        offset = (i - (len(names) - 1) / 2) * width
+        colour = f"C{i % 10}"
+        xs, means = [], []
+        for x, row in enumerate(sweeps[name]):
+            values = [v for v in map(finite, row.get("val") or []) if v is not None]
+            ax.scatter([x + offset] * len(values), values, color=colour, s=10, alpha=0.5)
+            mean = finite(row.get("mean"))
+            if mean is not None:
+                xs.append(x + offset)
+                means.append(mean)
+        ax.plot(xs, means, color=colour, marker="o", ms=4, lw=1.2, label=name)
+        best = entry["mixers"][name].get("best_index")
+        if best is not None and best < len(sweeps[name]):
+            mean = finite(sweeps[name][best].get("mean"))
+            if mean is not None:
+                ax.scatter([best + offset], [mean], s=140, facecolor="none", edgecolor=colour,
+                           lw=1.5, zorder=4)  # fmt: skip
+    configs = entry.get("grid") or next(
+        ([row.get("cfg", {}) for row in rows] for rows in sweeps.values() if len(rows) == grid), []
+    )
+    ax.set_xticks(range(grid), labels=[config_label(c, "\n") for c in configs[:grid]], fontsize=7)
+    ax.set_ylabel(_metric_label(entry, "val"))
+    ax.set_title(f"{track}: sweep (mean over sweep seeds; ring = chosen config)", fontsize=9)
+    ax.legend(fontsize=7, loc="best")
+    ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
+def heatmap_figure(report: dict) -> Figure | None:
+    """Relative improvement over the baseline (mixer x track), each cell coloured by its verdict."""
+    from matplotlib.patches import Patch, Rectangle
+
+    tracks = [t for t, e in report.get("tracks", {}).items() if e.get("comparisons")]
+    mixers: list[str] = []
+    for track in tracks:
+        mixers += [m for m in report["tracks"][track]["comparisons"] if m not in mixers]
+    if not mixers:
+        return None
+    fig, ax = _figure(max(4.5, 1.5 * len(tracks) + 3.5), 0.45 * len(mixers) + 1.8)
+    for row, mixer in enumerate(mixers):
+        for col, track in enumerate(tracks):
+            cell = report["tracks"][track]["comparisons"].get(mixer)
+            comparison = (cell or {}).get("comparison") or {}
+            colour = VERDICT_COLOURS.get(comparison.get("verdict"), MISSING_COLOUR)
+            ax.add_patch(Rectangle((col, row), 1, 1, facecolor=colour, edgecolor="white", lw=2))
+            value = finite(comparison.get("improvement_rel_pct"))
+            text = "–" if value is None else f"{value:+.1f}%"
+            ax.text(col + 0.5, row + 0.5, text, ha="center", va="center", fontsize=8)
+    ax.set_xlim(0, len(tracks))
+    ax.set_ylim(len(mixers), 0)
+    ax.set_xticks([c + 0.5 for c in range(len(tracks))], labels=tracks)
+    ax.set_yticks([r + 0.5 for r in range(len(mixers))], labels=mixers)
+    ax.tick_params(length=0)
+    for side in ax.spines.values():
+        side.set_visible(False)
+    used = {
+        (c.get("comparison") or {}).get("verdict")
+        for t in tracks
+        for c in report["tracks"][t]["comparisons"].values()
+    }
+    handles = [Patch(color=c, label=v.replace("_", " ")) for v, c in VERDICT_COLOURS.items()
+               if v in used]  # fmt: skip
+    ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    baseline = report.get("settings", {}).get("baseline", "baseline")
+    fig.suptitle(f"improvement over {baseline} (%, > 0 is better), coloured by verdict", fontsize=9)
+    return fig
+
+
+def iqm_figure(across: dict | None) -> Figure | None:
+    """IQM of normalised scores (baseline = 1, higher is better) with its 95% CI, per mixer."""
+    rows = [(name, row) for name, row in (across or {}).get("mixers", {}).items()
+            if finite(row.get("iqm")) is not None]  # fmt: skip
+    if not rows:
+        return None
+    rows.sort(key=lambda item: item[1]["iqm"])
+    baseline = across.get("baseline")
+    fig, ax = _figure(5.5, 0.4 * len(rows) + 1.4)
+    for y, (name, row) in enumerate(rows):
+        lo, hi = (finite(v) for v in (row.get("iqm_ci95") or (None, None)))
+        centre = row["iqm"]
+        colour = "0.5" if name == baseline else "C0"
+        if lo is not None and hi is not None:
+            ax.plot([lo, hi], [y, y], color=colour, lw=2.5, solid_capstyle="butt")
+        ax.scatter([centre], [y], color="black", zorder=3, s=18)
+    ax.axvline(1.0, color="0.4", ls="--", lw=1)
+    ax.set_yticks(range(len(rows)), labels=[name for name, _ in rows])
+    ax.set_xlabel("IQM of normalised score (baseline = 1, higher is better)")
+    ax.set_title("across tracks: IQM with stratified bootstrap 95% CI", fontsize=9)
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def _cliques(ranked: list[tuple[str, float]], cd: float) -> list[tuple[float, float]]:
+    """Maximal runs of mixers whose average ranks differ by less than the critical difference."""
+    spans: list[tuple[float, float]] = []
+    for i in range(len(ranked)):
+        j = i
+        while j + 1 < len(ranked) and ranked[j + 1][1] - ranked[i][1] < cd:
+            j += 1
+        if j > i and not any(lo <= ranked[i][1] and ranked[j][1] <= hi for lo, hi in spans):
+            spans.append((ranked[i][1], ranked[j][1]))
+    return spans
+
+
+def rank_figure(across: dict | None) -> Figure | None:
+    """Critical-difference diagram: average ranks (1 = best) and, when computed, Nemenyi's CD."""
+    ranks = (across or {}).get("ranks") or {}
+    ranked = sorted(
+        ((name, value) for name, value in (ranks.get("average_rank") or {}).items()
+         if finite(value) is not None),
+        key=lambda item: item[1],
+    )  # fmt: skip
+    if not ranked:
+        return None
+    k = max(len(ranked), 2)
+    cd = finite(ranks.get("nemenyi_cd"))
+    spans = _cliques(ranked, cd) if cd else []
+    half = math.ceil(len(ranked) / 2)
+    fig, ax = _figure(6.5, 1.6 + 0.3 * half)
+    ax.hlines(0, 1, k, color="black", lw=1)
+    for tick in range(1, k + 1):
+        ax.vlines(tick, 0, 0.08, color="black", lw=1)
+        ax.text(tick, 0.12, str(tick), ha="center", va="bottom", fontsize=8)
+    for j, (lo, hi) in enumerate(spans):
+        ax.hlines(-0.12 - 0.1 * j, lo - 0.03, hi + 0.03, color="black", lw=3)
+    top = -0.25 - 0.1 * len(spans)
+    for i, (name, value) in enumerate(ranked):
+        left = i < half
+        y = top - 0.25 * (i if left else len(ranked) - 1 - i)
+        end = 1 - 0.1 if left else k + 0.1
+        ax.plot([value, value, end], [0, y, y], color="0.3", lw=0.8)
+        ax.text(end + (-0.05 if left else 0.05), y, f"{name} ({value:.2f})",
+                ha="right" if left else "left", va="center", fontsize=8)  # fmt: skip
+    if cd:
+        ax.hlines(0.45, 1, 1 + cd, color="black", lw=1.5)
+        ax.text(1 + cd / 2, 0.5, f"CD = {cd:.2f}", ha="center", va="bottom", fontsize=8)
+        p = finite(ranks.get("friedman_p"))
+        subtitle = f"Friedman p = {p:.3g}; bars join mixers closer than the CD" if p else ""
+    else:
+        subtitle = ranks.get("reason") or "no critical difference computed"
+    ax.set_xlim(-1.2, k + 2.2)
+    ax.set_ylim(top - 0.25 * half - 0.1, 0.8)
+    ax.axis("off")
+    ax.set_title(f"average rank across tracks (1 = best; descriptive)\n{subtitle}", fontsize=9)
+    return fig
+
+
+def make_plots(report: dict) -> list[Plot]:
+    """Every figure of a report, rendered to PNG, in the order the HTML report shows them."""
+    drawn: list[tuple[str, str, str, str, Figure | None]] = []
+    for track, entry in report.get("tracks", {}).items():
+        name = slug(track)
+        drawn.append((f"{name}-seeds", track, "seeds", f"{track}: per-seed test metric",
+                      seeds_figure(track, entry)))  # fmt: skip
+        drawn.append((f"{name}-sweep", track, "sweep", f"{track}: sweep",
+                      sweep_figure(track, entry)))  # fmt: skip
+    across = report.get("across_tracks")
+    drawn += [
+        ("across-heatmap", "across", "heatmap", "improvement by track", heatmap_figure(report)),
+        ("across-iqm", "across", "iqm", "IQM across tracks", iqm_figure(across)),
+        ("across-ranks", "across", "ranks", "average ranks", rank_figure(across)),
+    ]
+    plots = []
+    for name, section, kind, title, fig in drawn:
+        if fig is not None:
+            width, height = (round(v * DPI) for v in fig.get_size_inches())
+            plots.append(Plot(name, section, kind, title, to_png(fig), width, height))
+    return plots
+
+
+def write_plots(plots: Iterable[Plot], out: Path) -> list[Path]:
+    """Write ``OUT/plots/<name>.png`` per plot; PNGs left from an earlier render are removed."""
+    folder = Path(out) / "plots"
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for plot in plots:
+        path = folder / f"{plot.name}.png"
+        path.write_bytes(plot.png)
+        written.append(path)
+    for stale in set(folder.glob("*.png")) - set(written):
+        stale.unlink()
+    return written

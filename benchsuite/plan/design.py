@@ -1,0 +1,62 @@
+"""The design check printed before training: can this many seeds reach significance, and what
+effect could they detect on each track?
+
+The planning sd (sd of the paired differences, relative to the baseline mean) comes from the last
+run in the same output folder when it compared mixers on that track, else from the track's declared
+``planning_sd``.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from benchsuite.plan.power import design_warning, min_seeds_for_significance, planned_mde
+from benchsuite.settings import RunSettings
+from benchsuite.specs import Track
+
+
+def _previous_sd(out: Path) -> dict[str, float]:
+    """Median relative sd of paired differences per track, from ``out/report.json`` if present."""
+    path = out / "report.json"
+    try:
+        report = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    found = {}
+    for track, entry in report.get("tracks", {}).items():
+        ratios = []
+        for cell in entry.get("comparisons", {}).values():
+            c = cell["comparison"]
+            sd_d = c.get("sd_diff")
+            if sd_d is not None and c.get("baseline_mean"):
+                ratios.append(sd_d / abs(c["baseline_mean"]))
+        if ratios:
+            found[track] = statistics.median(ratios)
+    return found
+
+
+def design_check(settings: RunSettings, tracks: dict[str, Track]) -> dict[str, Any]:
+    """Family size, seeds needed, the warning if too few, and the planned MDE per track, for
+    resolved ``settings`` (``tracks``: the registered tracks)."""
+    names, mixers, seeds = settings.tracks or (), settings.mixers or (), settings.seeds or 0
+    comparisons = len(names) * (len(mixers) - 1)
+    previous = _previous_sd(Path(settings.out))
+    planned = {}
+    for name in names:
+        measured = name in previous
+        sd = previous[name] if measured else tracks[name].planning_sd
+        planned[name] = {
+            "planning_sd_rel": sd,
+            "source": "previous run in this folder" if measured else "track default",
+            "planned_mde_rel_pct": 100 * planned_mde(seeds, sd),
+        }
+    return {
+        "comparisons": comparisons,
+        "seeds": seeds,
+        "min_seeds_for_significance": min_seeds_for_significance(max(comparisons, 1)),
+        "warning": design_warning(seeds, max(comparisons, 1)),
+        "tracks": planned,
+    }

@@ -1,0 +1,215 @@
+"""The plan of a run: per track the facts probed from its data, per (track, mixer) cell its sweep
+jobs, its evaluation jobs and the config chosen for it, and the cells skipped with their reason.
+
+Plain dataclasses, JSON-serialisable (:meth:`Plan.to_dict` / :meth:`Plan.from_dict`), no torch.
+The store saves the plan of every run (settings, environment, track and mixer facts, cells with
+their job keys and chosen config, skips, and the code each track and mixer ran); ``report`` reads
+it back and never re-decides anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchsuite.errors import one_line
+from benchsuite.plan import jobs as jobs_
+from benchsuite.plan.environment import describe
+from benchsuite.plan.jobs import Job
+from benchsuite.seeds import Streams, sweep_seeds
+from benchsuite.settings import RunSettings
+from benchsuite.specs import Mixer, Track
+
+
+@dataclass
+class TrackFacts:
+    """What a track is in this run, probed once from its data for the first sweep seed."""
+
+    metric: str
+    higher_is_better: bool
+    direction: str
+    dataset: str
+    verified: bool
+    tokens: int
+    grid: list[dict[str, float]]
+    budget: dict[str, Any]  # steps, batch_size, dim, depth, checkpoint
+    budget_signature: str
+    data_key: str
+    plugin: str
+
+
+@dataclass
+class MixerFacts:
+    """What the report says about a mixer (read from its declaration)."""
+
+    description: str
+    plugin: str
+    causal: bool
+    signature: dict[str, Any] | None
+
+
+@dataclass
+class Cell:
+    """One (track, mixer): its job keys and, once the sweep has a winner, the chosen config."""
+
+    track: str
+    mixer: str
+    sweep: list[str]
+    eval: list[str] = field(default_factory=list)
+    chosen: int | None = None
+
+
+@dataclass
+class Skip:
+    """A track or cell that does not run, and why (``kind``: ``error`` or ``unsupported``)."""
+
+    track: str
+    mixer: str
+    reason: str
+    kind: str
+
+
+@dataclass
+class Plan:
+    """A run's plan; ``jobs`` and ``templates`` (the Job objects) live in memory only."""
+
+    settings: dict[str, Any]
+    environment: dict[str, Any]
+    mixers: dict[str, MixerFacts]
+    tracks: dict[str, TrackFacts]
+    cells: dict[str, dict[str, Cell]]  # track -> mixer -> cell
+    skipped: list[Skip]
+    code: dict[str, dict[str, str]] = field(default_factory=dict)  # "track X" -> module digests
+    jobs: dict[str, Job] = field(default_factory=dict, repr=False)
+    templates: dict[tuple[str, str], Job] = field(default_factory=dict, repr=False)
+
+    def cell_list(self) -> list[Cell]:
+        """Every planned cell, track by track."""
+        return [cell for cells in self.cells.values() for cell in cells.values()]
+
+    def keys(self) -> list[str]:
+        """The keys of every planned job (sweep and evaluation)."""
+        return [key for cell in self.cell_list() for key in cell.sweep + cell.eval]
+
+    def sweep(self) -> list[Job]:
+        """Every sweep job, cell by cell."""
+        return [self.jobs[key] for cell in self.cell_list() for key in cell.sweep]
+
+    def choose(self, cell: Cell, index: int) -> list[Job]:
+        """Record the config chosen for ``cell`` and plan its evaluation jobs (returned)."""
+        batched = bool(self.settings["batch_seeds"])
+        evaluation = jobs_.eval_jobs(self.templates[(cell.track, cell.mixer)],
+                                     self.tracks[cell.track].grid, index,
+                                     self.settings["seeds"], batched)  # fmt: skip
+        cell.chosen = index
+        cell.eval = [job.key for job in evaluation]
+        self.jobs.update((job.key, job) for job in evaluation)
+        return evaluation
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan as plain JSON-able data (without the in-memory Job objects)."""
+        return {
+            "settings": self.settings,
+            "environment": self.environment,
+            "mixers": {n: dataclasses.asdict(m) for n, m in self.mixers.items()},
+            "tracks": {n: dataclasses.asdict(t) for n, t in self.tracks.items()},
+            "cells": {
+                t: {m: dataclasses.asdict(c) for m, c in cells.items()}
+                for t, cells in self.cells.items()
+            },
+            "skipped": [dataclasses.asdict(s) for s in self.skipped],
+            "code": self.code,
+        }
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Plan:
+        """A plan read back from the store (no Job objects)."""
+        return cls(
+            settings=raw["settings"],
+            environment=raw.get("environment", {}),
+            mixers={n: MixerFacts(**m) for n, m in raw["mixers"].items()},
+            tracks={n: TrackFacts(**t) for n, t in raw["tracks"].items()},
+            cells={
+                t: {m: Cell(**c) for m, c in cells.items()} for t, cells in raw["cells"].items()
+            },
+            skipped=[Skip(**s) for s in raw["skipped"]],
+            code=raw.get("code", {}),
+        )
+
+
+def probe_track(track: Track, settings: RunSettings) -> TrackFacts:
+    """Load the track's data for the first sweep seed: token count, dataset line, data key."""
+    options = dict(settings.track_options[track.name])
+    seed = sweep_seeds(1)[0]
+    data = track.load(Streams(settings.salt, track.name, seed), options, settings.preset,
+                      settings.data_dir)  # fmt: skip
+    budget = jobs_.effective_budget(track, settings)
+    return TrackFacts(
+        metric=track.metric.name,
+        higher_is_better=track.metric.higher_is_better,
+        direction=track.metric.direction,
+        dataset=data.description,
+        verified=data.verified,
+        tokens=data.tokens,
+        grid=[dict(cfg) for cfg in budget.grid],
+        budget={
+            key: getattr(budget, key)
+            for key in ("steps", "batch_size", "dim", "depth", "checkpoint")
+        },
+        budget_signature=jobs_.budget_signature(track, settings),
+        data_key=track.data_key(options, settings.preset, settings.data_dir) + data.identity,
+        plugin=f"{track.distribution} {track.version}".strip(),
+    )
+
+
+def mixer_facts(mixer: Mixer) -> MixerFacts:
+    """A mixer's declaration as the report shows it."""
+    signature = mixer.signature
+    return MixerFacts(
+        description=mixer.description,
+        plugin=f"{mixer.distribution} {mixer.version}".strip(),
+        causal=mixer.causal,
+        signature=None if signature is None else {
+            "prediction": signature.prediction,
+            "predicted": dict(signature.predicted),
+            "tolerance": signature.tolerance,
+        },
+    )  # fmt: skip
+
+
+def plan_run(settings: RunSettings, tracks: dict[str, Track], mixers: dict[str, Mixer]) -> Plan:
+    """The plan of a run of resolved ``settings`` (see :func:`benchsuite.plan.resolve.resolve`):
+    each track probed (a broken track is skipped with its reason), each supported cell's sweep."""
+    plan = Plan(
+        settings=settings.to_dict(),
+        environment=describe(settings.device, settings.threads),
+        mixers={name: mixer_facts(mixers[name]) for name in settings.mixers or ()},
+        tracks={},
+        cells={},
+        skipped=[],
+    )
+    plan.code["training"] = jobs_.training_code()
+    for name in settings.tracks or ():
+        track = tracks[name]
+        try:
+            facts = probe_track(track, settings)
+        except Exception as error:  # one broken track never takes the others down
+            plan.skipped.append(Skip(name, "*", one_line(error), "error"))
+            continue
+        plan.tracks[name] = facts
+        plan.code[f"track {name}"] = jobs_.plugin_code(track)
+        for mixer_name in settings.mixers or ():
+            mixer = mixers[mixer_name]
+            reason = mixer.reason_unsupported(facts.tokens, facts.budget["dim"])
+            if reason:
+                plan.skipped.append(Skip(name, mixer_name, reason, "unsupported"))
+                continue
+            plan.code[f"mixer {mixer_name}"] = jobs_.plugin_code(mixer)
+            template = jobs_.job_template(settings, track, mixer, facts.data_key)
+            sweep = jobs_.sweep_jobs(template, facts.grid, settings.sweep_seeds)
+            plan.templates[(name, mixer_name)] = template
+            plan.jobs.update((job.key, job) for job in sweep)
+            cell = Cell(name, mixer_name, [job.key for job in sweep])
+            plan.cells.setdefault(name, {})[mixer_name] = cell
+    return plan

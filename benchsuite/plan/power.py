@@ -1,0 +1,47 @@
+"""Power and feasibility of a design: what n paired seeds can detect, and whether they can reach
+significance after Holm at all (PROTOCOL §2-3). Used before training (the design check) and after
+(the MDE of each comparison)."""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+from statsmodels.stats.power import TTestPower
+
+
+@lru_cache(maxsize=256)
+def dz_star(n: int, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Standardised effect a two-sided paired t test detects with the given power at n pairs."""
+    if n < 2:
+        return math.nan
+    return float(
+        TTestPower().solve_power(nobs=n, alpha=alpha, power=power, alternative="two-sided")
+    )
+
+
+def planned_mde(n: int, sd: float) -> float:
+    """Planning MDE (α .05 two-sided, power .8) for n paired seeds and a guessed sd of d."""
+    return dz_star(n) * float(sd)
+
+
+def min_seeds_for_significance(m: int, alpha: float = 0.05) -> int:
+    """Fewest seeds for which the exact sign-flip p (at best 2/2**n) can pass Holm over m tests.
+
+    Equals ceil(log2(2m/alpha)) except when 2m/alpha is a power of two (then one more, since the
+    test needs 2/2**n < alpha/m strictly).
+    """
+    if m < 1:
+        raise ValueError(f"the family must hold at least one comparison, got m={m}")
+    return math.floor(math.log2(2 * m / alpha)) + 1
+
+
+def design_warning(n_seeds: int, m: int, alpha: float = 0.05) -> str | None:
+    """One-line warning when n_seeds cannot give a Holm-significant result among m comparisons."""
+    need = min_seeds_for_significance(m, alpha)
+    if n_seeds >= need:
+        return None
+    return (
+        f"with {n_seeds} seeds and {m} comparisons no result can reach significance after Holm; "
+        f"use at least {need} seeds"
+    )

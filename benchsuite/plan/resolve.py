@@ -1,0 +1,108 @@
+"""Checking run settings against the registry and filling in every "decide for me" value.
+
+The result is again a :class:`~benchsuite.settings.RunSettings`, with names checked, the baseline
+first among the mixers, options parsed to their declared types, budget overrides as whole numbers,
+the seed count decided and the device checked. Every mistake is a one-line usage error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchsuite.errors import UsageError, check_names, did_you_mean
+from benchsuite.plan.jobs import OVERRIDABLE
+from benchsuite.plan.power import min_seeds_for_significance
+from benchsuite.registry import Registry
+from benchsuite.settings import EXECUTORS, RunSettings
+from benchsuite.specs import resolve_options
+
+
+def resolve(settings: RunSettings, registry: Registry) -> RunSettings:
+    """``settings`` checked and completed against ``registry`` (see the module docstring)."""
+    track_names = list(settings.tracks) if settings.tracks else sorted(registry.tracks)
+    mixer_names = list(settings.mixers) if settings.mixers else sorted(registry.mixers)
+    check_names("track", track_names, list(registry.tracks))
+    check_names("mixer", mixer_names, list(registry.mixers))
+    check_names("baseline", [settings.baseline], list(registry.mixers))
+    mixer_names = [settings.baseline, *[m for m in mixer_names if m != settings.baseline]]
+    if len(mixer_names) < 2:
+        raise UsageError(f"nothing to compare: only the baseline {settings.baseline!r} was given")
+    if settings.sweep_seeds < 1:
+        raise UsageError(f"--sweep-seeds must be at least 1, got {settings.sweep_seeds}")
+    seeds = settings.seeds
+    if seeds is None:
+        comparisons = len(track_names) * (len(mixer_names) - 1)
+        seeds = max(8, min_seeds_for_significance(comparisons))
+    if seeds < 2:
+        raise UsageError(f"--seeds must be at least 2 for a paired comparison, got {seeds}")
+    for name in track_names:
+        if not registry.tracks[name].budget(settings.preset).grid:
+            raise UsageError(
+                f"track {name!r} has an empty sweep grid for preset {settings.preset!r}"
+            )
+    return settings.replace(
+        tracks=tuple(track_names),
+        mixers=tuple(mixer_names),
+        seeds=seeds,
+        track_options=_options(registry.tracks, settings.track_options, "track", track_names),
+        mixer_options=_options(registry.mixers, settings.mixer_options, "mixer", mixer_names),
+        budget=budget_overrides(settings.budget),
+        device=check_device(settings.device),
+        batch_seeds=(
+            settings.device.startswith("cuda") if settings.batch_seeds is None
+            else settings.batch_seeds
+        ),
+    )  # fmt: skip
+
+
+def _options(pool: dict[str, Any], given: Any, group: str, names: list[str]) -> dict:
+    """Each named plugin's declared options with the given values parsed (unknown: an error)."""
+    for name in given:
+        if name not in pool:
+            raise UsageError(f"option given for unknown {group} {name!r}{did_you_mean(name, pool)}")
+    return {n: resolve_options(pool[n].options, given.get(n, {}), n) for n in names}
+
+
+def budget_overrides(given: Any) -> dict[str, int]:
+    """``--budget`` overrides as whole numbers >= 1 (an unknown key is an error)."""
+    overrides = {}
+    for key, value in given.items():
+        if key not in OVERRIDABLE:
+            raise UsageError(f"unknown budget key {key!r}; valid: {', '.join(OVERRIDABLE)}")
+        try:
+            overrides[key] = int(value)
+        except (TypeError, ValueError):
+            raise UsageError(f"budget {key}: expected a whole number, got {value!r}") from None
+        if overrides[key] < 1:
+            raise UsageError(f"budget {key}: must be at least 1, got {value!r}")
+    return overrides
+
+
+def check_device(device: str) -> str:
+    """``cpu`` or an available CUDA device (checking imports torch only when a GPU is asked for)."""
+    if device == "cpu":
+        return device
+    if not device.startswith("cuda"):
+        raise UsageError(f"unknown device {device!r}; valid: cpu, cuda, cuda:N")
+    import torch
+
+    if not torch.cuda.is_available():
+        raise UsageError(f"device {device!r} asked for, but torch sees no CUDA device here")
+    return device
+
+
+def check_executor(settings: RunSettings) -> None:
+    """A one-line usage error for executor settings that cannot work (checked before a run)."""
+    name, jobs, timeout = settings.executor, settings.jobs, settings.timeout
+    if name not in EXECUTORS:
+        raise UsageError(f"unknown executor {name!r}; valid: {', '.join(EXECUTORS)}")
+    if jobs is not None and jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {jobs}")
+    if timeout is not None and timeout <= 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, got {timeout:g}")
+    if settings.address and name != "ray":
+        raise UsageError("--address is for --executor ray")
+    if name == "local" and timeout is not None:
+        raise UsageError("--timeout needs a job process to kill: use --executor process (or ray)")
+    if settings.threads < 1:
+        raise UsageError(f"--threads must be at least 1, got {settings.threads}")

@@ -1,0 +1,1 @@
+"""Results: the store, the paired statistics, the across-track aggregate and the analysis."""

@@ -1,0 +1,283 @@
+"""Paired per-(mixer, track) statistics of the shared protocol (PROTOCOL.md §1-4).
+
+Pure numpy / scipy / statsmodels. Convention: ``d = sign * (mixer - baseline)`` with sign = +1 when
+higher is better, so ``improvement > 0`` always means the mixer beats the baseline.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+from benchsuite.plan.power import dz_star
+
+MAX_EXACT = 100_000
+"""Largest number of sign patterns enumerated exactly; beyond it, this many Monte Carlo flips."""
+
+UNSTABLE_RATE = 0.25
+PARAM_TOLERANCE = 0.10
+
+
+@dataclass
+class Comparison:
+    """One paired comparison of a mixer with the baseline on one track (PROTOCOL §3)."""
+
+    n: int
+    higher_is_better: bool
+    alpha: float
+    margin_rel: float
+    baseline_mean: float
+    baseline_sd: float
+    mixer_mean: float
+    mixer_sd: float
+    delta_mean: float
+    per_seed_diffs: list[float]
+    improvement: float
+    improvement_rel_pct: float
+    ci95: tuple[float, float]
+    ci95_rel_pct: tuple[float, float]
+    ci_half_width: float
+    sd_diff: float
+    wins: int
+    ties: int
+    losses: int
+    p_value: float
+    p_method: str
+    mc_seed: int | None
+    mde: float
+    mde_rel_pct: float
+    margin: float
+    p_tost: float
+    p_holm: float = math.nan
+    p_tost_holm: float = math.nan
+    verdict: str = "inconclusive"
+    flags: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able dict: floats, lists, str, bool, int; NaN becomes None."""
+        return {key: _plain(value) for key, value in asdict(self).items()}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, bool | str | int) or value is None:
+        return value
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def _mean_stat(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(x, axis=axis)
+
+
+def sign_flip_p(d: np.ndarray, mc_seed: int = 0) -> tuple[float, str, int | None]:
+    """Two-sided paired sign-flip p on mean(d): (p, 'exact' | 'monte_carlo', seed or None)."""
+    n = len(d)
+    if n < 2:
+        return 1.0, "exact", None
+    exact = 2**n <= MAX_EXACT
+    res = stats.permutation_test(
+        (d,),
+        _mean_stat,
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=MAX_EXACT,
+        alternative="two-sided",
+        rng=None if exact else np.random.default_rng(mc_seed),
+    )
+    return float(res.pvalue), ("exact" if exact else "monte_carlo"), (None if exact else mc_seed)
+
+
+def _tost_p(d: np.ndarray, margin: float) -> float:
+    """TOST p that mean(d) lies strictly inside (-margin, +margin), two one-sided t tests."""
+    n = len(d)
+    if n < 2 or margin <= 0:
+        return 1.0
+    mean, se = float(d.mean()), float(d.std(ddof=1)) / math.sqrt(n)
+    if se == 0:
+        return 0.0 if abs(mean) < margin else 1.0
+    p_low = stats.t.sf((mean + margin) / se, n - 1)  # H0: mean <= -margin
+    p_high = stats.t.cdf((mean - margin) / se, n - 1)  # H0: mean >= +margin
+    return float(max(p_low, p_high))
+
+
+def _rel(value: float, ref: float) -> float:
+    return 100.0 * value / abs(ref) if ref != 0 else math.nan
+
+
+def _verdict(c: Comparison) -> str:
+    if c.n < 2:
+        return "inconclusive"
+    p = c.p_value if math.isnan(c.p_holm) else c.p_holm
+    p_tost = c.p_tost if math.isnan(c.p_tost_holm) else c.p_tost_holm
+    if p < c.alpha:
+        verdict = "significant_win" if c.improvement > 0 else "significant_loss"
+        lo, hi = c.ci95
+        if -c.margin < lo and hi < c.margin:
+            verdict += "_below_margin"
+        return verdict
+    if p_tost < c.alpha:
+        return "equivalent_within_margin"
+    return "inconclusive"
+
+
+def compare_paired(
+    baseline: Sequence[float],
+    mixer: Sequence[float],
+    higher_is_better: bool = False,
+    *,
+    margin_rel: float = 0.05,
+    alpha: float = 0.05,
+    mc_seed: int = 0,
+) -> Comparison:
+    """Paired comparison of per-seed metrics (index i of both arms = evaluation seed i).
+
+    The verdict is the one for a family of size 1; call apply_holm on the whole family.
+    """
+    base = np.asarray(baseline, dtype=float)
+    mix = np.asarray(mixer, dtype=float)
+    if base.shape != mix.shape or base.ndim != 1:
+        raise ValueError(
+            f"paired arms must be 1-D and of equal length: baseline has {base.size} seeds, "
+            f"mixer has {mix.size}"
+        )
+    if not (np.all(np.isfinite(base)) and np.all(np.isfinite(mix))):
+        raise ValueError("metrics must be finite; impute diverged runs first (impute_diverged)")
+    n = base.size
+    if n == 0:
+        raise ValueError("no paired seeds to compare")
+    sign = 1.0 if higher_is_better else -1.0
+    raw = mix - base
+    d = sign * raw
+    base_mean = float(base.mean())
+    improvement = float(d.mean())
+    sd_d = float(d.std(ddof=1)) if n >= 2 else math.nan
+    if n >= 2:
+        half = float(stats.t.ppf(0.975, n - 1) * sd_d / math.sqrt(n))
+        ci = (improvement - half, improvement + half)
+    else:
+        half, ci = math.nan, (math.nan, math.nan)
+    p, p_method, seed_used = sign_flip_p(d, mc_seed)
+    margin = margin_rel * abs(base_mean)
+    mde = dz_star(n) * sd_d
+    comp = Comparison(
+        n=n,
+        higher_is_better=higher_is_better,
+        alpha=alpha,
+        margin_rel=margin_rel,
+        baseline_mean=base_mean,
+        baseline_sd=float(base.std(ddof=1)) if n >= 2 else math.nan,
+        mixer_mean=float(mix.mean()),
+        mixer_sd=float(mix.std(ddof=1)) if n >= 2 else math.nan,
+        delta_mean=float(raw.mean()),
+        per_seed_diffs=raw.tolist(),
+        improvement=improvement,
+        improvement_rel_pct=_rel(improvement, base_mean),
+        ci95=ci,
+        ci95_rel_pct=(_rel(ci[0], base_mean), _rel(ci[1], base_mean)),
+        ci_half_width=half,
+        sd_diff=sd_d,
+        wins=int(np.sum(d > 0)),
+        ties=int(np.sum(d == 0)),
+        losses=int(np.sum(d < 0)),
+        p_value=p,
+        p_method=p_method,
+        mc_seed=seed_used,
+        mde=mde,
+        mde_rel_pct=_rel(mde, base_mean),
+        margin=margin,
+        p_tost=_tost_p(d, margin),
+    )
+    comp.verdict = _verdict(comp)
+    return comp
+
+
+def apply_holm(comparisons: list[Comparison], alpha: float = 0.05) -> None:
+    """Holm over the family, separately on p_value and p_tost; sets p_holm, p_tost_holm, verdict."""
+    if not comparisons:
+        return
+    p_holm = multipletests([c.p_value for c in comparisons], alpha=alpha, method="holm")[1]
+    p_tost_holm = multipletests([c.p_tost for c in comparisons], alpha=alpha, method="holm")[1]
+    for comp, ph, pt in zip(comparisons, p_holm, p_tost_holm, strict=True):
+        comp.alpha = alpha
+        comp.p_holm = float(ph)
+        comp.p_tost_holm = float(pt)
+        comp.verdict = _verdict(comp)
+
+
+def flag_comparison(
+    comp: Comparison,
+    *,
+    diverged_mixer: int,
+    n: int,
+    edge_of_grid: bool,
+    param_ratio: float | None,
+) -> None:
+    """Add 'unstable', 'edge_of_grid', 'param_mismatch' flags (PROTOCOL §3) to comp.flags.
+
+    param_ratio is the mixer model's parameter count over the baseline model's (None: unknown).
+    """
+    wanted = []
+    if n > 0 and diverged_mixer / n >= UNSTABLE_RATE:
+        wanted.append("unstable")
+    if edge_of_grid:
+        wanted.append("edge_of_grid")
+    if param_ratio is not None and abs(param_ratio - 1.0) > PARAM_TOLERANCE:
+        wanted.append("param_mismatch")
+    comp.flags.extend(f for f in wanted if f not in comp.flags)
+
+
+def is_diverged(
+    metric: float, cap: float, higher_is_better: bool, loss_finite: bool = True
+) -> bool:
+    """PROTOCOL §4: non-finite loss or metric, or a metric worse than the track's cap."""
+    if not loss_finite or not math.isfinite(metric):
+        return True
+    return metric < cap if higher_is_better else metric > cap
+
+
+def impute_diverged(values: Sequence[float], diverged: Sequence[bool], cap: float) -> list[float]:
+    """Label-blind imputation: each diverged (or non-finite) run's metric becomes the cap.
+
+    Apply to both arms alike so the paired sign-flip test stays exact.
+    """
+    if len(values) != len(diverged):
+        raise ValueError(f"{len(values)} values but {len(diverged)} divergence flags")
+    return [
+        float(cap) if div or not math.isfinite(v) else float(v)
+        for v, div in zip(values, diverged, strict=True)
+    ]
+
+
+def divergence_summary(k: int, n: int) -> dict[str, Any]:
+    """Diverged count k of n runs, its rate and exact Clopper-Pearson 95% CI."""
+    if n == 0:
+        return {"count": 0, "n": 0, "rate": None, "ci95": [0.0, 1.0]}
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    return {"count": k, "n": n, "rate": k / n, "ci95": [float(ci.low), float(ci.high)]}
+
+
+def compare_both_converged(
+    baseline: Sequence[float],
+    mixer: Sequence[float],
+    base_div: Sequence[bool],
+    mix_div: Sequence[bool],
+    higher_is_better: bool,
+    **kwargs: Any,
+) -> Comparison | None:
+    """Secondary analysis on the seeds where both arms converged; None if fewer than 2 remain."""
+    if not len(baseline) == len(mixer) == len(base_div) == len(mix_div):
+        raise ValueError("baseline, mixer and both divergence lists must have equal length")
+    keep = [i for i in range(len(baseline)) if not (base_div[i] or mix_div[i])]
+    if len(keep) < 2:
+        return None
+    return compare_paired(
+        [baseline[i] for i in keep], [mixer[i] for i in keep], higher_is_better, **kwargs
+    )

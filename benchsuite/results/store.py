@@ -1,0 +1,194 @@
+"""The embedded store: one SQLite row per finished job, keyed by the job's content hash.
+
+Rows are only inserted or upserted, never rewritten in place; failures are kept in their own table
+and never count as results. WAL mode keeps every committed row through a killed process. A store of
+an older schema is copied to ``benchsuite.sqlite.vN.bak`` before it is migrated.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from benchsuite.errors import RunError, UsageError
+from benchsuite.execute.record import RunRecord
+from benchsuite.results.legacy import manifest_to_plan
+
+SCHEMA_VERSION = 3
+FILENAME = "benchsuite.sqlite"
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS results (
+    key TEXT PRIMARY KEY,
+    track TEXT NOT NULL, mixer TEXT NOT NULL, stage TEXT NOT NULL,
+    config_index INTEGER NOT NULL, seed INTEGER NOT NULL,
+    record TEXT NOT NULL, created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS failures (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL,
+    track TEXT NOT NULL, mixer TEXT NOT NULL, stage TEXT NOT NULL, seed INTEGER NOT NULL,
+    record TEXT NOT NULL, created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, started REAL NOT NULL, request TEXT NOT NULL
+);
+"""
+
+
+def _plans_from_manifests(db: sqlite3.Connection) -> None:
+    """Schema 3 keeps each run's plan (with the config chosen per cell) where schema 2 kept its
+    manifest; the manifests of earlier runs are converted (see :mod:`benchsuite.results.legacy`)."""
+    rows = db.execute("SELECT id, request FROM runs").fetchall()
+    for row_id, text in rows:
+        plan = manifest_to_plan(json.loads(text), _records(db))
+        db.execute("UPDATE runs SET request = ? WHERE id = ?", (json.dumps(plan), row_id))
+
+
+def _records(db: sqlite3.Connection) -> dict[str, RunRecord]:
+    rows = db.execute("SELECT key, record FROM results").fetchall()
+    return {key: RunRecord.from_dict(json.loads(text)) for key, text in rows}
+
+
+MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {
+    2: "CREATE INDEX IF NOT EXISTS results_by_cell ON results (track, mixer, stage);",
+    3: _plans_from_manifests,
+}
+"""What brings a store from the version before each key to that version (SQL or a function)."""
+
+
+class Store:
+    """Results of training runs in ``OUT/benchsuite.sqlite``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.backup: Path | None = None  # where an older store was copied before migrating
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(self.path, timeout=30)
+        except (OSError, sqlite3.OperationalError) as error:
+            raise UsageError(f"store {self.path}: cannot open ({error})") from None
+        try:
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError as error:
+            self.db.close()
+            raise UsageError(
+                f"store {self.path}: not a usable benchsuite store ({error}); it was left "
+                "untouched: move it away or choose another --out"
+            ) from None
+        if version > SCHEMA_VERSION:
+            raise UsageError(
+                f"store {self.path} has schema {version}, newer than this benchsuite's "
+                f"{SCHEMA_VERSION}; upgrade benchsuite or use another --out"
+            )
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            if 0 < version < SCHEMA_VERSION:
+                self.backup = self._back_up(version)
+            self.db.executescript(_TABLES)
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                step = MIGRATIONS.get(target, "")
+                if version and callable(step):  # a fresh store has nothing to convert
+                    step(self.db)
+                elif isinstance(step, str):
+                    self.db.executescript(step)
+            self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            self.db.commit()
+        except sqlite3.DatabaseError as error:
+            raise UsageError(
+                f"store {self.path}: not a usable benchsuite store ({error})"
+            ) from None
+
+    def _back_up(self, version: int) -> Path:
+        """Copy an older store beside itself before migrating it (never overwrites a backup)."""
+        target = self.path.with_name(f"{self.path.name}.v{version}.bak")
+        if not target.exists():
+            with sqlite3.connect(target) as copy:
+                self.db.backup(copy)
+            copy.close()
+        return target
+
+    @classmethod
+    def in_folder(cls, out: Path | str) -> Store:
+        return cls(Path(out) / FILENAME)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def known_keys(self, keys: Iterable[str]) -> set[str]:
+        """The subset of ``keys`` that already have a stored result."""
+        wanted = list(keys)
+        found: set[str] = set()
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self.db.execute(f"SELECT key FROM results WHERE key IN ({marks})", chunk)
+            found.update(row[0] for row in rows)
+        return found
+
+    def put(self, record: RunRecord) -> None:
+        """Save one record: a result (upsert by key) or a failure (appended)."""
+        try:
+            self._put(record)
+        except sqlite3.Error as error:
+            self.db.rollback()
+            raise RunError(
+                f"store {self.path}: cannot save a result ({error}); every result saved before "
+                "is intact: free space or fix the folder, then run the same command to resume"
+            ) from error
+
+    def _put(self, record: RunRecord) -> None:
+        job = record.job
+        payload = json.dumps(record.to_dict(), sort_keys=True)
+        if record.status == "ok":
+            self.db.execute(
+                "INSERT INTO results VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(key) DO UPDATE SET "
+                "record=excluded.record, created=excluded.created",
+                (record.key, job["track"], job["mixer"], job["stage"], job["config_index"],
+                 job["seed"], payload, time.time()),
+            )  # fmt: skip
+        else:
+            self.db.execute(
+                "INSERT INTO failures (key, track, mixer, stage, seed, record, created) "
+                "VALUES (?,?,?,?,?,?,?)",
+                (record.key, job["track"], job["mixer"], job["stage"], job["seed"], payload,
+                 time.time()),
+            )  # fmt: skip
+        self.db.commit()
+
+    def results(self, keys: Iterable[str] | None = None) -> dict[str, RunRecord]:
+        """Stored results by key (all of them, or those among ``keys``)."""
+        if keys is None:
+            rows = self.db.execute("SELECT key, record FROM results").fetchall()
+        else:
+            wanted = list(keys)
+            rows = []
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows += self.db.execute(
+                    f"SELECT key, record FROM results WHERE key IN ({marks})", chunk
+                ).fetchall()
+        return {key: RunRecord.from_dict(json.loads(text)) for key, text in rows}
+
+    def failures(self) -> list[RunRecord]:
+        """Every failure record, oldest first."""
+        rows = self.db.execute("SELECT record FROM failures ORDER BY id").fetchall()
+        return [RunRecord.from_dict(json.loads(text)) for (text,) in rows]
+
+    def save_plan(self, plan: dict[str, Any]) -> int:
+        """Remember a run's plan (``Plan.to_dict()``), for ``report`` and ``compare``."""
+        cursor = self.db.execute(
+            "INSERT INTO runs (started, request) VALUES (?, ?)",
+            (time.time(), json.dumps(plan, sort_keys=True, default=str)),
+        )
+        self.db.commit()
+        return int(cursor.lastrowid or 0)
+
+    def last_plan(self) -> dict[str, Any] | None:
+        """The plan of the most recent run (as saved), or None."""
+        row = self.db.execute("SELECT request FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+        return json.loads(row[0]) if row else None

@@ -1,0 +1,295 @@
+"""Every setting of a run, defined once in :class:`RunSettings`.
+
+The ``run`` command's flags, the TOML config file and the Python API are all derived from it: a
+field's type, default and help are written here and nowhere else. A config file holds what the
+flags hold::
+
+    [run]                      # any run setting, with underscores
+    tracks = ["sequence", "vision"]
+    seeds = 12
+    [budget]                   # as --budget KEY=VALUE
+    steps = 100
+    [tracks.vision]            # as --track-option vision.KEY=VALUE
+    verify = false
+    [mixers.attention]         # as --mixer-option attention.KEY=VALUE
+    heads = 2
+
+Flags win over the file, the file over the defaults. Every mistake is a one-line error naming the
+file and the key (and the line and column of a TOML syntax error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchsuite.errors import UsageError
+from benchsuite.seeds import DEFAULT_SALT
+
+# How a setting is written on the command line and in the config file.
+NAMES = "names"  # "a,b" on the command line, a list of names in the file
+TEXT, WHOLE, NUMBER, SWITCH = "text", "whole number", "number", "true or false"
+OPTIONS = "options"  # NAME.KEY=VALUE flags (repeatable), [section.NAME] tables in the file
+PAIRS = "pairs"  # KEY=VALUE flags (repeatable), a [section] table in the file
+
+EXECUTORS = ("local", "process", "ray")
+
+
+def setting(default: Any, help: str, kind: str, *, metavar: str | None = None,
+            flag: str | None = None, section: str | None = None) -> Any:  # fmt: skip
+    """A :class:`RunSettings` field with what the flag and the config file need to know."""
+    metadata = {"help": help, "kind": kind, "metavar": metavar, "flag": flag, "section": section}
+    if isinstance(default, dict):
+        return field(default_factory=dict, metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What a run is asked to do; ``None`` means "decide for me" (see each help)."""
+
+    tracks: tuple[str, ...] | None = setting(None, "comma-separated tracks (default: all)", NAMES)
+    mixers: tuple[str, ...] | None = setting(None, "comma-separated mixers (default: all)", NAMES)
+    baseline: str = setting("dense", "the mixer every other one is compared with", TEXT)
+    seeds: int | None = setting(
+        None, "paired evaluation seeds (default: enough for Holm significance)", WHOLE
+    )
+    sweep_seeds: int = setting(2, "seeds per sweep config", WHOLE)
+    preset: str = setting("quick", "quick (CPU, offline) or full (GPU, real datasets)", TEXT)
+    out: str = setting("benchsuite-results", "output folder", TEXT)
+    data_dir: str | None = setting(
+        None, "folder with real datasets (e.g. cifar-10-batches-py/)", TEXT
+    )
+    plugins_dir: str | None = setting(
+        None, "folder of *.py plugins (or $BENCHSUITE_PLUGINS_DIR)", TEXT
+    )
+    track_options: Mapping[str, Mapping[str, Any]] = setting(
+        {}, "a track option", OPTIONS, metavar="TRACK.KEY=VALUE", flag="--track-option",
+        section="tracks",
+    )  # fmt: skip
+    mixer_options: Mapping[str, Mapping[str, Any]] = setting(
+        {}, "a mixer option", OPTIONS, metavar="MIXER.KEY=VALUE", flag="--mixer-option",
+        section="mixers",
+    )  # fmt: skip
+    budget: Mapping[str, Any] = setting(
+        {}, "override the preset's steps, batch_size, dim or depth on every track", PAIRS,
+        metavar="KEY=VALUE", section="budget",
+    )  # fmt: skip
+    executor: str = setting("process", "process (worker processes), local or ray", TEXT)
+    address: str | None = setting(
+        None, "Ray cluster HOST:PORT for --executor ray (default: a local Ray)", TEXT
+    )
+    jobs: int | None = setting(None, "parallel jobs (default: one per free core)", WHOLE)
+    timeout: float | None = setting(
+        None,
+        "hard limit per job in seconds: a job still running then is killed and recorded as failed",
+        NUMBER, metavar="SECONDS",
+    )  # fmt: skip
+    allow_failures: bool = setting(False, "exit 0 even when some jobs failed", SWITCH)
+    threads: int = setting(1, "torch threads per job", WHOLE)
+    device: str = setting("cpu", "cpu or cuda[:N]", TEXT)
+    batch_seeds: bool | None = setting(
+        None, "train a cell's evaluation seeds as one vmapped model (default: on cuda)", SWITCH
+    )
+    strict: bool = setting(False, "refuse a design whose seeds cannot reach significance", SWITCH)
+    margin: float = setting(
+        0.05, "equivalence margin, relative to the baseline's mean (TOST)", NUMBER
+    )
+    salt: str = setting(DEFAULT_SALT, "suite salt every seed stream derives from", TEXT)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able values (tuples as lists, mappings as dicts)."""
+        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    def replace(self, **changes: Any) -> RunSettings:
+        """A copy with ``changes`` (names are checked)."""
+        return dataclasses.replace(self, **changes)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def fields() -> list[dataclasses.Field]:
+    """The run settings in declaration order."""
+    return list(dataclasses.fields(RunSettings))
+
+
+def merge(*layers: Mapping[str, Any]) -> RunSettings:
+    """Settings from layers of given values (later layers win; ``None`` means not given).
+
+    Option and budget mappings merge key by key, so a flag overrides one key of the file.
+    """
+    values: dict[str, Any] = {}
+    for layer in layers:
+        for name, value in layer.items():
+            if value is None:
+                continue
+            if isinstance(value, Mapping) and isinstance(values.get(name), Mapping):
+                values[name] = _merge_maps(values[name], value)
+            else:
+                values[name] = value
+    return RunSettings(**values)
+
+
+def _merge_maps(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    merged = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in base.items()}
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key].update(value)
+        else:
+            merged[key] = value
+    return merged
+
+
+# ----------------------------------------------------------------------------- the config file
+
+_TYPES = {TEXT: (str,), WHOLE: (int,), NUMBER: (int, float), SWITCH: (bool,)}
+
+
+def _check_value(path: Path, key: str, value: Any, kind: str) -> Any:
+    if kind == NAMES:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise UsageError(f"config {path}: {key} must be a list of names, got {value!r}")
+        return tuple(value)
+    wrong = isinstance(value, bool) and kind != SWITCH
+    if wrong or not isinstance(value, _TYPES[kind]):
+        article = "a " if kind in (WHOLE, NUMBER) else ""
+        raise UsageError(f"config {path}: {key} must be {article}{kind}, got {value!r}")
+    return float(value) if kind == NUMBER else value
+
+
+def _table(path: Path, name: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise UsageError(f"config {path}: [{name}] must be a table, got {value!r}")
+    return value
+
+
+def _single_values(path: Path, section: str, table: dict[str, Any]) -> None:
+    for key, value in table.items():
+        if isinstance(value, dict | list):
+            raise UsageError(
+                f"config {path}: {section}.{key} must be a single value, got {value!r}"
+            )
+
+
+def load_config(path: Path | str) -> dict[str, Any]:
+    """Read and check a config file; returns the run settings it gives (by field name)."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except OSError as error:
+        raise UsageError(f"config {path}: cannot read ({error.strerror or error})") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"config {path}: not a text file") from None
+    except tomllib.TOMLDecodeError as error:
+        raise UsageError(f"config {path}: TOML syntax error: {error}") from None
+    by_section = {f.metadata["section"]: f for f in fields() if f.metadata["section"]}
+    scalars = {f.name: f for f in fields() if not f.metadata["section"]}
+    sections = ("run", *by_section)
+    unknown = sorted(set(raw) - set(sections))
+    if unknown:
+        raise UsageError(
+            f"config {path}: unknown section [{unknown[0]}]; valid: {', '.join(sections)}"
+        )
+    given: dict[str, Any] = {}
+    for key, value in _table(path, "run", raw.get("run", {})).items():
+        if key not in scalars:
+            valid = ", ".join(sorted(scalars))
+            raise UsageError(f"config {path}: unknown key run.{key}; valid: {valid}")
+        given[key] = _check_value(path, f"run.{key}", value, scalars[key].metadata["kind"])
+    for section, spec in by_section.items():
+        table = _table(path, section, raw.get(section, {}))
+        if spec.metadata["kind"] == PAIRS:
+            _single_values(path, section, table)
+        else:
+            for name, values in table.items():
+                _single_values(path, f"{section}.{name}", _table(path, f"{section}.{name}", values))
+        if table:
+            given[spec.name] = table
+    return given
+
+
+# ----------------------------------------------------------------------------- flags
+
+
+def split_names(text: str) -> tuple[str, ...]:
+    """``"a, b,"`` -> ``("a", "b")``."""
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def parse_assignments(items: Sequence[str], flag: str) -> dict[str, dict[str, str]]:
+    """``["vision.verify=false", ...]`` -> ``{"vision": {"verify": "false"}}``."""
+    result: dict[str, dict[str, str]] = {}
+    for item in items:
+        for assignment in split_names(item):
+            name, dot, rest = assignment.partition(".")
+            key, equals, value = rest.partition("=")
+            if not (name and dot and key and equals):
+                raise UsageError(f"{flag} {assignment!r}: expected NAME.KEY=VALUE")
+            result.setdefault(name, {})[key.strip()] = value.strip()
+    return result
+
+
+def parse_pairs(items: Sequence[str], flag: str) -> dict[str, str]:
+    """``["steps=20,dim=16"]`` -> ``{"steps": "20", "dim": "16"}``."""
+    result = {}
+    for item in items:
+        for assignment in split_names(item):
+            key, equals, value = assignment.partition("=")
+            if not (key.strip() and equals):
+                raise UsageError(f"{flag} {assignment!r}: expected KEY=VALUE")
+            result[key.strip()] = value.strip()
+    return result
+
+
+def help_of(name: str) -> str:
+    """The help text of the run setting ``name``."""
+    return next(f.metadata["help"] for f in fields() if f.name == name)
+
+
+def flag_of(spec: dataclasses.Field) -> str:
+    """The command-line flag of a run setting."""
+    return spec.metadata["flag"] or "--" + spec.name.replace("_", "-")
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """Add one flag per run setting to a parser; a flag not given leaves no attribute (so a value
+    given before the sub-command, such as ``--plugins-dir``, is kept)."""
+    for spec in fields():
+        kind, help = spec.metadata["kind"], spec.metadata["help"]
+        common = {"dest": spec.name, "default": argparse.SUPPRESS}
+        if kind in (OPTIONS, PAIRS):
+            parser.add_argument(flag_of(spec), action="append", metavar=spec.metadata["metavar"],
+                                help=help, **common)  # fmt: skip
+        elif kind == SWITCH:
+            parser.add_argument(flag_of(spec), action="store_true", help=help, **common)
+        else:
+            default = spec.default if spec.default is not dataclasses.MISSING else None
+            shown = f" (default {default})" if default not in (None, ()) else ""
+            parser.add_argument(
+                flag_of(spec), metavar=spec.metadata["metavar"], help=help + shown,
+                type={NAMES: split_names, WHOLE: int, NUMBER: float}.get(kind, str), **common,
+            )  # fmt: skip
+
+
+def from_flags(args: Any) -> dict[str, Any]:
+    """The run settings given as flags (an argparse namespace from :func:`add_flags`)."""
+    given: dict[str, Any] = {}
+    for spec in fields():
+        value = getattr(args, spec.name, None)
+        if spec.metadata["kind"] == OPTIONS:
+            value = parse_assignments(value or [], flag_of(spec)) or None
+        elif spec.metadata["kind"] == PAIRS:
+            value = parse_pairs(value or [], flag_of(spec)) or None
+        given[spec.name] = value
+    return given

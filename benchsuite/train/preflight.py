@@ -1,0 +1,49 @@
+"""Before a job trains: build its mixer at the track's shape and check the module's contract.
+
+It runs inside the job (so a mixer that hangs or kills its process is caught by the executor's
+timeout and isolation). A mixer that cannot be built, or whose module returns the wrong type,
+shape, dtype or batch size, fails with a one-line reason naming the mixer and its plugin.
+"""
+
+from __future__ import annotations
+
+from benchsuite.errors import one_line
+from benchsuite.specs import Mixer
+
+
+def _owner(mixer: Mixer) -> str:
+    where = f"{mixer.distribution} {mixer.version}".strip() or "?"
+    return f"mixer {mixer.name!r} (plugin {mixer.plugin!r}, {where})"
+
+
+def check_mixer(mixer: Mixer, tokens: int, dim: int, options: dict) -> str | None:
+    """None when the mixer builds and maps (B, T, D) -> (B, T, D) in float32, else the reason."""
+    import torch
+
+    try:
+        module = mixer.builder()(tokens, dim, **options)
+    except Exception as error:
+        return f"{_owner(mixer)}: build failed: {one_line(error)}"
+    if not isinstance(module, torch.nn.Module):
+        return (
+            f"{_owner(mixer)}: build returned {type(module).__name__}, expected a torch.nn.Module"
+        )
+    x = torch.randn(3, tokens, dim, generator=torch.Generator().manual_seed(0))
+    try:
+        with torch.no_grad():
+            y = module(x)
+    except Exception as error:
+        shape = f"(3, {tokens}, {dim})"
+        return f"{_owner(mixer)}: forward failed on {shape}: {one_line(error)}"
+    if not isinstance(y, torch.Tensor):
+        return f"{_owner(mixer)}: forward returned {type(y).__name__}, expected a tensor"
+    if y.shape[:1] != x.shape[:1]:
+        return f"{_owner(mixer)}: changed the batch size from 3 to {y.shape[0]}"
+    if y.shape != x.shape:
+        return (
+            f"{_owner(mixer)}: returned shape {tuple(y.shape)} for input {tuple(x.shape)}; "
+            "a mixer must keep (batch, tokens, dim)"
+        )
+    if y.dtype != x.dtype:
+        return f"{_owner(mixer)}: returned {y.dtype} for {x.dtype} input; keep the input's dtype"
+    return None
