@@ -21,16 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from benchsuite.errors import UsageError, one_line
+from benchsuite.execute.events import Events
 from benchsuite.execute.executors import make_executor
-from benchsuite.execute.record import RunRecord
 from benchsuite.execute.worker import Worker
 from benchsuite.plan.code import changed_modules
 from benchsuite.plan.design import design_check
 from benchsuite.plan.plan import Plan, plan_run
 from benchsuite.plan.resolve import check_executor, resolve
 from benchsuite.registry import Registry, load_registry
-from benchsuite.results.store import Store
-from benchsuite.runner import Events, Runner
+from benchsuite.results.store import FILENAME, Store
+from benchsuite.runner import Runner
 from benchsuite.settings import RunSettings
 
 
@@ -96,12 +96,12 @@ def run(settings: RunSettings, *, registry: Registry | None = None,
         interrupted = True
     finally:
         pool.close()
+    from benchsuite.results.analysis import analyse, stored_inputs
+
     results, failures, digest = stored_inputs(store, plan)
     store.close()
     report, warnings = _cached_report(out, digest), []
     if report is None:
-        from benchsuite.results.analysis import analyse
-
         report = {**analyse(plan, results, failures), "inputs_digest": digest}
         warnings = write_all(report, out)
     counts = runner.counts
@@ -124,36 +124,15 @@ def code_changes(previous: dict[str, Any] | None, plan: Plan) -> list[str]:
     return notes
 
 
-def report(out: Path | str, *, store_path: Path | None = None, write: bool = True
-           ) -> dict[str, Any]:  # fmt: skip
+def report(out: Path | str, *, write: bool = True) -> dict[str, Any]:
     """Re-build every table and file of a finished run from its store alone (no training)."""
-    from benchsuite.results.analysis import analyse
+    from benchsuite.results.analysis import analyse_store
 
     out = Path(out)
-    path = Path(store_path) if store_path else out / "benchsuite.sqlite"
-    if not path.exists():
-        raise UsageError(f"no benchsuite store in {out} (expected {path})")
-    store = Store(path)
-    try:
-        saved = store.last_plan()
-        if saved is None:
-            raise UsageError(f"store {path} holds no finished run")
-        plan = Plan.from_dict(saved)
-        results, failures, digest = stored_inputs(store, plan)
-        result = {**analyse(plan, results, failures), "inputs_digest": digest}
-    finally:
-        store.close()
+    result = analyse_store(out / FILENAME)
     if write:
         write_all(result, out)
     return result
-
-
-def stored_inputs(store: Store, plan: Plan) -> tuple[dict[str, RunRecord], list[RunRecord], str]:
-    """The stored results of the plan's jobs, every failure, and their report digest."""
-    from benchsuite.results.analysis import report_digest
-
-    results, failures = store.results(plan.keys()), store.failures()
-    return results, failures, report_digest(plan, results, failures)
 
 
 def _cached_report(out: Path, digest: str) -> dict[str, Any] | None:

@@ -7,10 +7,11 @@ resumes where it stopped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchsuite.execute.events import Events
 from benchsuite.execute.executors import Executor
 from benchsuite.execute.record import RunRecord
 from benchsuite.execute.worker import Worker
@@ -19,16 +20,6 @@ from benchsuite.plan.plan import Cell, Plan
 from benchsuite.plan.selection import select_best_config
 from benchsuite.results.store import Store
 from benchsuite.results.sweeps import sweep_table
-
-
-@dataclass
-class Events:
-    """What a run reports while it goes (the CLI prints from these; every one may be omitted)."""
-
-    design: Callable[[dict], None] = lambda design: None
-    warning: Callable[[str], None] = lambda text: None
-    start: Callable[[str, int], None] = lambda phase, total: None
-    advance: Callable[[RunRecord, bool], None] = lambda record, reused: None
 
 
 @dataclass

@@ -173,3 +173,69 @@ def test_load_plugins_variable_restricts_entry_points(monkeypatch):
     monkeypatch.setenv("BENCHSUITE_LOAD_PLUGINS", "dense,sequence")
     registry = load_registry()
     assert set(registry.mixers) == {"dense"} and set(registry.tracks) == {"sequence"}
+
+
+def test_every_hook_has_a_section_in_the_plugin_docs():
+    from benchsuite import hookspecs
+
+    docs = (Path(__file__).parent.parent / "docs" / "plugins.md").read_text()
+    hooks = [name for name in vars(hookspecs) if name.startswith("benchsuite_")]
+    assert hooks
+    for name in hooks:
+        assert f"### `{name}(" in docs, f"docs/plugins.md has no section for {name}"
+
+
+def test_trace_hooks_prints_every_hook_call():
+    result = run_cli("plugins", env={"BENCHSUITE_TRACE_HOOKS": "1"})
+    assert result.returncode == 0, result.stderr
+    calls = [line for line in result.stderr.splitlines() if "benchsuite_register_" in line]
+    # every built-in plugin's hook is called once, through pluggy, and traced
+    assert sum("benchsuite_register_mixers" in line for line in calls) >= 11
+    assert sum("benchsuite_register_tracks" in line for line in calls) >= 4
+    assert "dense" in result.stdout
+
+
+def test_a_mixer_registered_from_python_trains_with_the_local_executor(tmp_path):
+    """No plugin file: the registry given to api.run is the one that trains."""
+    from benchsuite import Mixer, api
+    from benchsuite.settings import RunSettings
+
+    def build(tokens, dim):
+        from torch import nn
+
+        return nn.Linear(dim, dim)  # mixes features, not tokens
+
+    registry = load_registry()
+    registry.add(Mixer(name="in_memory", build=build, description="defined in a test"))
+    settings = RunSettings(
+        tracks=("sequence",), mixers=("dense", "in_memory"), seeds=2, sweep_seeds=1,
+        executor="local", out=str(tmp_path / "out"), budget={"steps": 20},
+        track_options={"sequence": {"series": 24, "length": 64}},
+    )  # fmt: skip
+    summary = api.run(settings, registry=registry)
+    assert summary.failed == 0 and summary.exit_code == 0
+    cell = summary.report["tracks"]["sequence"]["comparisons"]["in_memory"]
+    assert cell["comparison"]["n"] == 2
+    assert summary.trained == 2 * 3 + 2 * 2  # 2 mixers x (3 configs + 2 seeds)
+
+
+def test_a_mixer_registered_from_python_is_named_by_a_process_worker(tmp_path):
+    from benchsuite import Mixer, api
+    from benchsuite.settings import RunSettings
+
+    def build(tokens, dim):
+        from torch import nn
+
+        return nn.Identity()
+
+    registry = load_registry()
+    registry.add(Mixer(name="only_here", build=build))
+    settings = RunSettings(
+        tracks=("sequence",), mixers=("dense", "only_here"), seeds=2, sweep_seeds=1, jobs=1,
+        out=str(tmp_path / "out"), budget={"steps": 10},
+        track_options={"sequence": {"series": 24, "length": 64}},
+    )  # fmt: skip
+    summary = api.run(settings, registry=registry)
+    reasons = {f["reason"] for f in summary.report["failures"]}
+    assert any("'only_here' is not registered in this worker process" in r for r in reasons)
+    assert summary.exit_code == 1

@@ -12,6 +12,8 @@ from typing import Any
 
 from benchsuite.errors import UsageError
 from benchsuite.results import stats
+from benchsuite.results.analysis import analyse_store
+from benchsuite.results.store import FILENAME
 
 
 def _values(report: dict, track: str, mixer: str) -> list[float] | None:
@@ -70,11 +72,9 @@ def compare_runs(a: dict, b: dict, *, mixers: list[str] | None = None) -> dict[s
 
 def load_run(path: Path | str) -> dict:
     """The report of a finished run, re-derived from its store (an output folder or the file)."""
-    from benchsuite.api import report
-
     path = Path(path)
     if path.is_file():
         if path.suffix == ".json":
             raise UsageError(f"{path}: give the output folder or its benchsuite.sqlite store")
-        return report(path.parent, store_path=path, write=False)
-    return report(path, write=False)
+        return analyse_store(path)
+    return analyse_store(path / FILENAME)

@@ -1,5 +1,5 @@
 """What the terminal shows while a run goes: the design line, warnings and a rich progress bar,
-all fed by the run's :class:`~benchsuite.runner.Events`."""
+all fed by the run's :class:`~benchsuite.execute.events.Events`."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from rich.progress import (
 )
 from rich.progress import Progress as RichProgress
 
+from benchsuite.execute.events import Events
 from benchsuite.execute.record import RunRecord
 from benchsuite.output.tables import print_design
-from benchsuite.runner import Events
 
 
 @contextmanager

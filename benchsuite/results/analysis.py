@@ -17,12 +17,14 @@ from typing import Any
 
 import numpy as np
 
+from benchsuite.errors import UsageError
 from benchsuite.execute.record import RunRecord
 from benchsuite.plan.plan import Plan
 from benchsuite.plan.power import design_warning, min_seeds_for_significance
 from benchsuite.plan.selection import on_edge
 from benchsuite.results import stats
 from benchsuite.results.aggregate import aggregate_across_tracks
+from benchsuite.results.store import Store
 from benchsuite.results.sweeps import sweep_table
 from benchsuite.specs import Signature
 
@@ -231,3 +233,25 @@ def _failure_row(record: RunRecord) -> dict:
         "track": job["track"], "mixer": job["mixer"], "stage": job["stage"],
         "seed": job["seed"], "reason": record.error, "traceback": record.traceback,
     }  # fmt: skip
+
+
+def stored_inputs(store: Store, plan: Plan) -> tuple[dict[str, RunRecord], list[RunRecord], str]:
+    """The stored results of the plan's jobs, every failure, and their report digest."""
+    results, failures = store.results(plan.keys()), store.failures()
+    return results, failures, report_digest(plan, results, failures)
+
+
+def analyse_store(path: Path) -> dict[str, Any]:
+    """The report of the last run saved in the store at ``path`` (no training, no files)."""
+    if not path.exists():
+        raise UsageError(f"no benchsuite store in {path.parent} (expected {path})")
+    store = Store(path)
+    try:
+        saved = store.last_plan()
+        if saved is None:
+            raise UsageError(f"store {path} holds no finished run")
+        plan = Plan.from_dict(saved)
+        results, failures, digest = stored_inputs(store, plan)
+        return {**analyse(plan, results, failures), "inputs_digest": digest}
+    finally:
+        store.close()

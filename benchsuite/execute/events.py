@@ -1,0 +1,18 @@
+"""What a run reports while it goes: callbacks a front end (the CLI) implements."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from benchsuite.execute.record import RunRecord
+
+
+@dataclass
+class Events:
+    """What a run reports while it goes (the CLI prints from these; every one may be omitted)."""
+
+    design: Callable[[dict], None] = lambda design: None
+    warning: Callable[[str], None] = lambda text: None
+    start: Callable[[str, int], None] = lambda phase, total: None
+    advance: Callable[[RunRecord, bool], None] = lambda record, reused: None

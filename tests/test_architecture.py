@@ -1,0 +1,109 @@
+"""The house rules of benchsuite/, read from its source: stages import only the stages before
+them (imports inside functions count), no import cycle, small folders, and a plugin author's
+import surface that is exactly what the docs point to and never imports torch."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import benchsuite
+
+PACKAGE = Path(benchsuite.__file__).parent
+# Each stage may import the ones before it (and itself); the package's __init__ is the facade.
+STAGES = ("base", "registry", "plan", "train", "execute", "results", "output", "commands", "top")
+BASE = {"errors", "specs", "seeds", "paths", "hookspecs", "settings"}
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path
+    return found
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """benchsuite modules ``name`` imports anywhere in its body (TYPE_CHECKING blocks too)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name in known)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            for alias in node.names:
+                if f"{base}.{alias.name}" in known:
+                    found.add(f"{base}.{alias.name}")
+                elif base in known:
+                    found.add(base)
+    return found - {name}
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: imports(name, path, known) for name, path in known.items()}
+
+
+def stage(name: str) -> int | None:
+    parts = name.split(".")
+    if len(parts) == 1:
+        return None  # the facade
+    if parts[1] in STAGES:
+        return STAGES.index(parts[1])
+    return 0 if parts[1] in BASE else STAGES.index("top")
+
+
+def test_no_import_cycle():
+    edges = graph()
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == 1:
+                cycles.append([*path[path.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node, [node])
+    assert not cycles, [" -> ".join(c) for c in cycles]
+
+
+def test_stages_import_only_the_stages_before_them():
+    wrong = [
+        f"{name} -> {target}"
+        for name, targets in graph().items()
+        for target in targets
+        if stage(name) is not None and stage(target) is not None and stage(target) > stage(name)
+    ]
+    assert not wrong
+
+
+def test_no_folder_holds_more_than_15_python_modules():
+    for folder in [PACKAGE, *[p for p in PACKAGE.rglob("*") if p.is_dir()]]:
+        assert len(list(folder.glob("*.py"))) <= 15, folder
+
+
+def test_the_plugin_author_surface_is_what_the_docs_name_and_imports_no_torch():
+    assert set(benchsuite.__all__) == {
+        "ISOMETRY", "Budget", "ForecastTrack", "Metric", "Mixer", "Option", "PluginError",
+        "Signature", "Streams", "Track", "TrackData", "UsageError", "__version__", "hookimpl",
+        "lr_grid",
+    }  # fmt: skip
+    docs = (PACKAGE.parent / "docs" / "writing-a-mixer.md").read_text()
+    docs += (PACKAGE.parent / "docs" / "tracks.md").read_text()
+    assert all(name in docs for name in benchsuite.__all__ if name != "__version__")
+    code = "import sys, benchsuite; print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
