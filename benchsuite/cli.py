@@ -51,10 +51,16 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="measure parameters, FLOPs, step time and memory per mixer x track",
     )
-    listing.add_argument("--preset", default="quick", help="budget used by --costs (default quick)")
+    listing.add_argument(
+        "--preset",
+        default=RunSettings.preset,
+        help=f"budget used by --costs (default {RunSettings.preset})",
+    )
     listing.add_argument("--tracks", type=split_names, help="tracks for --costs (default: all)")
     listing.add_argument("--mixers", type=split_names, help="mixers for --costs (default: all)")
-    listing.add_argument("--baseline", default="dense", help="reference of the parameter ratio")
+    listing.add_argument(
+        "--baseline", default=RunSettings.baseline, help="reference of the parameter ratio"
+    )
     listing.add_argument("--track-option", action="append", default=[], metavar="TRACK.KEY=VALUE")
     listing.add_argument("--mixer-option", action="append", default=[], metavar="MIXER.KEY=VALUE")
     listing.add_argument("--data-dir", help="folder with real datasets")

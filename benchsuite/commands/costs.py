@@ -28,7 +28,7 @@ def measure_costs(
     data: TrackData,
     budget: Budget,
     *,
-    preset: str = "quick",
+    preset: str = RunSettings.preset,
     track_options: Mapping[str, Any] | None = None,
     mixer_options: Mapping[str, Any] | None = None,
     device: str = "cpu",
@@ -86,11 +86,11 @@ def measure_costs(
 
 def costs_table(
     registry: Registry,
-    preset: str = "quick",
+    preset: str = RunSettings.preset,
     tracks: Sequence[str] | None = None,
     mixers: Sequence[str] | None = None,
     *,
-    baseline: str | None = "dense",
+    baseline: str | None = RunSettings.baseline,
     track_options: Mapping[str, Mapping[str, Any]] | None = None,
     mixer_options: Mapping[str, Mapping[str, Any]] | None = None,
     data_dir: str | None = None,
