@@ -1,5 +1,5 @@
-"""Carrying a plan through its phases: run what the store does not hold yet, store every record as
-it arrives, choose each cell's config between the sweep and the evaluation.
+"""Carrying a plan through: run what the store does not hold yet, store every record as it
+arrives, and record in the plan the config each seed chose.
 
 Every finished job is in the store before the next one is handed out, so an interrupted run
 resumes where it stopped.
@@ -7,19 +7,19 @@ resumes where it stopped.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchsuite.errors import RunError
 from benchsuite.execute.events import Events
 from benchsuite.execute.executors import Executor
 from benchsuite.execute.record import RunRecord
 from benchsuite.execute.worker import Worker
 from benchsuite.plan.jobs import Job
-from benchsuite.plan.plan import Cell, Plan
-from benchsuite.plan.selection import select_best_config
+from benchsuite.plan.plan import Plan
 from benchsuite.results.store import Store
-from benchsuite.results.sweeps import sweep_table
 
 
 @dataclass
@@ -32,19 +32,25 @@ class Runner:
     worker: Worker
     events: Events
     logs: Path
-    counts: dict[str, int] = field(default_factory=lambda: {"trained": 0, "reused": 0,
-                                                            "failed": 0})  # fmt: skip
+    counts: dict[str, int] = field(
+        default_factory=lambda: {"trained": 0, "reused": 0, "failed": 0}
+    )
 
     def run(self) -> None:
-        """Sweep, choose each cell's config on validation, then evaluate; saves the plan."""
-        swept = self.execute("sweep", self.plan.sweep())
-        evaluation: list[Job] = []
-        for cell in self.plan.cell_list():
-            index = choose(self.plan, cell, swept)
-            if index is not None:
-                evaluation += self.plan.choose(cell, index)
-        self.store.save_plan(self.plan.to_dict())
-        self.execute("eval", evaluation)
+        """Run every job; the plan is saved first and again, with each seed's chosen config,
+        once the jobs are done or the run is interrupted."""
+        run_id = self.store.save_plan(self.plan.to_dict())
+        try:
+            self.execute("train", self.plan.all_jobs())
+        except BaseException:  # interrupted or failed: keep the choices made so far if possible
+            with contextlib.suppress(RunError):
+                self._save_choices(run_id)
+            raise
+        self._save_choices(run_id)
+
+    def _save_choices(self, run_id: int) -> None:
+        record_choices(self.plan, self.store.results(self.plan.keys()))
+        self.store.update_plan(run_id, self.plan.to_dict())
 
     def execute(self, phase: str, jobs: list[Job]) -> dict[str, RunRecord]:
         """Run the jobs that have no stored result; return every stored result among ``jobs``."""
@@ -72,7 +78,7 @@ class Runner:
         cells: dict[tuple, list[Job]] = {}
         for job in jobs:
             if job.batched:
-                cells.setdefault((job.track, job.mixer, job.config_index), []).append(job)
+                cells.setdefault((job.track, job.mixer), []).append(job)
         for cell in cells.values():
             yield from self.worker.batch(cell)
         yield from self.executor.map([job for job in jobs if not job.batched])
@@ -84,9 +90,10 @@ class Runner:
         record.traceback = str(path)
 
 
-def choose(plan: Plan, cell: Cell, results: dict[str, RunRecord]) -> int | None:
-    """The grid index the sweep of ``cell`` selects (None when none of its runs succeeded)."""
-    facts = plan.tracks[cell.track]
-    rows = sweep_table(facts.grid, facts.metric, facts.higher_is_better, cell.sweep, results)
-    swept = [row for row in rows if row["val"]]
-    return select_best_config(swept)[0] if swept else None
+def record_choices(plan: Plan, results: dict[str, RunRecord]) -> None:
+    """Copy each finished job's chosen config into its cell of the plan (by seed)."""
+    for cell in plan.cell_list():
+        for key in cell.jobs:
+            record = results.get(key)
+            if record is not None and record.chosen is not None:
+                cell.chosen[str(record.job["seed"])] = record.chosen

@@ -3,7 +3,8 @@
 A stream is derived from ``numpy.random.SeedSequence`` over (suite salt, track, seed, stream name),
 so the baseline and a mixer in the same evaluation block share data, minibatch order and the
 initial weights of every module both models have, and adding a module or a mixer shifts no other
-stream.
+stream. A *shared* stream (suite salt, track, stream name: no seed) is the same for every seed:
+it fixes what must not vary with the seed, such as the test partition of a fixed dataset.
 """
 
 from __future__ import annotations
@@ -42,15 +43,27 @@ class Streams:
         """A 63-bit integer seed for stream ``name`` (for torch.manual_seed)."""
         return int(self.sequence(name).generate_state(2, dtype=np.uint32).view(np.uint64)[0] >> 1)
 
+    def shared_rng(self, name: str) -> np.random.Generator:
+        """A Generator for stream ``name`` that is the same for every seed of the track."""
+        entropy = _words(self.salt) + _words(self.track) + _words(f"shared:{name}")
+        return np.random.default_rng(np.random.SeedSequence(entropy))
+
+    def partition(self, n: int, val: float, test: float) -> tuple[np.ndarray, ...]:
+        """(train, val, test) row indices of a fixed pool of ``n`` examples.
+
+        The test rows (a ``test`` fraction) are drawn from a shared stream, so they are the same
+        for every seed and no seed ever trains or tunes on them; the remaining rows are split into
+        validation (a ``val`` fraction of ``n``) and training from the seed's ``"split"`` stream.
+        """
+        n_test, n_val = round(test * n), round(val * n)
+        if n_test < 1 or n_val < 1 or n - n_test - n_val < 1:
+            raise ValueError(f"cannot split {n} examples into train, {val:g} val, {test:g} test")
+        test_rows = np.sort(self.shared_rng("test").permutation(n)[:n_test])
+        rest = np.setdiff1d(np.arange(n), test_rows)
+        rest = rest[self.rng("split").permutation(len(rest))]
+        return np.sort(rest[n_val:]), np.sort(rest[:n_val]), test_rows
+
 
 def evaluation_seeds(n: int) -> list[int]:
     """The evaluation seeds: 0 .. n-1."""
     return list(range(n))
-
-
-SWEEP_SEED_OFFSET = 1_000_000
-
-
-def sweep_seeds(n: int) -> list[int]:
-    """The sweep seeds, disjoint from every evaluation seed by construction."""
-    return [SWEEP_SEED_OFFSET + i for i in range(n)]

@@ -36,6 +36,7 @@ NAMES = "names"  # "a,b" on the command line, a list of names in the file
 TEXT, WHOLE, NUMBER, SWITCH = "text", "whole number", "number", "true or false"
 OPTIONS = "options"  # NAME.KEY=VALUE flags (repeatable), [section.NAME] tables in the file
 PAIRS = "pairs"  # KEY=VALUE flags (repeatable), a [section] table in the file
+GRID = "grid"  # TRACK.AXIS=V1,V2 flags (repeatable), [tracks.NAME.grid] tables in the file
 
 EXECUTORS = ("local", "process", "ray")
 
@@ -59,7 +60,6 @@ class RunSettings:
     seeds: int | None = setting(
         None, "paired evaluation seeds (default: enough for Holm significance)", WHOLE
     )
-    sweep_seeds: int = setting(2, "seeds per sweep config", WHOLE)
     preset: str = setting("quick", "quick (CPU, offline) or full (GPU, real datasets)", TEXT)
     out: str = setting("benchsuite-results", "output folder", TEXT)
     data_dir: str | None = setting(
@@ -75,6 +75,10 @@ class RunSettings:
     mixer_options: Mapping[str, Mapping[str, Any]] = setting(
         {}, "a mixer option", OPTIONS, metavar="MIXER.KEY=VALUE", flag="--mixer-option",
         section="mixers",
+    )  # fmt: skip
+    grids: Mapping[str, Mapping[str, tuple[float, ...]]] = setting(
+        {}, "a track's tuning grid along one axis (lr or weight_decay), e.g. sequence.lr=1e-3,3e-3",
+        GRID, metavar="TRACK.AXIS=V1,V2,...", flag="--grid", section="tracks.*.grid",
     )  # fmt: skip
     budget: Mapping[str, Any] = setting(
         {}, "override the preset's steps, batch_size, dim or depth on every track", PAIRS,
@@ -193,7 +197,9 @@ def load_config(path: Path | str) -> dict[str, Any]:
         raise UsageError(f"config {path}: not a text file") from None
     except tomllib.TOMLDecodeError as error:
         raise UsageError(f"config {path}: TOML syntax error: {error}") from None
-    by_section = {f.metadata["section"]: f for f in fields() if f.metadata["section"]}
+    by_section = {
+        f.metadata["section"]: f for f in fields() if f.metadata["kind"] in (OPTIONS, PAIRS)
+    }
     scalars = {f.name: f for f in fields() if not f.metadata["section"]}
     sections = ("run", *by_section)
     unknown = sorted(set(raw) - set(sections))
@@ -208,15 +214,35 @@ def load_config(path: Path | str) -> dict[str, Any]:
             raise UsageError(f"config {path}: unknown key run.{key}; valid: {valid}")
         given[key] = _check_value(path, f"run.{key}", value, scalars[key].metadata["kind"])
     for section, spec in by_section.items():
-        table = _table(path, section, raw.get(section, {}))
+        table = dict(_table(path, section, raw.get(section, {})))
         if spec.metadata["kind"] == PAIRS:
             _single_values(path, section, table)
         else:
             for name, values in table.items():
-                _single_values(path, f"{section}.{name}", _table(path, f"{section}.{name}", values))
-        if table:
-            given[spec.name] = table
+                values = dict(_table(path, f"{section}.{name}", values))
+                if section == "tracks" and "grid" in values:
+                    grid = _table(path, f"{section}.{name}.grid", values.pop("grid"))
+                    given.setdefault("grids", {})[name] = _grid(path, f"{section}.{name}", grid)
+                _single_values(path, f"{section}.{name}", values)
+                table[name] = values
+        if any(table.values()):
+            given[spec.name] = {name: values for name, values in table.items() if values}
     return given
+
+
+def _grid(path: Path, where: str, table: dict[str, Any]) -> dict[str, tuple[float, ...]]:
+    axes = {}
+    for axis, values in table.items():
+        numbers = values if isinstance(values, list) else [values]
+        if not numbers or not all(_is_number(v) for v in numbers):
+            raise UsageError(f"config {path}: {where}.grid.{axis} must be a list of numbers, "
+                             f"got {values!r}")  # fmt: skip
+        axes[axis] = tuple(float(v) for v in numbers)
+    return axes
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 # ----------------------------------------------------------------------------- flags
@@ -257,6 +283,22 @@ def help_of(name: str) -> str:
     return next(f.metadata["help"] for f in fields() if f.name == name)
 
 
+def parse_grids(items: Sequence[str], flag: str) -> dict[str, dict[str, tuple[float, ...]]]:
+    """``["sequence.lr=1e-3,3e-3"]`` -> ``{"sequence": {"lr": (0.001, 0.003)}}``."""
+    result: dict[str, dict[str, tuple[float, ...]]] = {}
+    for item in items:
+        name, dot, rest = item.strip().partition(".")
+        axis, equals, values = rest.partition("=")
+        try:
+            numbers = tuple(float(v) for v in split_names(values))
+        except ValueError:
+            numbers = ()
+        if not (name and dot and axis.strip() and equals and numbers):
+            raise UsageError(f"{flag} {item!r}: expected TRACK.AXIS=V1,V2,... with numbers")
+        result.setdefault(name, {})[axis.strip()] = numbers
+    return result
+
+
 def flag_of(spec: dataclasses.Field) -> str:
     """The command-line flag of a run setting."""
     return spec.metadata["flag"] or "--" + spec.name.replace("_", "-")
@@ -268,7 +310,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     for spec in fields():
         kind, help = spec.metadata["kind"], spec.metadata["help"]
         common = {"dest": spec.name, "default": argparse.SUPPRESS}
-        if kind in (OPTIONS, PAIRS):
+        if kind in (OPTIONS, PAIRS, GRID):
             parser.add_argument(flag_of(spec), action="append", metavar=spec.metadata["metavar"],
                                 help=help, **common)  # fmt: skip
         elif kind == SWITCH:
@@ -291,5 +333,7 @@ def from_flags(args: Any) -> dict[str, Any]:
             value = parse_assignments(value or [], flag_of(spec)) or None
         elif spec.metadata["kind"] == PAIRS:
             value = parse_pairs(value or [], flag_of(spec)) or None
+        elif spec.metadata["kind"] == GRID:
+            value = parse_grids(value or [], flag_of(spec)) or None
         given[spec.name] = value
     return given

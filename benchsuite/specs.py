@@ -174,14 +174,27 @@ def _import_attribute(spec: str, owner: str) -> Any:
 
 @dataclass(frozen=True)
 class Metric:
-    """The primary metric of a track and its direction."""
+    """The primary metric of a track: its direction, its best possible value, and its scale.
+
+    ``ideal`` is the best value any model could reach (1 for accuracy, 0 for an error); the
+    across-track summary scores each run by the fraction of the gap from the trivial predictor to
+    ``ideal`` it closes. ``positive`` says the metric is always > 0 (an error, a loss): for a
+    positive lower-is-better metric, effects are ratios and are analysed on the log scale.
+    """
 
     name: str
     higher_is_better: bool
+    ideal: float | None = None
+    positive: bool = False
 
     @property
     def direction(self) -> str:
         return "higher is better" if self.higher_is_better else "lower is better"
+
+    @property
+    def scale(self) -> str:
+        """``"log"`` (paired log-ratios) or ``"difference"`` (paired differences)."""
+        return "log" if self.positive and not self.higher_is_better else "difference"
 
 
 def lr_grid(*lrs: float, weight_decay: float = 0.0) -> tuple[dict[str, float], ...]:

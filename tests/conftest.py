@@ -12,7 +12,7 @@ import pytest
 # Small enough that a whole run takes seconds, large enough that models really train.
 TINY = [
     "--budget", "steps=30",
-    "--sweep-seeds", "1",
+    "--grid", "sequence.lr=0.01,0.03",
     "--track-option", "sequence.series=24",
     "--track-option", "sequence.length=64",
 ]  # fmt: skip

@@ -1,5 +1,7 @@
-"""Tests of benchsuite.aggregate on constructed examples with analytically known answers."""
+"""Tests of benchsuite.results.aggregate on constructed suites with known answers: bounded scores,
+equal track weights, the combined sign-flip test, leave-one-track-out robustness, ranks."""
 
+import itertools
 import json
 import math
 
@@ -8,160 +10,139 @@ import pytest
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from benchsuite.results.aggregate import aggregate_across_tracks, normalised_scores
+from benchsuite.results.aggregate import FLIPS, aggregate_across_tracks, normalised
 
 
-def _suite():
-    """Two tracks; on every seed 'half' has half the baseline's MSE and twice its accuracy."""
+def track(base, mixers, caps, higher=False, ideal=0.0):
+    """A track input: every mixer paired with the same baseline seeds."""
     return {
-        "mse": {
-            "higher_is_better": False,
-            "baseline": [0.4, 0.5, 0.6, 0.5],
-            "mixers": {"half": [0.2, 0.25, 0.3, 0.25], "same": [0.4, 0.5, 0.6, 0.5]},
-        },
-        "acc": {
-            "higher_is_better": True,
-            "baseline": [0.3, 0.4, 0.35],
-            "mixers": {"half": [0.6, 0.8, 0.7], "same": [0.3, 0.4, 0.35]},
+        "higher_is_better": higher,
+        "ideal": ideal,
+        "pairs": {
+            name: {"baseline": list(base), "mixer": list(values), "caps": list(caps)}
+            for name, values in mixers.items()
         },
     }
 
 
-def test_normalised_scores_direction():
-    s = normalised_scores(_suite()["mse"], "base")
-    assert s["base"] == pytest.approx(0.5 / np.array([0.4, 0.5, 0.6, 0.5]))
-    assert s["half"] == pytest.approx(2 * s["base"])
-    acc = normalised_scores(_suite()["acc"], "base")
-    assert acc["base"].mean() == pytest.approx(1.0)
-    assert acc["half"] == pytest.approx(2 * acc["base"])
-    with pytest.raises(ValueError, match="paired"):
-        normalised_scores({"higher_is_better": True, "baseline": [1, 2], "mixers": {"x": [1]}}, "b")
-    with pytest.raises(ValueError, match="positive"):
-        normalised_scores(
-            {"higher_is_better": False, "baseline": [1, 2], "mixers": {"x": [0, 1]}}, "b"
-        )
+def test_scores_are_the_fraction_of_the_gap_to_the_ideal_closed():
+    mse = track([0.5], {}, [1.0])
+    assert normalised([1.0, 0.5, 0.0], [1.0] * 3, mse, 0.0) == pytest.approx([0.0, 0.5, 1.0])
+    accuracy = track([0.5], {}, [0.1], higher=True, ideal=1.0)
+    assert normalised([0.1, 0.55, 1.0], [0.1] * 3, accuracy, 1.0) == pytest.approx([0, 0.5, 1])
+    caps = [2.0, 1.0]  # each seed's own trivial predictor
+    assert normalised([1.0, 0.5], caps, mse, 0.0) == pytest.approx([0.5, 0.5])
 
 
-def test_constant_baseline_gives_exact_scores():
-    per_track = {
-        "a": {"higher_is_better": False, "baseline": [0.5] * 5, "mixers": {"m": [0.25] * 5}},
-        "b": {"higher_is_better": True, "baseline": [0.4] * 4, "mixers": {"m": [0.8] * 4}},
-    }
-    out = aggregate_across_tracks(per_track, baseline_name="base", n_boot=200)
-    m, b = out["mixers"]["m"], out["mixers"]["base"]
-    assert m["iqm"] == pytest.approx(2.0) and b["iqm"] == pytest.approx(1.0)
-    assert m["iqm_ci95"] == pytest.approx([2.0, 2.0])
-    assert m["iqm_diff"] == pytest.approx(1.0) and m["iqm_diff_ci95"] == pytest.approx([1.0, 1.0])
-    assert m["prob_improvement"] == 1.0 and b["prob_improvement"] == 0.5
-    assert m["n_cells"] == 9 and m["n_tracks"] == 2
-    test = m["suite_test"]
-    assert test["mean_log_ratio"] == pytest.approx(math.log(2))
-    assert test["p_method"] == "exact" and test["p_value"] == pytest.approx(2 / 2**9)
-    assert test["p_holm"] == pytest.approx(2 / 2**9)
-    assert b["suite_test"] is None and m["tracks_won"] is None
+def test_without_a_declared_ideal_the_baseline_scores_one():
+    no_ideal = track([0.4, 0.6], {"m": [0.2, 0.3]}, [1.0, 1.0], ideal=None)
+    out = aggregate_across_tracks({"t": no_ideal}, baseline_name="base", n_boot=50)
+    effect = out["mixers"]["m"]["per_track_effect"]["t"]
+    # the baseline's mean 0.5 scores 1: mixer 0.25 closes 1.5 of that gap, the baseline 1.0
+    assert effect == pytest.approx(((1 - 0.2) / 0.5 + (1 - 0.3) / 0.5) / 2 - 1.0)
 
 
-def test_aggregate_paired_bootstrap_and_suite_test():
-    out = aggregate_across_tracks(_suite(), baseline_name="base", n_boot=500, seed=1)
-    assert json.loads(json.dumps(out, allow_nan=False)) == out
-    half, same = out["mixers"]["half"], out["mixers"]["same"]
-    # Every cell of 'half' is exactly twice the baseline's cell, so every resampled difference is
-    # IQM(2x) - IQM(x) = IQM(x) > 0, and P(improvement) = 1.
-    assert half["prob_improvement"] == 1.0
-    assert half["iqm"] == pytest.approx(2 * out["mixers"]["base"]["iqm"])
-    assert half["iqm_diff"] == pytest.approx(out["mixers"]["base"]["iqm"])
-    assert half["iqm_diff_ci95"][0] > 0
-    assert same["iqm_diff"] == 0.0 and same["iqm_diff_ci95"] == [0.0, 0.0]
-    assert same["prob_improvement"] == 0.5
-    assert half["suite_test"]["p_value"] == pytest.approx(2 / 2**7)
-    assert same["suite_test"]["p_value"] == 1.0
-    raw = [half["suite_test"]["p_value"], same["suite_test"]["p_value"]]
-    assert [half["suite_test"]["p_holm"], same["suite_test"]["p_holm"]] == pytest.approx(
-        multipletests(raw, method="holm")[1]
-    )
-    lo, hi = out["mixers"]["base"]["iqm_ci95"]
-    assert lo <= out["mixers"]["base"]["iqm"] <= hi
-
-
-def test_bootstrap_is_seeded():
-    a = aggregate_across_tracks(_suite(), baseline_name="base", n_boot=300, seed=5)
-    b = aggregate_across_tracks(_suite(), baseline_name="base", n_boot=300, seed=5)
-    assert a == b
-
-
-def test_monte_carlo_suite_test_when_many_blocks():
+def test_every_track_weighs_the_same_and_consistent_wins_are_robust():
     rng = np.random.default_rng(0)
-    base = rng.uniform(0.5, 1.0, 9)
-    per_track = {
-        t: {
-            "higher_is_better": True,
-            "baseline": base.tolist(),
-            "mixers": {"m": (base * 1.01).tolist()},
-        }
-        for t in ("a", "b")
+    suite = {}
+    for name, seeds in (("a", 12), ("b", 12), ("c", 20), ("d", 8)):
+        base = rng.uniform(0.4, 0.6, seeds)
+        suite[name] = track(base, {"good": base * 0.8 + rng.normal(0, 0.005, seeds),
+                                   "same": base + rng.normal(0, 0.005, seeds)},
+                            [1.0] * seeds)  # fmt: skip
+    out = aggregate_across_tracks(suite, baseline_name="base", n_boot=300)
+    assert json.loads(json.dumps(out, allow_nan=False)) == out
+    good = out["mixers"]["good"]
+    per_track = good["per_track_effect"]
+    assert good["suite_effect"] == pytest.approx(np.mean(list(per_track.values())))
+    assert good["suite_effect_ci95"][0] < good["suite_effect"] < good["suite_effect_ci95"][1]
+    assert good["verdict"] == "better" and good["robust_without_any_track"] is True
+    assert set(good["without_track"].values()) == {"better"}
+    assert good["suite_test"]["p_value"] == 1 / (FLIPS + 1)  # no flip reaches the observed sum
+    assert out["mixers"]["same"]["verdict"] == "inconclusive"
+    raw = [out["mixers"][m]["suite_test"]["p_value"] for m in ("good", "same")]
+    holm = [out["mixers"][m]["suite_test"]["p_holm"] for m in ("good", "same")]
+    assert holm == pytest.approx(multipletests(raw, method="holm")[1])
+
+
+def test_one_heavy_tailed_track_cannot_make_a_mixer_better_across_tracks():
+    """Huge, heavy-tailed wins on one track (errors 10-1000x lower) and consistent losses on the
+    three others: on the old unbounded ratio scale this mixer was 'better' across tracks."""
+    rng = np.random.default_rng(1)
+    suite = {}
+    base = rng.uniform(0.02, 0.2, 12)
+    heavy = base / np.exp(rng.uniform(np.log(10), np.log(1000), 12))
+    suite["dynamics"] = track(base, {"heavy": heavy}, [1.0] * 12)
+    for name in ("sequence", "tabular", "vision"):
+        base = rng.uniform(0.4, 0.6, 12)
+        suite[name] = track(base, {"heavy": base * 1.15 + rng.normal(0, 0.01, 12)}, [1.0] * 12)
+    out = aggregate_across_tracks(suite, baseline_name="base", n_boot=300)
+    heavy = out["mixers"]["heavy"]
+    assert heavy["per_track_effect"]["dynamics"] <= 0.2  # bounded: at most the gap it closed
+    assert heavy["verdict"] != "better"
+    assert heavy["robust_without_any_track"] is False or heavy["verdict"] == "worse"
+    assert heavy["without_track"]["dynamics"] == "worse"
+
+
+def test_combined_test_matches_exhaustive_sign_flips():
+    """Two tracks of 5 seeds: 2**10 sign patterns enumerated by hand against the Monte Carlo p."""
+    d1, d2 = np.array([0.3, 0.1, -0.05, 0.2, 0.15]), np.array([0.05, -0.1, 0.2, 0.1, 0.3])
+    suite = {
+        "a": track(np.full(5, 0.5), {"m": 0.5 - d1}, [1.0] * 5),
+        "b": track(np.full(5, 0.5), {"m": 0.5 - d2}, [1.0] * 5),
     }
-    out = aggregate_across_tracks(per_track, baseline_name="base", n_boot=100, seed=3)
+    out = aggregate_across_tracks(suite, baseline_name="base", n_boot=50, seed=7)
+
+    def t(d):
+        return d.mean() / (d.std(ddof=1) / math.sqrt(len(d)))
+
+    observed = (t(d1) + t(d2)) / math.sqrt(2)
+    patterns = itertools.product((-1.0, 1.0), repeat=10)
+    combined = [(t(d1 * s[:5]) + t(d2 * s[5:])) / math.sqrt(2) for s in map(np.array, patterns)]
+    exact = np.mean(np.abs(combined) >= abs(observed) - 1e-12)
     test = out["mixers"]["m"]["suite_test"]
-    assert test["n_blocks"] == 18 and test["p_method"] == "monte_carlo" and test["mc_seed"] == 3
-    log_ratio = np.log(np.tile(base * 1.01 / base, 2))
-    ref = sps.permutation_test(
-        (log_ratio,),
-        lambda x, axis: np.mean(x, axis=axis),
-        permutation_type="samples",
-        vectorized=True,
-        n_resamples=100_000,
-        rng=np.random.default_rng(3),
-    )
-    assert test["p_value"] == pytest.approx(ref.pvalue) and test["p_value"] < 1e-4
+    assert test["statistic"] == pytest.approx(observed)
+    assert test["p_value"] == pytest.approx(exact, abs=0.01)  # 20000 draws: sd about 0.002
+    assert test["mc_seed"] == 7
+
+
+def test_seeded_and_fewer_tracks_marked():
+    base = [0.5, 0.6, 0.4, 0.5]
+    suite = {
+        "a": track(base, {"m": [0.4] * 4, "partial": [0.45] * 4}, [1.0] * 4),
+        "b": track(base, {"m": [0.3] * 4}, [1.0] * 4),
+    }
+    a = aggregate_across_tracks(suite, baseline_name="base", n_boot=100, seed=5)
+    assert a == aggregate_across_tracks(suite, baseline_name="base", n_boot=100, seed=5)
+    assert a["mixers"]["partial"]["n_tracks"] == 1 and a["mixers"]["partial"]["fewer_tracks"]
+    assert not a["mixers"]["m"]["fewer_tracks"]
+    # ranks only over the tracks every ranked mixer ran on, saying which were left out
+    assert a["ranks"]["tracks"] == ["a"]
+    assert a["ranks"]["tracks_dropped"] == {"b": "not run by partial"}
 
 
 def test_verdict_counts():
-    verdicts = {
-        "mse": {"half": "significant_win", "same": "equivalent_within_margin"},
-        "acc": {"half": "significant_win_below_margin", "same": "significant_loss"},
-    }
-    out = aggregate_across_tracks(_suite(), baseline_name="base", verdicts=verdicts, n_boot=50)
-    half, same = out["mixers"]["half"], out["mixers"]["same"]
-    assert (half["tracks_won"], half["tracks_lost"]) == (2, 0)
-    assert (same["tracks_won"], same["tracks_lost"], same["tracks_equivalent"]) == (0, 1, 1)
-    assert same["tracks_inconclusive"] == 0
-    assert out["mixers"]["base"]["tracks_won"] is None
+    base = [0.5, 0.6, 0.4]
+    suite = {t: track(base, {"m": [0.3, 0.4, 0.3]}, [1.0] * 3) for t in ("a", "b", "c")}
+    verdicts = {"a": {"m": "significant_win"}, "b": {"m": "significant_win_below_margin"},
+                "c": {"m": "equivalent_within_margin"}}  # fmt: skip
+    m = aggregate_across_tracks(suite, baseline_name="base", verdicts=verdicts, n_boot=50)
+    m = m["mixers"]["m"]
+    assert (m["tracks_won"], m["tracks_lost"], m["tracks_equivalent"]) == (2, 0, 1)
 
 
 def test_ranks_friedman_and_nemenyi():
     rng = np.random.default_rng(2)
-    per_track = {}
+    suite = {}
     for t in range(4):
-        base = rng.uniform(1.0, 2.0, 5)
-        per_track[f"t{t}"] = {
-            "higher_is_better": False,
-            "baseline": base.tolist(),
-            "mixers": {"good": (base * 0.8).tolist(), "bad": (base * 1.3).tolist()},
-        }
-    out = aggregate_across_tracks(per_track, baseline_name="base", n_boot=50)
-    ranks = out["ranks"]
+        base = rng.uniform(0.3, 0.6, 5)
+        suite[f"t{t}"] = track(base, {"good": base * 0.8, "bad": base * 1.3}, [1.0] * 5)
+    ranks = aggregate_across_tracks(suite, baseline_name="base", n_boot=50)["ranks"]
     assert ranks["descriptive"] is True
     assert ranks["average_rank"] == {"base": 2.0, "good": 1.0, "bad": 3.0}
-    means = {
-        name: [normalised_scores(per_track[t], "base")[name].mean() for t in per_track]
-        for name in ("base", "good", "bad")
-    }
-    ref = sps.friedmanchisquare(means["base"], means["good"], means["bad"])
-    assert ranks["friedman_statistic"] == pytest.approx(ref.statistic)
-    assert ranks["friedman_p"] == pytest.approx(ref.pvalue)
     # Demšar (2006), Table 5a: q_0.05 = 2.343 for k = 3 methods.
     assert ranks["nemenyi_cd"] == pytest.approx(2.343 * math.sqrt(3 * 4 / (6 * 4)), abs=1e-3)
-
-
-def test_ranks_need_three_methods_and_two_tracks():
-    out = aggregate_across_tracks({"only": _suite()["mse"]}, baseline_name="base", n_boot=20)
-    assert out["ranks"]["friedman_p"] is None and "Friedman needs" in out["ranks"]["reason"]
-    assert out["ranks"]["average_rank"]["half"] == 1.0
-
-
-def test_mixer_absent_from_a_track():
-    suite = _suite()
-    del suite["acc"]["mixers"]["same"]
-    out = aggregate_across_tracks(suite, baseline_name="base", n_boot=50)
-    assert out["mixers"]["same"]["n_tracks"] == 1 and out["mixers"]["same"]["n_cells"] == 4
-    assert out["ranks"]["tracks"] == ["mse"]
+    # Friedman depends on the within-track ranks only: here the same on every track
+    assert ranks["friedman_p"] == pytest.approx(
+        sps.friedmanchisquare([2.0] * 4, [1.0] * 4, [3.0] * 4).pvalue
+    )

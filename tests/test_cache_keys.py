@@ -17,10 +17,11 @@ SOURCE = Path(benchsuite.__file__).parent
 TRAINED = re.compile(r"jobs: (\d+) trained, (\d+) reused, (\d+) failed")
 RUN = [
     "run", "--tracks", "sequence,vision", "--mixers", "dense,identity", "--seeds", "2",
-    "--sweep-seeds", "1", "--budget", "steps=10", "--executor", "local",
+    "--grid", "sequence.lr=0.01,0.03", "--grid", "vision.lr=0.01,0.03", "--budget", "steps=10",
+    "--executor", "local",
     "--track-option", "sequence.series=24", "--track-option", "sequence.length=64",
 ]  # fmt: skip
-PER_TRACK = 2 * (3 + 2)  # 2 mixers x (3 sweep configs + 2 evaluation seeds)
+PER_TRACK = 2 * 2  # 2 mixers x 2 seeds (each tuning over its 2 grid points)
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +56,7 @@ def test_editing_code_reruns_exactly_the_jobs_that_import_it(copy, tmp_path):
     assert "code of track vision changed" in text and "benchsuite.tracks.cifar" in text
     # a mixer's module: that mixer's jobs on every track, nothing else
     edit(copy / "benchsuite" / "mixers" / "identity.py", "\n\nEDITED = 1\n")
-    per_mixer = 2 * (3 + 2)  # 2 tracks x (3 sweep configs + 2 evaluation seeds)
+    per_mixer = 2 * 2  # 2 tracks x 2 seeds
     assert run(copy, out)[:2] == (per_mixer, 2 * PER_TRACK - per_mixer)
     # a module that only formats output, and a comment in a track, re-run nothing
     edit(copy / "benchsuite" / "output" / "tables.py", "\n\nEDITED = 'formatting only'\n")

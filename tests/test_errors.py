@@ -101,7 +101,10 @@ def test_config_file_mistakes(finished, tmp_path, text, needle):
         (["--mixer-option", "attention.head=2", "--mixers", "dense,attention"],
          "unknown option attention.head (did you mean 'heads'?)"),
         (["--seeds", "-4"], "--seeds must be at least 2"),
-        (["--sweep-seeds", "0"], "--sweep-seeds must be at least 1"),
+        (["--grid", "sequence.lr=0,0.1"], "--grid sequence.lr: values must be > 0"),
+        (["--grid", "sequence.momentum=0.9"], "--grid sequence.momentum: unknown axis"),
+        (["--grid", "sequense.lr=0.1"], "--grid given for unknown track 'sequense'"),
+        (["--grid", "sequence.lr=fast"], "--grid 'sequence.lr=fast': expected TRACK.AXIS=V1,V2"),
         (["--budget", "stepz=3"], "unknown budget key 'stepz'"),
         (["--preset", "huge"], "has no preset 'huge'"),
         (["--executor", "slurm"], "unknown executor 'slurm'; valid: local, process, ray"),
@@ -130,7 +133,7 @@ def test_broken_mixer_modules_are_named_and_the_rest_runs(finished, tmp_path):
     assert "returned torch.float64 for torch.float32 input" in reasons
     assert "changed the batch size from 3 to 1" in reasons
     assert "plugin 'bad'" in reasons
-    assert "jobs: 0 trained, 10 reused, 9 failed" in result.stdout  # 3 sweep jobs each
+    assert "jobs: 0 trained, 4 reused, 6 failed" in result.stdout  # 2 seeds each
     assert stored_rows(out) == before
 
 
@@ -215,11 +218,13 @@ def test_determinism_every_stored_metric_bit_for_bit(finished, tmp_path):
     done = run_cli(*BASE, "--mixers", "dense,identity", "--out", str(again))
     assert done.returncode == 0, done.stderr
 
-    def metrics(rows):
-        return {key: json.loads(record)["metrics"] for key, record in rows}
+    def metrics(rows):  # the chosen config's, and every config's validation metrics
+        records = {key: json.loads(record) for key, record in rows}
+        return {key: (r["metrics"], [run["metrics"] for run in r["sweep"]])
+                for key, r in records.items()}  # fmt: skip
 
     first, second = metrics(before), metrics(stored_rows(again))
-    assert first.keys() == second.keys() and len(first) == 10
+    assert first.keys() == second.keys() and len(first) == 4  # 2 mixers x 2 seeds
     assert first == second
 
 
@@ -250,7 +255,7 @@ def test_broken_plugins_are_one_line_warnings_and_the_run_goes_on(finished, tmp_
     assert any("broken_import" in line and "ModuleNotFoundError" in line for line in lines)
     assert any("raising_hook" in line and "hook exploded" in line for line in lines)
     assert any("wrong_kind" in line and "expected a Mixer" in line for line in lines)
-    assert "jobs: 0 trained, 10 reused, 0 failed" in result.stdout
+    assert "jobs: 0 trained, 4 reused, 0 failed" in result.stdout
     assert stored_rows(out) == before
 
 
@@ -298,30 +303,63 @@ def test_an_older_store_is_backed_up_then_migrated_keeping_every_row(finished):
     assert stored_rows(out) == before
 
 
-def test_a_schema_2_store_with_a_run_manifest_still_reports_the_same_figures(finished):
-    """benchsuite 0.1 kept a run manifest (without the chosen configs) where a plan is kept now:
-    migrating converts it, deriving each cell's config once, and the report is unchanged."""
-    out, _ = finished
-    path = out / "benchsuite.sqlite"
-    expected = json.loads((out / "report.json").read_text())
+def _legacy_store(path) -> None:
+    """A store as benchsuite 0.1 wrote it: sweep and evaluation rows, and the run's manifest."""
+    grid = [{"lr": 0.01, "weight_decay": 0.0}, {"lr": 0.03, "weight_decay": 0.0}]
+    rng = np.random.default_rng(0)
+    rows, cells = [], {}
+    for mixer, level in (("dense", 0.5), ("identity", 0.8)):
+        cell = cells.setdefault(mixer, {"sweep": [], "eval": []})
+        for stage, seeds in (("sweep", [1_000_000]), ("eval", range(6))):
+            for index in range(len(grid)) if stage == "sweep" else [1]:
+                for seed in seeds:
+                    key = f"{mixer}-{stage}-{index}-{seed}"
+                    val = level + 0.1 * (index == 0) + rng.normal(0, 0.01)
+                    job = {"track": "sequence", "mixer": mixer, "stage": stage, "seed": seed,
+                           "config_index": index, "config": grid[index], "measure": False}
+                    metrics = {"val.mse": val, "test.mse": level + rng.normal(0, 0.01)}
+                    record = {"key": key, "job": job, "status": "ok", "metrics": metrics,
+                              "cap": 1.0, "costs": {}, "probes": {}}
+                    rows.append((key, "sequence", mixer, stage, index, seed, json.dumps(record)))
+                    cell[stage].append(key)
+    manifest = {
+        "request": {"tracks": ["sequence"], "mixers": ["dense", "identity"], "baseline": "dense",
+                    "seeds": 6, "sweep_seeds": 1, "preset": "quick", "margin_rel": 0.05,
+                    "budget_overrides": {}, "salt": "benchsuite-v1"},
+        "tracks": {"sequence": {"metric": "mse", "higher_is_better": False,
+                                "direction": "lower is better", "dataset": "legacy",
+                                "verified": True, "tokens": 16, "grid": grid,
+                                "budget": {"steps": 200, "batch_size": 32, "dim": 32, "depth": 2,
+                                           "checkpoint": "last"},
+                                "budget_signature": "old", "data_key": "old", "plugin": ""}},
+        "mixers": {m: {"description": "", "plugin": "", "causal": False, "signature": None}
+                   for m in ("dense", "identity")},
+        "cells": {"sequence": cells}, "skipped": [], "environment": {},
+    }  # fmt: skip
     with sqlite3.connect(path) as db:
-        plan = json.loads(db.execute("SELECT request FROM runs").fetchone()[0])
-        settings = {{"margin": "margin_rel", "budget": "budget_overrides"}.get(k, k): v
-                    for k, v in plan["settings"].items()}  # fmt: skip
-        cells = {t: {m: {"sweep": c["sweep"], "eval": c["eval"]} for m, c in cs.items()}
-                 for t, cs in plan["cells"].items()}  # fmt: skip
-        manifest = {"request": settings, "tracks": plan["tracks"], "mixers": plan["mixers"],
-                    "environment": plan["environment"], "skipped": plan["skipped"],
-                    "cells": cells}  # fmt: skip
-        db.execute("UPDATE runs SET request = ?", (json.dumps(manifest),))
+        db.executescript(
+            "CREATE TABLE results (key TEXT PRIMARY KEY, track TEXT, mixer TEXT, stage TEXT,"
+            " config_index INTEGER, seed INTEGER, record TEXT, created REAL);"
+            "CREATE TABLE failures (id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT, track TEXT,"
+            " mixer TEXT, stage TEXT, seed INTEGER, record TEXT, created REAL);"
+            "CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, started REAL, request TEXT);"
+        )
+        db.executemany("INSERT INTO results VALUES (?,?,?,?,?,?,?,0)", rows)
+        db.execute("INSERT INTO runs (started, request) VALUES (0, ?)", (json.dumps(manifest),))
         db.execute("PRAGMA user_version = 2")
+
+
+def test_a_store_of_benchsuite_0_1_is_migrated_and_still_reports(tmp_path):
+    """0.1 kept a run manifest (without the chosen config) where a plan is kept now: migrating
+    converts it once, deriving the config the shared sweep chose, and `report` works."""
+    out = tmp_path / "old"
+    out.mkdir()
+    _legacy_store(out / "benchsuite.sqlite")
     result = run_cli("report", str(out))
     assert result.returncode == 0, result.stderr
     assert (out / "benchsuite.sqlite.v2.bak").exists()
     report = json.loads((out / "report.json").read_text())
-    for track, entry in expected["tracks"].items():
-        for mixer, cell in entry["comparisons"].items():
-            assert report["tracks"][track]["comparisons"][mixer]["comparison"] == cell["comparison"]
-            assert report["tracks"][track]["mixers"][mixer]["best_cfg"] == (
-                entry["mixers"][mixer]["best_cfg"]
-            )
+    entry = report["tracks"]["sequence"]
+    assert entry["mixers"]["dense"]["best_cfg"]["lr"] == 0.03  # the lower sweep validation mse
+    comparison = entry["comparisons"]["identity"]["comparison"]
+    assert comparison["n"] == 6 and comparison["improvement"] < 0

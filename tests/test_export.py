@@ -37,44 +37,50 @@ def test_one_row_per_training_run(out, stored, fmt, tmp_path):
         pytest.importorskip("pyarrow")
     path, count = export(out, fmt, tmp_path / "sub" / f"runs.{fmt}")
     frame = READERS[fmt](path, dtype={"key": str}) if fmt == "csv" else READERS[fmt](path)
-    assert count == len(frame) == len(stored) == 36  # 2 tracks x 3 mixers x (3 sweep + 3 eval)
-    assert frame["key"].is_unique and set(frame["key"]) == set(stored)
+    # 2 tracks x 3 mixers x 3 seeds, each job training its 2 grid points
+    assert count == len(frame) == 2 * len(stored) == 36
+    assert set(frame["key"]) == set(stored) and not frame.duplicated(["key", "config_index"]).any()
     assert set(frame["status"]) == {"ok"}
-    for name in ("track", "mixer", "stage", "config_index", "config.lr", "config.weight_decay",
-                 "seed", "preset", "diverged", "metric.val.mse", "cost.params", "seconds",
-                 "budget.steps", "track_option.series", "mixer_option.heads"):  # fmt: skip
+    for name in ("track", "mixer", "seed", "config_index", "chosen", "config.lr",
+                 "config.weight_decay", "preset", "diverged", "metric.val.mse", "cost.params",
+                 "seconds", "budget.steps", "track_option.series", "mixer_option.heads",
+                 "curve"):  # fmt: skip
         assert name in frame.columns, name
     for row in frame.to_dict("records"):
         record = stored[row["key"]]
-        assert (row["track"], row["mixer"], row["stage"], row["seed"]) == tuple(
-            record["job"][k] for k in ("track", "mixer", "stage", "seed")
+        run = record["sweep"][row["config_index"]]
+        assert (row["track"], row["mixer"], row["seed"]) == tuple(
+            record["job"][k] for k in ("track", "mixer", "seed")
         )
-        assert row["config.lr"] == record["job"]["config"]["lr"]
-        assert row["metric.val.mse"] == pytest.approx(record["metrics"]["val.mse"])
-        assert bool(row["diverged"]) == record["diverged"]
-    evaluation = frame[frame["stage"] == "eval"]
-    assert evaluation["metric.test.mse"].notna().all()
-    assert frame.loc[frame["stage"] == "sweep", "metric.test.mse"].isna().all()
+        assert row["config.lr"] == run["config"]["lr"]
+        assert row["metric.val.mse"] == pytest.approx(run["metrics"]["val.mse"])
+        assert bool(row["chosen"]) == (row["config_index"] == record["chosen"])
+        curve = json.loads(row["curve"])  # nested values are JSON text in every format
+        assert curve == pytest.approx(run["curve"]) and 0 < len(curve) <= 64
+    chosen = frame[frame["chosen"].astype(bool)]
+    assert len(chosen) == len(stored) and chosen["metric.test.mse"].notna().all()
+    assert frame.loc[~frame["chosen"].astype(bool), "metric.test.mse"].isna().all()
 
 
 def test_rows_match_the_report(out):
-    """The test metric of the evaluation rows is the report's per-seed figure, seed by seed."""
+    """The test metric of the chosen rows is the report's per-seed figure, seed by seed."""
     report = api.report(out)
     frame = pd.DataFrame(export_rows(out))
     for track, entry in report["tracks"].items():
         metric = f"metric.test.{entry['metric']}"
         for mixer, arm in entry["mixers"].items():
-            rows = frame[(frame.track == track) & (frame.mixer == mixer) & (frame.stage == "eval")]
-            assert set(rows["config_index"]) == {arm["best_index"]}
+            rows = frame[(frame.track == track) & (frame.mixer == mixer) & frame.chosen]
+            chosen = {int(seed): index for seed, index in arm["selection"]["chosen"].items()}
+            assert dict(zip(rows["seed"], rows["config_index"], strict=True)) == chosen
             values = rows.sort_values("seed")[metric].tolist()
-            assert values == pytest.approx(arm["full"]["per_seed"])
+            assert values == pytest.approx(arm["full"]["raw"]["per_seed"])
 
 
 def test_failures_only_when_asked(out, tmp_path):
     path, count = export(out, "csv", tmp_path / "all.csv", include_failures=True)
     frame = pd.read_csv(path)
     failed = frame[frame["status"] == "failed"]
-    assert count == len(frame) == 36 + 6
+    assert count == len(frame) == 36 + 6  # one row per failed job (2 tracks x 3 seeds)
     assert set(failed["mixer"]) == {"broken"}
     assert failed["error"].str.contains("fails to train on purpose").all()
     assert failed["metric.val.mse"].isna().all()

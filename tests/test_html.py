@@ -79,7 +79,8 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     command = [
         sys.executable, "-m", "benchsuite.cli", "--plugins-dir", str(plugins), "run",
         "--tracks", ",".join(TRACKS), "--mixers", ",".join(MIXERS), "--seeds", "3",
-        "--sweep-seeds", "1", "--budget", "steps=30", *options, "--executor", "local",
+        *[f"--grid={t}.lr=0.01,0.03" for t in TRACKS], "--budget", "steps=30", *options,
+        "--executor", "local",
         "--out", str(out),
     ]  # fmt: skip
     env = {**os.environ, "BENCHSUITE_CACHE": str(base / "report-cache"), "COLUMNS": "200"}

@@ -45,7 +45,7 @@ def build(tokens, dim):
 def benchsuite_register_mixers(register):
     register(Mixer(name="slow", build=build, description="identity, slowly"))
 '''
-TOTAL = 2 * 3 + 2 * 2  # (dense, slow) x 3 configs x 1 sweep seed + 2 x 2 evaluation seeds
+TOTAL = 2 * 2  # (dense, slow) x 2 seeds, each tuning over the 2 grid points
 TASK_TITLE = b"ray::benchsuite_job"
 
 
@@ -149,7 +149,7 @@ def test_run_on_a_ray_cluster_survives_a_killed_worker(
         sys.executable, "-m", "benchsuite.cli", "--plugins-dir", str(plugins), "run",
         "--executor", "ray", "--address", address, "--out", str(out),
         "--tracks", "sequence", "--mixers", "dense,slow", "--budget", "steps=20",
-        "--seeds", "2", "--sweep-seeds", "1", "--track-option", "sequence.series=24",
+        "--seeds", "2", "--grid", "sequence.lr=0.01,0.03", "--track-option", "sequence.series=24",
     ]  # fmt: skip
     run = subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True

@@ -208,15 +208,15 @@ def test_a_mixer_registered_from_python_trains_with_the_local_executor(tmp_path)
     registry = load_registry()
     registry.add(Mixer(name="in_memory", build=build, description="defined in a test"))
     settings = RunSettings(
-        tracks=("sequence",), mixers=("dense", "in_memory"), seeds=2, sweep_seeds=1,
-        executor="local", out=str(tmp_path / "out"), budget={"steps": 20},
+        tracks=("sequence",), mixers=("dense", "in_memory"), seeds=2, executor="local",
+        out=str(tmp_path / "out"), budget={"steps": 20}, grids={"sequence": {"lr": (0.01, 0.03)}},
         track_options={"sequence": {"series": 24, "length": 64}},
     )  # fmt: skip
     summary = api.run(settings, registry=registry)
     assert summary.failed == 0 and summary.exit_code == 0
     cell = summary.report["tracks"]["sequence"]["comparisons"]["in_memory"]
     assert cell["comparison"]["n"] == 2
-    assert summary.trained == 2 * 3 + 2 * 2  # 2 mixers x (3 configs + 2 seeds)
+    assert summary.trained == 2 * 2  # 2 mixers x 2 seeds, each tuning over the 2 grid points
 
 
 def test_a_mixer_registered_from_python_is_named_by_a_process_worker(tmp_path):
@@ -231,7 +231,7 @@ def test_a_mixer_registered_from_python_is_named_by_a_process_worker(tmp_path):
     registry = load_registry()
     registry.add(Mixer(name="only_here", build=build))
     settings = RunSettings(
-        tracks=("sequence",), mixers=("dense", "only_here"), seeds=2, sweep_seeds=1, jobs=1,
+        tracks=("sequence",), mixers=("dense", "only_here"), seeds=2, jobs=1,
         out=str(tmp_path / "out"), budget={"steps": 10},
         track_options={"sequence": {"series": 24, "length": 64}},
     )  # fmt: skip

@@ -17,10 +17,10 @@ from pathlib import Path
 
 RUN = [
     "run", "--tracks", "sequence", "--mixers", "dense,attention", "--budget", "steps=20",
-    "--seeds", "2", "--sweep-seeds", "1", "--track-option", "sequence.series=24",
+    "--seeds", "5", "--grid", "sequence.lr=0.01,0.03", "--track-option", "sequence.series=24",
     "--executor", "process", "--jobs", "2",
 ]  # fmt: skip
-TOTAL = 2 * 3 + 2 * 2  # (dense, attention) x 3 configs x 1 sweep seed + 2 x 2 evaluation seeds
+TOTAL = 2 * 5  # (dense, attention) x 5 evaluation seeds, each tuning over the 2 grid points
 END_LINE = re.compile(r"jobs: (\d+) trained, (\d+) reused, (\d+) failed")
 
 

@@ -53,12 +53,17 @@ def test_butterfly_preserves_norm_and_dense_does_not(finished):
     assert signature["confirmed"] is True
 
 
-def test_store_has_one_row_per_training_run(finished):
+def test_store_has_one_row_per_tuned_job(finished):
     out, _, _ = finished
     with sqlite3.connect(out / "benchsuite.sqlite") as db:
-        rows = db.execute("SELECT stage, COUNT(*) FROM results GROUP BY stage").fetchall()
-    # 2 mixers x (3 grid points x 1 sweep seed) and 2 mixers x 8 evaluation seeds
-    assert dict(rows) == {"sweep": 6, "eval": 16}
+        rows = [json.loads(text) for (text,) in db.execute("SELECT record FROM results")]
+    # 2 mixers x 8 evaluation seeds, each tuning over the 2 grid points on its validation split
+    assert len(rows) == 16
+    for record in rows:
+        assert [row["config"]["lr"] for row in record["sweep"]] == [0.01, 0.03]
+        scores = [row["metrics"]["val.mse"] for row in record["sweep"]]
+        assert record["chosen"] == scores.index(min(scores))  # chosen on validation only
+        assert record["metrics"]["val.mse"] == min(scores) and "test.mse" in record["metrics"]
 
 
 def _tables(stdout: str) -> str:
@@ -69,7 +74,7 @@ def test_rerun_trains_nothing_and_prints_the_same_tables(finished):
     _out, args, first = finished
     again = run_cli(*args)
     assert again.returncode == 0, again.stderr
-    assert re.search(r"jobs: 0 trained, 22 reused, 0 failed", again.stdout)
+    assert re.search(r"jobs: 0 trained, 16 reused, 0 failed", again.stdout)
     assert _tables(again.stdout) == _tables(first.stdout)
 
 

@@ -80,8 +80,9 @@ def test_scaffolded_plugin_installs_lists_runs_and_passes_its_tests(installed, t
 
     out = tmp_path / "out"
     run("-m", "benchsuite.cli", "run", "--tracks", "sequence", "--mixers", f"dense,{name}",
-        "--seeds", "2", "--sweep-seeds", "1", "--budget", "steps=20", "--executor", "local",
-        "--track-option", "sequence.series=24", "--out", str(out))  # fmt: skip
+        "--seeds", "2", "--grid", "sequence.lr=0.01,0.03", "--budget", "steps=20",
+        "--executor", "local", "--track-option", "sequence.series=24",
+        "--out", str(out))  # fmt: skip
     result = json.loads((out / "sequence" / f"{name}.json").read_text())
     assert result["idea"]["name"] == name and result["baseline"]["name"] == "dense"
     assert len(result["idea"]["per_seed"]) == 2

@@ -9,9 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.power import TTestPower
 
-from benchsuite.plan.power import design_warning, min_seeds_for_significance, planned_mde
-from benchsuite.plan.selection import select_best_config
+from benchsuite.plan.power import (
+    default_seeds,
+    design_warning,
+    min_seeds_for_significance,
+    planned_mde,
+)
+from benchsuite.plan.selection import divergence, select_best_config
 from benchsuite.results.stats import (
     apply_holm,
     compare_both_converged,
@@ -19,7 +25,6 @@ from benchsuite.results.stats import (
     divergence_summary,
     flag_comparison,
     impute_diverged,
-    is_diverged,
 )
 
 BASE = [
@@ -198,25 +203,35 @@ def test_planned_mde_matches_protocol_dz():
     assert planned_mde(10, 2.0) == pytest.approx(2 * 0.996, abs=2e-3)
 
 
+def _flag(c, **given):
+    fields = {"non_finite": 0, "no_better_than_trivial": 0, "n": 8, "edge_of_grid": False,
+              "baseline_edge_of_grid": False, "indecisive_selection": False, "param_ratio": 1.0}
+    flag_comparison(c, **{**fields, **given})  # fmt: skip
+
+
 def test_flags():
     c = compare_paired(BASE, MIXER)
-    flag_comparison(c, diverged_mixer=1, n=8, edge_of_grid=False, param_ratio=1.05)
+    _flag(c, non_finite=1, no_better_than_trivial=1, param_ratio=1.05)
     assert c.flags == []
-    flag_comparison(c, diverged_mixer=2, n=8, edge_of_grid=True, param_ratio=0.85)
-    flag_comparison(c, diverged_mixer=2, n=8, edge_of_grid=True, param_ratio=None)
+    _flag(c, non_finite=2, edge_of_grid=True, param_ratio=0.85)
+    _flag(c, non_finite=2, edge_of_grid=True, param_ratio=None)
     assert c.flags == ["unstable", "edge_of_grid", "param_mismatch"]
+    _flag(c, no_better_than_trivial=2, baseline_edge_of_grid=True, indecisive_selection=True)
+    assert c.flags[3:] == ["no_better_than_trivial", "baseline_edge_of_grid",
+                           "indecisive_selection"]  # fmt: skip
 
 
 def test_divergence_imputation_and_summary():
-    assert is_diverged(math.inf, 1.0, higher_is_better=False)
-    assert is_diverged(1.5, 1.0, higher_is_better=False)
-    assert not is_diverged(0.5, 1.0, higher_is_better=False)
-    assert is_diverged(0.05, 0.1, higher_is_better=True)
-    assert is_diverged(0.5, 1.0, False, loss_finite=False)
-    imputed = impute_diverged([0.3, math.nan, 2.0, 0.4], [False, True, True, False], cap=1.0)
-    assert imputed == [0.3, 1.0, 1.0, 0.4]
+    assert divergence(math.inf, 1.0, higher_is_better=False, finite=True) == "non_finite"
+    assert divergence(1.5, 1.0, higher_is_better=False, finite=True) == "no_better_than_trivial"
+    assert divergence(0.5, 1.0, higher_is_better=False, finite=True) == ""
+    assert divergence(0.05, 0.1, higher_is_better=True, finite=True) == "no_better_than_trivial"
+    assert divergence(0.5, 1.0, False, finite=False) == "non_finite"
+    caps = [1.0, 1.1, 0.9, 1.0]  # each seed's own trivial predictor
+    imputed = impute_diverged([0.3, math.nan, 2.0, 0.4], [False, True, True, False], caps)
+    assert imputed == [0.3, 1.1, 0.9, 0.4]
     with pytest.raises(ValueError):
-        impute_diverged([0.3], [False, True], cap=1.0)
+        impute_diverged([0.3], [False, True], [1.0, 1.0])
     s = divergence_summary(2, 8)
     ci = sps.binomtest(2, 8).proportion_ci(method="exact")
     assert s["count"] == 2 and s["rate"] == 0.25
@@ -345,3 +360,41 @@ def test_tost_equals_statsmodels_ttost_paired():
     c = compare_paired(base, mix, higher_is_better=True, margin_rel=0.05)
     margin = 0.05 * abs(base.mean())
     assert c.p_tost == pytest.approx(ttost_paired(mix, base, -margin, margin)[0], rel=1e-10)
+
+
+def test_log_scale_effects_are_geometric_mean_ratios_and_never_pass_100_percent():
+    base = [0.05, 0.06, 0.04, 0.05, 0.07, 0.05]
+    mixer = [0.001, 0.002, 0.0015, 0.001, 0.003, 0.002]  # about 30x lower errors
+    c = compare_paired(base, mixer, higher_is_better=False, scale="log")
+    ratios = np.asarray(mixer) / np.asarray(base)
+    assert c.scale == "log"
+    assert c.per_seed_improvements == pytest.approx(list(-np.log(ratios)))
+    assert c.improvement_rel_pct == pytest.approx(100 * (1 - sps.gmean(ratios)))
+    assert c.improvement_rel_pct < 100 and c.ci95_rel_pct[1] < 100
+    assert c.improvement_diff == pytest.approx(float(np.mean(np.subtract(base, mixer))))
+    # the same data on the difference scale can promise more than +100%
+    worse = compare_paired(mixer, base, higher_is_better=False, scale="log")
+    assert worse.improvement_rel_pct < -100  # 30x higher errors: a loss has no bound
+    assert compare_paired(base, [0.0, *mixer[1:]], scale="log").scale == "difference"
+
+
+def test_mde_is_at_the_alpha_of_holms_first_step():
+    rng = np.random.default_rng(2)
+    family = [compare_paired(rng.normal(1, 0.1, 12), rng.normal(1, 0.1, 12)) for _ in range(40)]
+    apply_holm(family)
+    dz = TTestPower().solve_power(nobs=12, alpha=0.05 / 40, power=0.8, alternative="two-sided")
+    for c in family:
+        assert c.mde_alpha == pytest.approx(0.05 / 40)
+        assert c.mde == pytest.approx(dz * c.sd_diff)
+        assert c.mde_rel_pct == pytest.approx(100 * c.mde / abs(c.baseline_mean))
+    assert dz > 1.5 * TTestPower().solve_power(nobs=12, alpha=0.05, power=0.8)  # 1.73x here
+
+
+def test_default_seeds_let_one_discordant_seed_pass_holm():
+    assert default_seeds(40) == 12 and default_seeds(58) == 13 and default_seeds(100) == 13
+    assert default_seeds(1) == 12
+    for m in (40, 58, 100, 300):
+        n = default_seeds(m)
+        assert 4 / 2**n < 0.05 / m and (n == 12 or 4 / 2 ** (n - 1) >= 0.05 / m)
+        d = np.array([1.0] * (n - 1) + [-0.1])  # one discordant, smallest difference
+        assert compare_paired(np.zeros(n), d, higher_is_better=True).p_value == 4 / 2**n

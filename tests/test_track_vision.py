@@ -66,12 +66,13 @@ def test_offline_fallback_is_announced(tmp_path: Path) -> None:
     assert track.metric.name == "accuracy" and track.metric.higher_is_better
 
 
-def test_digits_split_depends_on_the_seed_only(tmp_path: Path) -> None:
+def test_digits_test_set_is_fixed_and_the_training_split_depends_on_the_seed(tmp_path):
     _, _, first = load(tmp_path, seed=0)
     _, _, again = load(tmp_path, seed=0)
     _, _, other = load(tmp_path, seed=1)
     np.testing.assert_array_equal(first.x_test, again.x_test)
-    assert not np.array_equal(first.y_test, other.y_test)
+    np.testing.assert_array_equal(first.y_test, other.y_test)  # the same test images
+    assert not np.array_equal(first.y_train, other.y_train)
 
 
 def test_published_checksums_reject_other_files_naming_the_file(tmp_path: Path) -> None:

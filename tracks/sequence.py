@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from benchsuite.seeds import Streams
 
-GRID = lr_grid(1e-2, 3e-2, 1e-1)
+GRID = lr_grid(3e-3, 1e-2, 3e-2, 1e-1, 3e-1)
 
 
 def generate_series(
@@ -54,7 +54,7 @@ class SequenceTrack(ForecastTrack):
 
     name = "sequence"
     description = "multi-step forecasting of synthetic multi-channel seasonal series"
-    metric = Metric("mse", higher_is_better=False)
+    metric = Metric("mse", higher_is_better=False, ideal=0.0, positive=True)
     options = (
         Option("lookback", int, 16, "input window length (= token count)"),
         Option("horizon", int, 8, "steps to forecast"),

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from benchsuite.seeds import Streams
 
-QUICK_GRID = lr_grid(1e-3, 3e-3, 1e-2)
+QUICK_GRID = lr_grid(1e-4, 3e-4, 1e-3, 3e-3, 1e-2)
 FULL_GRID = lr_grid(1e-4, 3e-4, 1e-3, weight_decay=1e-5)
 FRACTIONS = (0.6, 0.2)  # train, val; the rest is test
 MAX_ROWS = {"quick": (2000, 1000, 1000), "full": None}  # per split, after splitting
@@ -144,10 +144,9 @@ def _sklearn_table(name: str, note: str) -> Table:
     )  # fmt: skip
 
 
-def _split(n: int, rng: np.random.Generator, preset: str) -> list[np.ndarray]:
-    order = rng.permutation(n)
-    n_train, n_val = int(FRACTIONS[0] * n), int(FRACTIONS[1] * n)
-    parts = np.split(order, [n_train, n_train + n_val])
+def _split(n: int, streams: Streams, preset: str) -> list[np.ndarray]:
+    """Train, val, test rows: one fixed test partition for every seed, the rest split per seed."""
+    parts = list(streams.partition(n, val=FRACTIONS[1], test=1 - sum(FRACTIONS)))
     limits = MAX_ROWS[preset]
     return [p[:limit] for p, limit in zip(parts, limits, strict=True)] if limits else parts
 
@@ -183,7 +182,7 @@ class TabularTrack(Track):
 
     name = "tabular"
     description = "tables as feature tokens + CLS (FT-Transformer style): CSV, California, diabetes"
-    metric = Metric("relative_loss", higher_is_better=False)
+    metric = Metric("relative_loss", higher_is_better=False, ideal=0.0, positive=True)
     planning_sd = 0.07  # sd of paired differences / baseline mean, measured (quick, 3 seeds)
     options = (
         Option(
@@ -248,9 +247,10 @@ class TabularTrack(Track):
             table = _sklearn_table(*self._sklearn_choice(options))
             if options["task"] == "classification":
                 raise UsageError(f"tabular.task=classification, but {table.source} is regression")
-        parts = _split(len(table.target), streams.rng("split"), preset)
-        if min(map(len, parts)) == 0:
-            raise UsageError(f"{table.source}: too few rows for a train/val/test split")
+        try:
+            parts = _split(len(table.target), streams, preset)
+        except ValueError:
+            raise UsageError(f"{table.source}: too few rows for a train/val/test split") from None
         (x_train, x_val, x_test), cardinalities = _encode(table, parts)
         y_train, y_val, y_test = (table.target[p] for p in parts)
         info = {

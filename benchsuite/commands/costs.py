@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from benchsuite.errors import check_names, one_line
-from benchsuite.plan.jobs import OVERRIDABLE, job_template
-from benchsuite.seeds import DEFAULT_SALT, Streams, sweep_seeds
+from benchsuite.plan.jobs import OVERRIDABLE, cell_jobs, grid_of
+from benchsuite.seeds import DEFAULT_SALT, Streams, evaluation_seeds
 from benchsuite.settings import RunSettings
 from benchsuite.specs import Budget, Mixer, Track, TrackData, resolve_options
 
@@ -54,12 +54,12 @@ def measure_costs(
     )
 
     settings = RunSettings(
-        preset=preset, threads=threads, device=device, salt=salt,
+        preset=preset, threads=threads, device=device, salt=salt, seeds=1,
         track_options={track.name: resolve_options(track.options, track_options or {}, track.name)},
         mixer_options={mixer.name: resolve_options(mixer.options, mixer_options or {}, mixer.name)},
         budget={key: getattr(budget, key) for key in OVERRIDABLE},
     )  # fmt: skip
-    job = job_template(settings, track, mixer, data_key="costs")  # first grid point, sweep seed
+    [job] = cell_jobs(settings, track, mixer, grid_of(track, settings), data_key="costs")
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(threads)
     target = torch.device(device)
@@ -75,7 +75,7 @@ def measure_costs(
         costs = parameter_counts(model, model.mixers())
         costs["flops_per_example"] = forward_flops(model, x) / size
         costs["activation_bytes"] = activation_bytes(model, x)
-        lr = float(job.config.get("lr", 1e-3))
+        lr = float(job.grid[0].get("lr", 1e-3))
         costs["seconds_per_step"] = step_seconds(model, track, x, y, lr, warmup, steps)
         if cuda:
             costs["peak_memory_bytes"] = float(torch.cuda.max_memory_allocated(target) - before)
@@ -132,7 +132,7 @@ def _load(track: Track, options: dict, preset: str,
           data_dir: str | None) -> tuple[TrackData | None, str | None]:  # fmt: skip
     """The track's data for the first sweep seed (as a run probes it), or why there is none."""
     try:
-        streams = Streams(DEFAULT_SALT, track.name, sweep_seeds(1)[0])
+        streams = Streams(DEFAULT_SALT, track.name, evaluation_seeds(1)[0])
         return track.load(streams, options, preset, data_dir), None
     except Exception as error:  # a track without its data still lists the others
         return None, f"track data: {one_line(error)}"

@@ -1,8 +1,10 @@
 """``benchsuite export``: every training run in a store as one flat row (long format).
 
-Rows are built from ``OUT/benchsuite.sqlite`` alone. CSV and JSON need only the standard library;
-Parquet needs the optional ``parquet`` extra (pandas and pyarrow). Column names and meanings are in
-docs/report.md.
+A job trains every config of its grid on one seed and keeps the one with the best validation
+score: it gives one row per config (``chosen`` marks the kept one, which alone has test metrics
+and probes), with its training-loss curve. Rows are built from ``OUT/benchsuite.sqlite`` alone.
+CSV and JSON need only the standard library; Parquet needs the optional ``parquet`` extra (pandas
+and pyarrow). Column names and meanings are in docs/report.md.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ from benchsuite.results.store import FILENAME, Store
 
 FORMATS = ("csv", "parquet", "json")
 CORE = (
-    "key", "status", "track", "mixer", "stage", "config_index", "seed", "preset", "diverged",
-    "seconds", "cap", "data_description", "data_verified", "device", "threads", "measure",
-    "salt", "data_dir", "created", "error",
+    "key", "status", "track", "mixer", "seed", "config_index", "chosen", "finite", "preset",
+    "diverged", "divergence", "seconds", "cap", "data_description", "data_verified", "device",
+    "threads", "measure", "salt", "data_dir", "created", "error", "test_digest", "curve",
 )  # fmt: skip
 # nested dicts flattened into "<prefix>.<name>" columns, in this order
 GROUPS = (
@@ -46,40 +48,62 @@ def _scalar(value: Any) -> Any:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def flatten(record: RunRecord, created: float | None = None) -> dict[str, Any]:
-    """One training run as a flat row: core columns, then ``<group>.<name>`` columns."""
+def flatten(record: RunRecord, created: float | None = None) -> list[dict[str, Any]]:
+    """A job's training runs as flat rows (one per config of its grid; one row for a failed
+    job): core columns, then ``<group>.<name>`` columns."""
     job = record.job
-    sources: dict[str, Mapping[str, Any]] = {
-        "config": job.get("config") or {},
-        "metrics": record.metrics,
-        "costs": record.costs,
-        "probes": record.probes,
-        "budget": job.get("budget") or {},
-        "track_options": job.get("track_options") or {},
-        "mixer_options": job.get("mixer_options") or {},
-        "environment": record.environment,
-        "fingerprint": job.get("fingerprint") or {},
-    }
-    row: dict[str, Any] = {
-        "key": record.key,
-        "status": record.status,
-        **{k: job.get(k) for k in ("track", "mixer", "stage", "config_index", "seed", "preset")},
-        "diverged": record.diverged,
-        "seconds": record.seconds,
-        "cap": record.cap,
-        "data_description": record.data_description,
-        "data_verified": record.data_verified,
-        **{k: job.get(k) for k in ("device", "threads", "measure", "salt", "data_dir")},
-        "created": (
-            datetime.datetime.fromtimestamp(created, datetime.UTC).isoformat(timespec="seconds")
-            if created is not None else None
-        ),
-        "error": record.error or None,
-    }  # fmt: skip
-    for group, prefix in GROUPS:
-        for name, value in sorted(sources[group].items()):
-            row[f"{prefix}.{name}"] = _scalar(value)
-    return {k: _scalar(v) for k, v in row.items()}
+    runs = record.sweep or [
+        {
+            "config": job.get("config") or {},
+            "metrics": record.metrics,
+            "index": job.get("config_index"),
+            "curve": None,
+            "finite": None,
+        }
+    ]
+    rows = []
+    for run in runs:
+        chosen = record.chosen is not None and run["index"] == record.chosen
+        metrics = {**run["metrics"], **(record.metrics if chosen else {})}
+        sources: dict[str, Mapping[str, Any]] = {
+            "config": run["config"],
+            "metrics": metrics,
+            "costs": record.costs,
+            "probes": record.probes if chosen else {},
+            "budget": job.get("budget") or {},
+            "track_options": job.get("track_options") or {},
+            "mixer_options": job.get("mixer_options") or {},
+            "environment": record.environment,
+            "fingerprint": job.get("fingerprint") or {},
+        }
+        row: dict[str, Any] = {
+            "key": record.key,
+            "status": record.status,
+            **{k: job.get(k) for k in ("track", "mixer", "seed")},
+            "config_index": run["index"],
+            "chosen": chosen if record.status == "ok" else None,
+            "finite": run["finite"],
+            "preset": job.get("preset"),
+            "diverged": record.diverged if chosen else None,
+            "divergence": (record.divergence or None) if chosen else None,
+            "seconds": record.seconds,
+            "cap": record.cap,
+            "data_description": record.data_description,
+            "data_verified": record.data_verified,
+            **{k: job.get(k) for k in ("device", "threads", "measure", "salt", "data_dir")},
+            "created": (
+                datetime.datetime.fromtimestamp(created, datetime.UTC).isoformat(timespec="seconds")
+                if created is not None else None
+            ),
+            "error": record.error or None,
+            "test_digest": record.test_digest or None,
+            "curve": run["curve"],
+        }  # fmt: skip
+        for group, prefix in GROUPS:
+            for name, value in sorted(sources[group].items()):
+                row[f"{prefix}.{name}"] = _scalar(value)
+        rows.append({k: _scalar(v) for k, v in row.items()})
+    return rows
 
 
 def columns(rows: list[dict[str, Any]]) -> list[str]:
@@ -106,7 +130,11 @@ def export_rows(out: Path | str, include_failures: bool = False) -> list[dict[st
             found += store.db.execute("SELECT record, created FROM failures ORDER BY id").fetchall()
     finally:
         store.close()
-    return [flatten(RunRecord.from_dict(json.loads(text)), created) for text, created in found]
+    return [
+        row
+        for text, created in found
+        for row in flatten(RunRecord.from_dict(json.loads(text)), created)
+    ]
 
 
 def _json_safe(value: Any) -> Any:

@@ -15,13 +15,17 @@ class RunRecord:
     key: str
     job: dict[str, Any]
     status: str  # "ok" or "failed"
-    metrics: dict[str, float] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)  # of the chosen config
+    chosen: int | None = None  # grid index chosen on the seed's validation split
+    sweep: list[dict[str, Any]] = field(default_factory=list)  # every config: metrics, curve
     diverged: bool = False
+    divergence: str = ""  # "non_finite" or "no_better_than_trivial" when diverged
     probes: dict[str, float] = field(default_factory=dict)
     costs: dict[str, float] = field(default_factory=dict)
     data_description: str = ""
     data_verified: bool = True
     cap: float | None = None
+    test_digest: str = ""  # hash of the test split the record was scored on
     seconds: float = 0.0
     error: str = ""
     traceback: str = ""

@@ -105,7 +105,7 @@ class Worker:
 
     def batch(self, jobs: Sequence[Job]) -> list[RunRecord]:
         """The seeds of one cell trained as one batched model; on any error, one by one."""
-        from benchsuite.train.batched import run_jobs_batched
+        from benchsuite.train.job import run_jobs_batched
 
         start = time.perf_counter()
         try:

@@ -123,7 +123,7 @@ def summary_section(report: dict) -> str:
         ("mixers", ", ".join(settings.get("mixers") or [])),
         ("tracks", ", ".join(settings.get("tracks") or [])),
         ("evaluation seeds", settings.get("seeds")),
-        ("sweep seeds per config", settings.get("sweep_seeds")),
+        ("tuning", "each evaluation seed chooses its config on its own validation split"),
         ("equivalence margin", _pct(100 * (finite(settings.get("margin")) or 0), "")),
         ("family size (Holm)", design.get("comparisons")),
         ("min seeds for Holm significance", design.get("min_seeds_for_significance")),
@@ -364,13 +364,13 @@ def problems_section(report: dict) -> str:
         trace = failure.get("traceback") or ""
         details = f"<details><summary>traceback</summary><pre>{escape(trace)}</pre></details>"
         rows.append((escape(str(failure.get("track", ""))), escape(str(failure.get("mixer", ""))),
-                     escape(str(failure.get("stage", ""))), escape(str(failure.get("seed", ""))),
+                     "failed", escape(str(failure.get("seed", ""))),
                      escape(str(failure.get("reason", ""))), details if trace else ""))  # fmt: skip
     parts = ["<h2 id=problems>Skipped and failed</h2>"]
     if not rows:
         parts.append("<p>nothing was skipped and no training run failed.</p>")
     else:
-        parts.append(_table(("track", "mixer", "stage", "seed", "reason", "traceback"), rows))
+        parts.append(_table(("track", "mixer", "what", "seed", "reason", "traceback"), rows))
     return "\n".join(parts)
 
 

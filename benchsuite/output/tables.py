@@ -35,12 +35,29 @@ def _cfg(config: dict, grid: list[dict]) -> str:
     return " ".join(f"{k}={config[k]:g}" for k in varying)
 
 
+SCALE_NOTE = {
+    "log": "effects from paired log-ratios (1 − geometric-mean ratio; never beyond +100%)",
+    "difference": "effects from paired differences, relative to the baseline's mean",
+}
+
+
+def _choice(arm: dict, grid: list[dict]) -> str:
+    """The config most seeds chose, with how many of them did."""
+    counts = arm["selection"]["counts"]
+    return f"{_cfg(arm['best_cfg'], grid)} ({max(counts)}/{sum(counts)})"
+
+
 def track_table(name: str, entry: dict) -> Table:
     """The comparison table of one track (baseline first)."""
+    first = next(iter(entry["comparisons"].values()), None)
+    alpha = first["comparison"]["mde_alpha"] if first else None
+    scale = SCALE_NOTE.get(entry.get("scale", "difference"), "")
     table = Table(
         title=f"[bold]{name}[/] — {entry['dataset']}",
         caption=f"{entry['metric']} ({entry['direction']}); improvement > 0 means better than "
-        f"{entry['baseline']}; budget {entry['budget_signature']}",
+        f"{entry['baseline']}; {scale}; MDE at alpha {_num(alpha, 2)} (Holm's first step); "
+        f"config: the one most seeds chose on their validation split (seeds agreeing / seeds); "
+        f"budget {entry['budget_signature']}",
     )
     for column in ("mixer", "config", f"{entry['metric']} mean ± sd", "improvement [95% CI]",
                    "p", "Holm p", "MDE", "verdict", "flags"):  # fmt: skip
@@ -50,16 +67,14 @@ def track_table(name: str, entry: dict) -> Table:
         spread = f"{_num(full['mean'])} ± {_num(full['std'], 2)}"
         cell = entry["comparisons"].get(mixer)
         if cell is None:
-            table.add_row(
-                f"[bold]{mixer}[/] (baseline)", _cfg(arm["best_cfg"], entry["grid"]), spread
-            )
+            table.add_row(f"[bold]{mixer}[/] (baseline)", _choice(arm, entry["grid"]), spread)
             continue
         c = cell["comparison"]
         lo, hi = c["ci95_rel_pct"] or (None, None)
         style = VERDICT_STYLE.get(c["verdict"], "")
         table.add_row(
             mixer,
-            _cfg(arm["best_cfg"], entry["grid"]),
+            _choice(arm, entry["grid"]),
             spread,
             f"{_pct(c['improvement_rel_pct'])} [{_pct(lo)}, {_pct(hi)}]",
             _num(c["p_value"], 3),
@@ -92,36 +107,40 @@ def signature_table(report: dict) -> Table | None:
     return table
 
 
+SUITE_STYLE = {"better": "bold green", "worse": "bold red", "mixed": "magenta",
+               "inconclusive": "yellow"}  # fmt: skip
+
+
 def across_table(report: dict) -> Table | None:
-    """Per mixer across tracks: IQM of normalised scores, paired difference, P(improvement)."""
+    """Per mixer across tracks: the suite effect, the per-track effects beside it, the combined
+    test, the verdict and whether it survives leaving any one track out."""
     across = report.get("across_tracks")
-    if not across:
+    if not across or not across["mixers"]:
         return None
+    tracks = across["tracks"]
     table = Table(
-        title="[bold]across tracks[/] (normalised score: baseline = 1, higher is better)",
-        caption="IQM with stratified bootstrap 95% CI; suite p: stratified sign-flip on log-ratios,"
-        " "
-        "Holm across mixers; rank is descriptive",
+        title="[bold]across tracks[/] (score: fraction of the gap from the trivial predictor "
+        "to the ideal value closed)",
+        caption="effect: mean paired score difference with the baseline, per track and (suite) "
+        "the mean over tracks, each track weighing the same, with a stratified bootstrap 95% "
+        "CI; p: the per-track studentised effects combined (Stouffer) under sign flips, Holm "
+        "across mixers; robust: the verdict holds with any one track left out (mixed: it does "
+        "not); * ran on fewer tracks; ranks: docs/statistics.md",
     )
-    for column in ("mixer", "IQM [95% CI]", "IQM − baseline [95% CI]", "P(improve)",
-                   "suite p (Holm)", "won/lost/eq/inc", "mean rank"):  # fmt: skip
+    for column in ("mixer", "suite effect [95% CI]", *tracks, "p (Holm)", "verdict", "robust"):
         table.add_column(column)
-    ranks = (across.get("ranks") or {}).get("average_rank", {})
     for mixer, row in across["mixers"].items():
-        lo, hi = row.get("iqm_ci95") or (None, None)
-        dlo, dhi = row.get("iqm_diff_ci95") or (None, None)
+        lo, hi = row.get("suite_effect_ci95") or (None, None)
         suite = row.get("suite_test") or {}
+        effects = row.get("per_track_effect") or {}
+        verdict = row.get("verdict", "")
         table.add_row(
-            mixer,
-            f"{_num(row.get('iqm'), 3)} [{_num(lo, 3)}, {_num(hi, 3)}]",
-            f"{_num(row.get('iqm_diff'), 3)} [{_num(dlo, 3)}, {_num(dhi, 3)}]",
-            _num(row.get("prob_improvement"), 2),
-            f"{_num(suite.get('p_value'), 3)} ({_num(suite.get('p_holm'), 3)})",
-            "/".join(
-                str(row.get(f"tracks_{k}") if row.get(f"tracks_{k}") is not None else "–")
-                for k in ("won", "lost", "equivalent", "inconclusive")
-            ),
-            _num(ranks.get(mixer), 3),
+            mixer + (" *" if row.get("fewer_tracks") else ""),
+            f"{_num(row.get('suite_effect'), 2)} [{_num(lo, 2)}, {_num(hi, 2)}]",
+            *[_num(effects.get(t), 2) if t in effects else "–" for t in tracks],
+            f"{_num(suite.get('p_value'), 2)} ({_num(suite.get('p_holm'), 2)})",
+            f"[{SUITE_STYLE.get(verdict, '')}]{verdict}[/]",
+            "yes" if row.get("robust_without_any_track") else "no",
         )
     return table
 
@@ -131,15 +150,15 @@ def problems_table(report: dict) -> Table | None:
     rows = [(s["track"], s["mixer"], "skipped", "", s["reason"], "") for s in report["skipped"]]
     groups: dict[tuple, list[dict]] = {}
     for f in report["failures"]:
-        groups.setdefault((f["track"], f["mixer"], f["stage"], f["reason"]), []).append(f)
-    for (track, mixer, stage, reason), failures in groups.items():
+        groups.setdefault((f["track"], f["mixer"], f["reason"]), []).append(f)
+    for (track, mixer, reason), failures in groups.items():
         seeds = ", ".join(sorted({str(f["seed"]) for f in failures}))
         log = f"logs/{Path(failures[0]['traceback']).name}" if failures[0]["traceback"] else ""
-        rows.append((track, mixer, stage, f"{len(failures)} (seed {seeds})", reason, log))
+        rows.append((track, mixer, "failed", f"{len(failures)} (seed {seeds})", reason, log))
     if not rows:
         return None
     table = Table(title="[bold red]skipped and failed[/]", caption="logs/ is in the output folder")
-    for column in ("track", "mixer", "stage", "jobs"):
+    for column in ("track", "mixer", "what", "jobs"):
         table.add_column(column)
     table.add_column("reason", overflow="fold", ratio=3)
     table.add_column("traceback (first)", overflow="fold", ratio=1)
@@ -150,16 +169,24 @@ def problems_table(report: dict) -> Table | None:
 
 def print_design(design: dict, console: Console) -> None:
     """The design check, before training: seeds, family size and the planned MDE per track."""
+    m = design["comparisons"]
+    why = (
+        "as given" if design["seeds_given"]
+        else f"the fewest with which a comparison with one discordant seed passes Holm over {m} "
+        "comparisons, and at least 12"
+    )  # fmt: skip
     console.print(
-        f"design: {design['seeds']} paired seeds, {design['comparisons']} comparisons "
-        f"(Holm needs at least {design['min_seeds_for_significance']} seeds)"
+        f"design: {design['seeds']} paired seeds ({why}), {m} comparisons (Holm needs at least "
+        f"{design['min_seeds_for_significance']} seeds; verdicts at alpha {design['alpha']:.2g}, "
+        "its first step); each seed tunes on its own validation split"
     )
     if design["warning"]:
         console.print(f"[yellow]warning:[/] {design['warning']}")
     for track, plan in design["tracks"].items():
         console.print(
-            f"  {track}: planned MDE {plan['planned_mde_rel_pct']:.1f}% of the baseline "
-            f"(sd of paired differences {100 * plan['planning_sd_rel']:.1f}%, {plan['source']})"
+            f"  {track}: planned MDE {plan['planned_mde_rel_pct']:.1f}% of the baseline at that "
+            f"alpha (sd of paired differences {100 * plan['planning_sd_rel']:.1f}%, "
+            f"{plan['source']})"
         )
 
 

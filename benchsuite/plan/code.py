@@ -21,7 +21,6 @@ from functools import lru_cache
 from pathlib import Path
 
 TRAINING_PATH = "benchsuite.train.job"
-BATCHED_PATH = "benchsuite.train.batched"
 
 
 @lru_cache(maxsize=4096)

@@ -1,19 +1,27 @@
 """The design check printed before training: can this many seeds reach significance, and what
-effect could they detect on each track?
+effect could they detect on each track at the alpha the verdicts will use (Holm's first step,
+alpha/m)?
 
-The planning sd (sd of the paired differences, relative to the baseline mean) comes from the last
-run in the same output folder when it compared mixers on that track, else from the track's declared
-``planning_sd``.
+The planning sd (sd of the paired differences on the track's analysis scale: log-ratios, or
+differences relative to the baseline mean) comes from the last run in the same output folder when
+it compared mixers on that track, else from the track's declared ``planning_sd``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from pathlib import Path
 from typing import Any
 
-from benchsuite.plan.power import design_warning, min_seeds_for_significance, planned_mde
+from benchsuite.plan.power import (
+    default_seeds,
+    design_warning,
+    holm_first_alpha,
+    min_seeds_for_significance,
+    planned_mde,
+)
 from benchsuite.settings import RunSettings
 from benchsuite.specs import Track
 
@@ -27,12 +35,11 @@ def _previous_sd(out: Path) -> dict[str, float]:
         return {}
     found = {}
     for track, entry in report.get("tracks", {}).items():
-        ratios = []
-        for cell in entry.get("comparisons", {}).values():
-            c = cell["comparison"]
-            sd_d = c.get("sd_diff")
-            if sd_d is not None and c.get("baseline_mean"):
-                ratios.append(sd_d / abs(c["baseline_mean"]))
+        ratios = [
+            cell["comparison"]["sd_rel"]
+            for cell in entry.get("comparisons", {}).values()
+            if cell["comparison"].get("sd_rel") is not None
+        ]
         if ratios:
             found[track] = statistics.median(ratios)
     return found
@@ -43,19 +50,25 @@ def design_check(settings: RunSettings, tracks: dict[str, Track]) -> dict[str, A
     resolved ``settings`` (``tracks``: the registered tracks)."""
     names, mixers, seeds = settings.tracks or (), settings.mixers or (), settings.seeds or 0
     comparisons = len(names) * (len(mixers) - 1)
+    alpha = holm_first_alpha(comparisons)
     previous = _previous_sd(Path(settings.out))
     planned = {}
     for name in names:
         measured = name in previous
         sd = previous[name] if measured else tracks[name].planning_sd
+        mde = planned_mde(seeds, sd, alpha)
+        log_scale = tracks[name].metric.scale == "log"
         planned[name] = {
             "planning_sd_rel": sd,
             "source": "previous run in this folder" if measured else "track default",
-            "planned_mde_rel_pct": 100 * planned_mde(seeds, sd),
+            "planned_mde_rel_pct": 100 * (1 - math.exp(-mde) if log_scale else mde),
         }
     return {
         "comparisons": comparisons,
         "seeds": seeds,
+        "default_seeds": default_seeds(max(comparisons, 1)),
+        "seeds_given": settings.seeds != default_seeds(max(comparisons, 1)),
+        "alpha": alpha,
         "min_seeds_for_significance": min_seeds_for_significance(max(comparisons, 1)),
         "warning": design_warning(seeds, max(comparisons, 1)),
         "tracks": planned,

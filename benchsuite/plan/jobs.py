@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,24 +16,24 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from benchsuite.plan import code
-from benchsuite.plan.stages import EVAL, SWEEP
-from benchsuite.seeds import evaluation_seeds, sweep_seeds
+from benchsuite.seeds import evaluation_seeds
 from benchsuite.settings import RunSettings
 from benchsuite.specs import Budget, Mixer, Track
 
 OVERRIDABLE = ("steps", "batch_size", "dim", "depth")
+GRID_AXES = ("lr", "weight_decay")  # the hyperparameters the training loop understands
 
 
 @dataclass(frozen=True)
 class Job:
-    """One training run: everything that determines its result, and nothing else."""
+    """One tuned training run: every config of ``grid`` trained on one seed, the one with the best
+    validation score chosen, scored on test. Everything that determines its result, nothing else.
+    """
 
     track: str
     mixer: str
-    stage: str  # SWEEP (scored on validation) or EVAL (scored on test)
-    config: Mapping[str, float]
-    config_index: int
     seed: int
+    grid: tuple[Mapping[str, float], ...]
     preset: str
     budget: Mapping[str, Any]  # Budget.training() of the preset, after overrides
     track_options: Mapping[str, Any]
@@ -41,8 +42,8 @@ class Job:
     threads: int
     device: str
     salt: str
-    measure: bool = False  # measure mechanism probes on the trained model
-    batched: bool = False  # trained with the other seeds of its cell as one vmapped model
+    measure: bool = False  # measure mechanism probes on the chosen model
+    batched: bool = False  # trained with the other seeds of its cell as one vmapped stack
     fingerprint: Mapping[str, str] = field(default_factory=dict)  # versions, code, data
 
     @property
@@ -59,7 +60,7 @@ class Job:
 
     @property
     def label(self) -> str:
-        return f"{self.track}/{self.mixer}/{self.stage}/cfg{self.config_index}/seed{self.seed}"
+        return f"{self.track}/{self.mixer}/seed{self.seed}"
 
 
 @lru_cache(maxsize=16)
@@ -76,6 +77,18 @@ def effective_budget(track: Track, settings: RunSettings) -> Budget:
     return dataclasses.replace(track.budget(settings.preset), **dict(settings.budget))
 
 
+def grid_of(track: Track, settings: RunSettings) -> list[dict[str, float]]:
+    """The tuning grid of a track: the preset's, with the axes given by ``--grid`` replaced (the
+    grid is then every combination of its axes' values)."""
+    base = [dict(config) for config in effective_budget(track, settings).grid]
+    given = settings.grids.get(track.name, {})
+    if not given:
+        return base
+    axes = {key: sorted({config[key] for config in base}) for key in base[0]}
+    axes.update({axis: list(values) for axis, values in given.items()})
+    return [dict(zip(axes, values, strict=True)) for values in itertools.product(*axes.values())]
+
+
 def budget_signature(track: Track, settings: RunSettings) -> str:
     """Hash of what makes two runs comparable on a track: grid, seeds, steps, batch, checkpoint."""
     return hashlib.sha256(
@@ -87,8 +100,8 @@ def budget_terms(track: Track, settings: RunSettings) -> dict[str, Any]:
     """The settings a budget signature covers, by name (``compare`` names those that differ)."""
     budget = effective_budget(track, settings)
     return {
-        "grid": [dict(cfg) for cfg in budget.grid],
-        "sweep_seeds": sweep_seeds(settings.sweep_seeds),
+        "grid": grid_of(track, settings),
+        "tuning": "per evaluation seed, on its validation split",
         "steps": budget.steps,
         "batch_size": budget.batch_size,
         "dim": budget.dim,
@@ -102,11 +115,6 @@ def budget_terms(track: Track, settings: RunSettings) -> dict[str, Any]:
 def training_code() -> dict[str, str]:
     """The code closure of benchsuite's one-by-one training path."""
     return code.closure(code.module_source(code.TRAINING_PATH))
-
-
-def batched_code() -> dict[str, str]:
-    """The code closure of the batched (vmapped) training path."""
-    return code.closure(code.module_source(code.BATCHED_PATH))
 
 
 def plugin_code(item: Track | Mixer) -> dict[str, str]:
@@ -130,60 +138,28 @@ def fingerprint(track: Track, mixer: Mixer, data_key: str) -> dict[str, str]:
     }
 
 
-def job_template(settings: RunSettings, track: Track, mixer: Mixer, data_key: str) -> Job:
-    """A cell's job at the first grid point and sweep seed; the others differ from it only in
-    stage, config, seed, measure and batched."""
-    grid = effective_budget(track, settings).grid
-    return Job(
-        track=track.name,
-        mixer=mixer.name,
-        stage=SWEEP,
-        config=dict(grid[0]),
-        config_index=0,
-        seed=sweep_seeds(1)[0],
-        preset=settings.preset,
-        budget=effective_budget(track, settings).training(),
-        track_options=dict(settings.track_options.get(track.name, {})),
-        mixer_options=dict(settings.mixer_options.get(mixer.name, {})),
-        data_dir=settings.data_dir,
-        threads=settings.threads,
-        device=settings.device,
-        salt=settings.salt,
-        fingerprint=fingerprint(track, mixer, data_key),
-    )
-
-
-def sweep_jobs(template: Job, grid: list[Mapping[str, float]], n_sweep_seeds: int) -> list[Job]:
-    """Every grid point x every sweep seed of one (track, mixer)."""
+def cell_jobs(settings: RunSettings, track: Track, mixer: Mixer, grid: list[dict[str, float]],
+              data_key: str) -> list[Job]:  # fmt: skip
+    """The jobs of one (track, mixer): one per evaluation seed, each tuning over ``grid``; the
+    first seed also measures the mechanism probes."""
+    printed = fingerprint(track, mixer, data_key)
+    seeds = evaluation_seeds(settings.seeds or 0)
     return [
-        dataclasses.replace(
-            template, stage=SWEEP, config=dict(config), config_index=index, seed=seed
-        )
-        for index, config in enumerate(grid)
-        for seed in sweep_seeds(n_sweep_seeds)
-    ]
-
-
-def eval_jobs(
-    template: Job, grid: list[Mapping[str, float]], index: int, n_seeds: int, batched: bool
-) -> list[Job]:
-    """The paired evaluation seeds with the chosen config; the first seed also measures probes.
-
-    Batched jobs also depend on the batched training path's code.
-    """
-    seeds = evaluation_seeds(n_seeds)
-    printed = dict(template.fingerprint)
-    if batched:
-        printed["batched_code"] = code.combined_digest(batched_code())
-    return [
-        dataclasses.replace(
-            template,
-            stage=EVAL,
-            config=dict(grid[index]),
-            config_index=index,
+        Job(
+            track=track.name,
+            mixer=mixer.name,
             seed=seed,
+            grid=tuple(dict(config) for config in grid),
+            preset=settings.preset,
+            budget=effective_budget(track, settings).training(),
+            track_options=dict(settings.track_options.get(track.name, {})),
+            mixer_options=dict(settings.mixer_options.get(mixer.name, {})),
+            data_dir=settings.data_dir,
+            threads=settings.threads,
+            device=settings.device,
+            salt=settings.salt,
             measure=seed == seeds[0],
-            batched=batched,
+            batched=bool(settings.batch_seeds),
             fingerprint=printed,
         )
         for seed in seeds

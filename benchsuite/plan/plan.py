@@ -1,9 +1,10 @@
-"""The plan of a run: per track the facts probed from its data, per (track, mixer) cell its sweep
-jobs, its evaluation jobs and the config chosen for it, and the cells skipped with their reason.
+"""The plan of a run: per track the facts probed from its data, per (track, mixer) cell its jobs
+(one per evaluation seed, each tuning over the track's grid on that seed's validation split) and,
+once they ran, the config each seed chose; the cells skipped with their reason.
 
 Plain dataclasses, JSON-serialisable (:meth:`Plan.to_dict` / :meth:`Plan.from_dict`), no torch.
 The store saves the plan of every run (settings, environment, track and mixer facts, cells with
-their job keys and chosen config, skips, and the code each track and mixer ran); ``report`` reads
+their job keys and chosen configs, skips, and the code each track and mixer ran); ``report`` reads
 it back and never re-decides anything.
 """
 
@@ -17,7 +18,7 @@ from benchsuite.errors import one_line
 from benchsuite.plan import jobs as jobs_
 from benchsuite.plan.environment import describe
 from benchsuite.plan.jobs import Job
-from benchsuite.seeds import Streams, sweep_seeds
+from benchsuite.seeds import Streams, evaluation_seeds
 from benchsuite.settings import RunSettings
 from benchsuite.specs import Mixer, Track
 
@@ -29,6 +30,8 @@ class TrackFacts:
     metric: str
     higher_is_better: bool
     direction: str
+    scale: str  # "log" (paired log-ratios) or "difference"
+    ideal: float | None  # the metric's best possible value
     dataset: str
     verified: bool
     tokens: int
@@ -51,13 +54,13 @@ class MixerFacts:
 
 @dataclass
 class Cell:
-    """One (track, mixer): its job keys and, once the sweep has a winner, the chosen config."""
+    """One (track, mixer): its job keys (one per seed) and, once they ran, each seed's chosen grid
+    index (by seed, as text: JSON keys)."""
 
     track: str
     mixer: str
-    sweep: list[str]
-    eval: list[str] = field(default_factory=list)
-    chosen: int | None = None
+    jobs: list[str]
+    chosen: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -82,30 +85,18 @@ class Plan:
     skipped: list[Skip]
     code: dict[str, dict[str, str]] = field(default_factory=dict)  # "track X" -> module digests
     jobs: dict[str, Job] = field(default_factory=dict, repr=False)
-    templates: dict[tuple[str, str], Job] = field(default_factory=dict, repr=False)
 
     def cell_list(self) -> list[Cell]:
         """Every planned cell, track by track."""
         return [cell for cells in self.cells.values() for cell in cells.values()]
 
     def keys(self) -> list[str]:
-        """The keys of every planned job (sweep and evaluation)."""
-        return [key for cell in self.cell_list() for key in cell.sweep + cell.eval]
+        """The keys of every planned job."""
+        return [key for cell in self.cell_list() for key in cell.jobs]
 
-    def sweep(self) -> list[Job]:
-        """Every sweep job, cell by cell."""
-        return [self.jobs[key] for cell in self.cell_list() for key in cell.sweep]
-
-    def choose(self, cell: Cell, index: int) -> list[Job]:
-        """Record the config chosen for ``cell`` and plan its evaluation jobs (returned)."""
-        batched = bool(self.settings["batch_seeds"])
-        evaluation = jobs_.eval_jobs(self.templates[(cell.track, cell.mixer)],
-                                     self.tracks[cell.track].grid, index,
-                                     self.settings["seeds"], batched)  # fmt: skip
-        cell.chosen = index
-        cell.eval = [job.key for job in evaluation]
-        self.jobs.update((job.key, job) for job in evaluation)
-        return evaluation
+    def all_jobs(self) -> list[Job]:
+        """Every job, cell by cell (in memory only: a plan read back from the store has none)."""
+        return [self.jobs[key] for key in self.keys()]
 
     def to_dict(self) -> dict[str, Any]:
         """The plan as plain JSON-able data (without the in-memory Job objects)."""
@@ -139,20 +130,21 @@ class Plan:
 
 
 def probe_track(track: Track, settings: RunSettings) -> TrackFacts:
-    """Load the track's data for the first sweep seed: token count, dataset line, data key."""
+    """Load the track's data for the first seed: token count, dataset line, data key."""
     options = dict(settings.track_options[track.name])
-    seed = sweep_seeds(1)[0]
-    data = track.load(Streams(settings.salt, track.name, seed), options, settings.preset,
-                      settings.data_dir)  # fmt: skip
+    data = track.load(Streams(settings.salt, track.name, evaluation_seeds(1)[0]), options,
+                      settings.preset, settings.data_dir)  # fmt: skip
     budget = jobs_.effective_budget(track, settings)
     return TrackFacts(
         metric=track.metric.name,
         higher_is_better=track.metric.higher_is_better,
         direction=track.metric.direction,
+        scale=track.metric.scale,
+        ideal=track.metric.ideal,
         dataset=data.description,
         verified=data.verified,
         tokens=data.tokens,
-        grid=[dict(cfg) for cfg in budget.grid],
+        grid=jobs_.grid_of(track, settings),
         budget={
             key: getattr(budget, key)
             for key in ("steps", "batch_size", "dim", "depth", "checkpoint")
@@ -180,7 +172,7 @@ def mixer_facts(mixer: Mixer) -> MixerFacts:
 
 def plan_run(settings: RunSettings, tracks: dict[str, Track], mixers: dict[str, Mixer]) -> Plan:
     """The plan of a run of resolved ``settings`` (see :func:`benchsuite.plan.resolve.resolve`):
-    each track probed (a broken track is skipped with its reason), each supported cell's sweep."""
+    each track probed (a broken track is skipped with its reason), each supported cell's jobs."""
     plan = Plan(
         settings=settings.to_dict(),
         environment=describe(settings.device, settings.threads),
@@ -206,10 +198,8 @@ def plan_run(settings: RunSettings, tracks: dict[str, Track], mixers: dict[str, 
                 plan.skipped.append(Skip(name, mixer_name, reason, "unsupported"))
                 continue
             plan.code[f"mixer {mixer_name}"] = jobs_.plugin_code(mixer)
-            template = jobs_.job_template(settings, track, mixer, facts.data_key)
-            sweep = jobs_.sweep_jobs(template, facts.grid, settings.sweep_seeds)
-            plan.templates[(name, mixer_name)] = template
-            plan.jobs.update((job.key, job) for job in sweep)
-            cell = Cell(name, mixer_name, [job.key for job in sweep])
+            jobs = jobs_.cell_jobs(settings, track, mixer, facts.grid, facts.data_key)
+            plan.jobs.update((job.key, job) for job in jobs)
+            cell = Cell(name, mixer_name, [job.key for job in jobs])
             plan.cells.setdefault(name, {})[mixer_name] = cell
     return plan

@@ -20,9 +20,26 @@ def dz_star(n: int, alpha: float = 0.05, power: float = 0.8) -> float:
     )
 
 
-def planned_mde(n: int, sd: float) -> float:
-    """Planning MDE (α .05 two-sided, power .8) for n paired seeds and a guessed sd of d."""
-    return dz_star(n) * float(sd)
+def planned_mde(n: int, sd: float, alpha: float = 0.05) -> float:
+    """Planning MDE (two-sided, power .8, at ``alpha``) for n paired seeds and a guessed sd of d."""
+    return dz_star(n, alpha) * float(sd)
+
+
+def holm_first_alpha(m: int, alpha: float = 0.05) -> float:
+    """The most demanding threshold Holm applies over m comparisons (its first step): alpha/m."""
+    return alpha / max(m, 1)
+
+
+MIN_DEFAULT_SEEDS = 12
+
+
+def default_seeds(m: int, alpha: float = 0.05) -> int:
+    """The default seed count: the fewest with which a comparison whose smallest difference has
+    the other sign (exact sign-flip p = 4/2**n) passes Holm's first step over m comparisons,
+    and at least 12 (PROTOCOL §2): m = 40 gives 12, m = 100 gives 13."""
+    if m < 1:
+        raise ValueError(f"the family must hold at least one comparison, got m={m}")
+    return max(MIN_DEFAULT_SEEDS, math.floor(math.log2(4 * m / alpha)) + 1)
 
 
 def min_seeds_for_significance(m: int, alpha: float = 0.05) -> int:

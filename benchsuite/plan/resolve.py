@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from benchsuite.errors import UsageError, check_names, did_you_mean
-from benchsuite.plan.jobs import OVERRIDABLE
-from benchsuite.plan.power import min_seeds_for_significance
+from benchsuite.plan.jobs import GRID_AXES, OVERRIDABLE
+from benchsuite.plan.power import default_seeds
 from benchsuite.registry import Registry
 from benchsuite.settings import EXECUTORS, RunSettings
 from benchsuite.specs import resolve_options
@@ -27,12 +27,10 @@ def resolve(settings: RunSettings, registry: Registry) -> RunSettings:
     mixer_names = [settings.baseline, *[m for m in mixer_names if m != settings.baseline]]
     if len(mixer_names) < 2:
         raise UsageError(f"nothing to compare: only the baseline {settings.baseline!r} was given")
-    if settings.sweep_seeds < 1:
-        raise UsageError(f"--sweep-seeds must be at least 1, got {settings.sweep_seeds}")
+    check_grids(settings.grids, list(registry.tracks))
     seeds = settings.seeds
     if seeds is None:
-        comparisons = len(track_names) * (len(mixer_names) - 1)
-        seeds = max(8, min_seeds_for_significance(comparisons))
+        seeds = default_seeds(len(track_names) * (len(mixer_names) - 1))
     if seeds < 2:
         raise UsageError(f"--seeds must be at least 2 for a paired comparison, got {seeds}")
     for name in track_names:
@@ -53,6 +51,24 @@ def resolve(settings: RunSettings, registry: Registry) -> RunSettings:
             else settings.batch_seeds
         ),
     )  # fmt: skip
+
+
+def check_grids(grids: Any, tracks: list[str]) -> None:
+    """``--grid`` names a registered track, a known axis, and positive learning rates (weight
+    decays >= 0)."""
+    for name, axes in grids.items():
+        if name not in tracks:
+            raise UsageError(f"--grid given for unknown track {name!r}"
+                             f"{did_you_mean(name, tracks)}")  # fmt: skip
+        for axis, values in axes.items():
+            if axis not in GRID_AXES:
+                hint = did_you_mean(axis, GRID_AXES)
+                raise UsageError(f"--grid {name}.{axis}: unknown axis{hint}; "
+                                 f"valid: {', '.join(GRID_AXES)}")  # fmt: skip
+            low = min(values)
+            if not values or low < 0 or (axis == "lr" and low == 0):
+                raise UsageError(f"--grid {name}.{axis}: values must be > 0 (weight_decay >= 0), "
+                                 f"got {', '.join(f'{v:g}' for v in values)}")  # fmt: skip
 
 
 def _options(pool: dict[str, Any], given: Any, group: str, names: list[str]) -> dict:

@@ -1,7 +1,7 @@
-"""Choosing a cell's config from its sweep (PROTOCOL §1): best validation mean, tie rules.
-
-Pure functions of the sweep's validation metrics; the runner applies them once, between the sweep
-and the evaluation, and the plan records the choice.
+"""The protocol's rules applied to a trained run: choosing a config on validation (PROTOCOL §1:
+best validation mean, tie rules), where a choice sits in its grid, and why a result is imputed
+(PROTOCOL §4). Pure functions; every job applies them to its own seed, the plan records the
+choices, and the analysis reads them.
 """
 
 from __future__ import annotations
@@ -56,3 +56,17 @@ def select_best_config(sweep: list[dict[str, Any]]) -> tuple[int, bool]:
     best = min(sweep, key=key)
     configs = [e.get("config", {}) for e in sweep]
     return best["index"], on_edge(configs, best.get("config", {}))
+
+
+NON_FINITE, NO_BETTER_THAN_TRIVIAL = "non_finite", "no_better_than_trivial"
+
+
+def divergence(score: float, cap: float | None, higher_is_better: bool, finite: bool) -> str:
+    """Why a result is imputed with its seed's cap (PROTOCOL §4): ``"non_finite"`` (a non-finite
+    training loss or score), ``"no_better_than_trivial"`` (a score worse than the trivial
+    predictor's, the cap), or ``""`` when it is not."""
+    if not finite or not math.isfinite(score):
+        return NON_FINITE
+    if cap is not None and (score < cap if higher_is_better else score > cap):
+        return NO_BETTER_THAN_TRIVIAL
+    return ""

@@ -1,8 +1,20 @@
 """Across-track figures of the shared protocol (PROTOCOL.md §5). Pure numpy / scipy / statsmodels.
 
-Input, per track: ``{"higher_is_better": bool, "baseline": [...], "mixers": {name: [...]}}``
-(per-seed metrics) with seeds aligned by index within a track (tracks may differ in seed count;
-a mixer may be absent from a track). Scores are normalised: baseline about 1, higher is better.
+Every run is scored on a bounded scale comparable across tracks: the fraction of the gap between
+the trivial predictor (its seed's cap) and the metric's ideal value that it closes (0 = trivial,
+1 = perfect; a diverged run, imputed with its cap, scores 0). Tracks whose metric declares no
+ideal are scored between the trivial predictor and the baseline's mean instead (baseline = 1).
+
+Per mixer, every track weighs the same: the suite effect is the mean over tracks of the per-track
+mean paired score difference, and the suite test combines the per-track studentised effects
+(Stouffer's sum / sqrt(k)) under the sign-flip null, flipping each seed's difference within its
+track (Monte Carlo, a recorded seed); Holm across mixers. A verdict is ``better`` or ``worse``
+only when it holds with any single track left out (``robust_without_any_track``); a significant
+result that does not is ``mixed``.
+
+Input, per track: ``{"higher_is_better", "ideal", "pairs": {mixer: {"baseline": [...],
+"mixer": [...], "caps": [...]}}}`` — each mixer's paired, imputed per-seed metrics and the seeds'
+trivial-predictor scores.
 """
 
 from __future__ import annotations
@@ -15,31 +27,84 @@ import numpy as np
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from benchsuite.results.stats import sign_flip_p
-
 TrackInput = Mapping[str, Any]
+FLIPS = 20_000  # Monte Carlo sign flips: p resolves to 1/20001, far below alpha/(mixers)
+CHUNK = 5_000
 
 
-def normalised_scores(track: TrackInput, baseline_name: str) -> dict[str, np.ndarray]:
-    """Per-seed normalised scores of the baseline (under baseline_name) and each mixer on a track.
+def normalised(values: Any, caps: Any, track: TrackInput, reference: float) -> np.ndarray:
+    """Scores: the fraction of the gap from the trivial predictor to ``reference`` closed."""
+    values, caps = np.asarray(values, dtype=float), np.asarray(caps, dtype=float)
+    gap = (reference - caps) if track["higher_is_better"] else (caps - reference)
+    closed = (values - caps) if track["higher_is_better"] else (caps - values)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(gap != 0, closed / gap, 0.0)
 
-    ``R_t / metric`` for lower-is-better metrics, ``metric / R_t`` otherwise; R_t = baseline mean.
-    Metrics must be finite and strictly positive (impute diverged runs first).
-    """
-    arms = {baseline_name: track["baseline"], **track["mixers"]}
-    arrays = {name: np.asarray(values, dtype=float) for name, values in arms.items()}
-    n = arrays[baseline_name].size
-    for name, values in arrays.items():
-        if values.ndim != 1 or values.size != n or n == 0:
-            raise ValueError(
-                f"'{name}' has {values.size} seeds but the baseline has {n}; seeds must be paired"
-            )
-        if not np.all(np.isfinite(values) & (values > 0)):
-            raise ValueError(f"'{name}': normalised scores need finite, positive metrics")
-    ref = float(arrays[baseline_name].mean())
-    if track["higher_is_better"]:
-        return {name: values / ref for name, values in arrays.items()}
-    return {name: ref / values for name, values in arrays.items()}
+
+def _reference(track: TrackInput) -> float | None:
+    """The value a score of 1 stands for: the metric's ideal, else the baseline's mean."""
+    if track.get("ideal") is not None:
+        return float(track["ideal"])
+    baselines = [v for pair in track["pairs"].values() for v in pair["baseline"]]
+    return float(np.mean(baselines)) if baselines else None
+
+
+def track_scores(track: TrackInput) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per mixer: (baseline scores, mixer scores), paired by seed."""
+    reference = _reference(track)
+    if reference is None:
+        return {}
+    return {
+        mixer: (
+            normalised(pair["baseline"], pair["caps"], track, reference),
+            normalised(pair["mixer"], pair["caps"], track, reference),
+        )
+        for mixer, pair in track["pairs"].items()
+    }
+
+
+def _studentised(d: np.ndarray) -> np.ndarray:
+    """mean / (sd / sqrt(n)) along the last axis (0 where both are 0)."""
+    n = d.shape[-1]
+    mean = d.mean(axis=-1)
+    sd = d.std(axis=-1, ddof=1) if n > 1 else np.zeros_like(mean)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = mean / (np.maximum(sd, 1e-12) / math.sqrt(n))
+    return np.where((mean == 0) & (sd == 0), 0.0, t)
+
+
+def _null_statistics(diffs: dict[str, np.ndarray], seed: int) -> dict[str, np.ndarray]:
+    """Each track's studentised effect under ``FLIPS`` random sign flips of its differences."""
+    rng = np.random.default_rng(seed)
+    null: dict[str, list[np.ndarray]] = {t: [] for t in diffs}
+    for start in range(0, FLIPS, CHUNK):
+        size = min(CHUNK, FLIPS - start)
+        for track, d in diffs.items():
+            signs = rng.choice((-1.0, 1.0), size=(size, len(d)))
+            null[track].append(_studentised(signs * d))
+    return {t: np.concatenate(chunks) for t, chunks in null.items()}
+
+
+def _combined_p(observed: dict[str, float], null: dict[str, np.ndarray],
+                tracks: list[str]) -> tuple[float, float]:  # fmt: skip
+    """Stouffer's statistic over ``tracks`` and its two-sided Monte Carlo p."""
+    z = sum(observed[t] for t in tracks) / math.sqrt(len(tracks))
+    z_null = sum(null[t] for t in tracks) / math.sqrt(len(tracks))
+    p = (1 + np.count_nonzero(np.abs(z_null) >= abs(z) - 1e-12)) / (1 + len(z_null))
+    return float(z), float(p)
+
+
+def _direction(p_holm: float, z: float, alpha: float) -> str:
+    if p_holm >= alpha:
+        return "none"
+    return "better" if z > 0 else "worse"
+
+
+def _holm(ps: dict[str, float], alpha: float) -> dict[str, float]:
+    if not ps:
+        return {}
+    adjusted = multipletests(list(ps.values()), alpha=alpha, method="holm")[1]
+    return dict(zip(ps, (float(p) for p in adjusted), strict=True))
 
 
 def _iqm(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -66,8 +131,12 @@ def _count_verdicts(verdicts: Mapping[str, Mapping[str, str]], name: str) -> dic
 
 
 def _ranks(means: dict[str, dict[str, float]], names: list[str], alpha: float) -> dict[str, Any]:
-    """Average rank (1 = best mean normalised score) with Friedman and Nemenyi CD, descriptive."""
+    """Average rank (1 = best mean score) with Friedman and Nemenyi CD, descriptive, over the
+    tracks every ranked mixer ran on (the others are named in ``tracks_dropped``)."""
     tracks = [t for t, m in means.items() if all(name in m for name in names)]
+    dropped = {
+        t: sorted(n for n in names if n not in m) for t, m in means.items() if t not in tracks
+    }
     per_track = {
         t: dict(zip(names, stats.rankdata([-means[t][n] for n in names]).tolist(), strict=True))
         for t in tracks
@@ -76,6 +145,7 @@ def _ranks(means: dict[str, dict[str, float]], names: list[str], alpha: float) -
     out: dict[str, Any] = {
         "descriptive": True,
         "tracks": tracks,
+        "tracks_dropped": {t: f"not run by {', '.join(m)}" for t, m in dropped.items()},
         "per_track": per_track,
         "average_rank": {
             n: (float(np.mean([per_track[t][n] for t in tracks])) if tracks else None)
@@ -100,6 +170,40 @@ def _ranks(means: dict[str, dict[str, float]], names: list[str], alpha: float) -
     return out
 
 
+def _bootstrap(pairs: dict[str, tuple[np.ndarray, np.ndarray]], rng: np.random.Generator,
+               n_boot: int) -> dict[str, np.ndarray]:  # fmt: skip
+    """Per track, (n_boot, seeds) resampled seed indices (stratified by track)."""
+    return {t: rng.integers(0, len(b), size=(n_boot, len(b))) for t, (b, _) in pairs.items()}
+
+
+def _mixer_entry(pairs: dict[str, tuple[np.ndarray, np.ndarray]], rng: np.random.Generator,
+                 n_boot: int) -> dict[str, Any]:  # fmt: skip
+    """The pooled figures of one mixer against the baseline on its tracks (scores paired)."""
+    index = _bootstrap(pairs, rng, n_boot)
+    base = np.concatenate([b for b, _ in pairs.values()])
+    mix = np.concatenate([m for _, m in pairs.values()])
+    boot_base = np.concatenate([pairs[t][0][index[t]] for t in pairs], axis=1)
+    boot_mix = np.concatenate([pairs[t][1][index[t]] for t in pairs], axis=1)
+    effects = {t: float((m - b).mean()) for t, (b, m) in pairs.items()}
+    boot_effect = np.mean(
+        [(pairs[t][1][index[t]] - pairs[t][0][index[t]]).mean(axis=1) for t in pairs], axis=0
+    )
+    return {
+        "n_tracks": len(pairs),
+        "tracks": list(pairs),
+        "n_cells": int(mix.size),
+        "per_track_effect": effects,
+        "suite_effect": float(np.mean(list(effects.values()))),
+        "suite_effect_ci95": _percentile_ci(boot_effect),
+        "iqm": float(_iqm(mix)),
+        "iqm_ci95": _percentile_ci(_iqm(boot_mix)),
+        "iqm_diff": float(_iqm(mix) - _iqm(base)),
+        "iqm_diff_ci95": _percentile_ci(_iqm(boot_mix) - _iqm(boot_base)),
+        "prob_improvement": float(_prob_improvement(mix, base)),
+        "prob_improvement_ci95": _percentile_ci(_prob_improvement(boot_mix, boot_base)),
+    }
+
+
 def aggregate_across_tracks(
     per_track: Mapping[str, TrackInput],
     *,
@@ -109,80 +213,79 @@ def aggregate_across_tracks(
     seed: int = 0,
     alpha: float = 0.05,
 ) -> dict[str, Any]:
-    """Suite-level figures per method (baseline included), as plain JSON-able dicts.
+    """Suite-level figures per mixer (and the baseline's own scores), as plain JSON-able dicts.
 
-    verdicts: optional ``{track: {mixer: Holm-adjusted verdict}}`` from stats.apply_holm.
-    Returns ``{"baseline", "n_boot", "seed", "alpha", "tracks", "mixers": {name: {...}}, "ranks"}``;
-    each mixer entry holds n_tracks, n_cells, iqm, iqm_ci95, iqm_diff, iqm_diff_ci95,
-    prob_improvement, prob_improvement_ci95, the tracks_won/lost/equivalent/inconclusive counts
-    (None without verdicts or for the baseline) and suite_test (None for the baseline):
-    {n_blocks, mean_log_ratio, p_value, p_method, mc_seed, p_holm}.
+    ``verdicts``: optional ``{track: {mixer: Holm-adjusted verdict}}`` from the per-track
+    comparisons. Returns ``{"baseline", "scale", "n_boot", "flips", "seed", "alpha", "tracks",
+    "mixers": {name: {...}}, "ranks"}`` (see docs/results.md for each mixer's fields).
     """
     if not per_track:
         raise ValueError("no tracks to aggregate")
-    scores = {t: normalised_scores(track, baseline_name) for t, track in per_track.items()}
-    names = [baseline_name]
-    for track_scores in scores.values():
-        names += [n for n in track_scores if n not in names]
-
-    # One set of resampled seed indices per track, shared by every method (paired differences).
+    scores = {t: track_scores(track) for t, track in per_track.items()}
+    scores = {t: s for t, s in scores.items() if s}
+    names: list[str] = []
+    for track_scores_ in scores.values():
+        names += [n for n in track_scores_ if n not in names]
     rng = np.random.default_rng(seed)
-    boot_idx = {
-        t: rng.integers(0, s[baseline_name].size, size=(n_boot, s[baseline_name].size))
-        for t, s in scores.items()
-    }
+    most_tracks = max((sum(n in s for s in scores.values()) for n in names), default=0)
 
     mixers: dict[str, dict[str, Any]] = {}
+    observed: dict[str, dict[str, float]] = {}
+    nulls: dict[str, dict[str, np.ndarray]] = {}
     for name in names:
-        tracks = [t for t in scores if name in scores[t]]
-        mix = np.concatenate([scores[t][name] for t in tracks])
-        base = np.concatenate([scores[t][baseline_name] for t in tracks])
-        boot_mix = np.concatenate([scores[t][name][boot_idx[t]] for t in tracks], axis=1)
-        boot_base = np.concatenate([scores[t][baseline_name][boot_idx[t]] for t in tracks], axis=1)
-        entry: dict[str, Any] = {
-            "n_tracks": len(tracks),
-            "n_cells": int(mix.size),
-            "iqm": float(_iqm(mix)),
-            "iqm_ci95": _percentile_ci(_iqm(boot_mix)),
-            "iqm_diff": float(_iqm(mix) - _iqm(base)),
-            "iqm_diff_ci95": _percentile_ci(_iqm(boot_mix) - _iqm(boot_base)),
-            "prob_improvement": float(_prob_improvement(mix, base)),
-            "prob_improvement_ci95": _percentile_ci(_prob_improvement(boot_mix, boot_base)),
-        }
-        counts = _count_verdicts(verdicts, name) if verdicts and name != baseline_name else None
+        pairs = {t: s[name] for t, s in scores.items() if name in s}
+        entry = _mixer_entry(pairs, rng, n_boot)
+        diffs = {t: m - b for t, (b, m) in pairs.items()}
+        observed[name] = {t: float(_studentised(d)) for t, d in diffs.items()}
+        nulls[name] = _null_statistics(diffs, seed)
+        entry["per_track_t"] = observed[name]
+        entry["fewer_tracks"] = len(pairs) < most_tracks
+        counts = _count_verdicts(verdicts, name) if verdicts else None
         for key in ("tracks_won", "tracks_lost", "tracks_equivalent", "tracks_inconclusive"):
             entry[key] = counts[key] if counts else None
-        entry["suite_test"] = None
-        if name != baseline_name:
-            log_ratio = np.log(mix / base)
-            p, method, mc_seed = sign_flip_p(log_ratio, seed)
-            entry["suite_test"] = {
-                "n_blocks": int(log_ratio.size),
-                "mean_log_ratio": float(log_ratio.mean()),
-                "p_value": p,
-                "p_method": method,
-                "mc_seed": mc_seed,
-                "p_holm": None,
-            }
         mixers[name] = entry
 
-    tested = [n for n in names if n != baseline_name]
-    if tested:
-        raw = [mixers[n]["suite_test"]["p_value"] for n in tested]
-        adjusted = multipletests(raw, alpha=alpha, method="holm")[1]
-        for n, p_holm in zip(tested, adjusted, strict=True):
-            mixers[n]["suite_test"]["p_holm"] = float(p_holm)
+    full = {n: _combined_p(observed[n], nulls[n], list(observed[n])) for n in names}
+    holm = _holm({n: p for n, (_, p) in full.items()}, alpha)
+    left_out: dict[str, dict[str, str]] = {n: {} for n in names}
+    for track in scores:
+        rest = {n: [t for t in observed[n] if t != track] for n in names if track in observed[n]}
+        partial = {n: _combined_p(observed[n], nulls[n], ts) for n, ts in rest.items() if ts}
+        partial_holm = _holm({n: p for n, (_, p) in partial.items()}, alpha)
+        for n, (z, _) in partial.items():
+            left_out[n][track] = _direction(partial_holm[n], z, alpha)
+    for name in names:
+        z, p = full[name]
+        direction = _direction(holm[name], z, alpha)
+        robust = bool(left_out[name]) and all(d == direction for d in left_out[name].values())
+        verdict = "inconclusive" if direction == "none" else direction if robust else "mixed"
+        mixers[name]["suite_test"] = {
+            "statistic": z, "p_value": p, "p_method": "monte_carlo", "flips": FLIPS,
+            "mc_seed": seed, "p_holm": holm[name],
+        }  # fmt: skip
+        mixers[name]["without_track"] = left_out[name]
+        mixers[name]["robust_without_any_track"] = robust
+        mixers[name]["verdict"] = verdict
 
+    baseline = {
+        t: pairs_[0] for t, s in scores.items() for pairs_ in list(s.values())[:1]
+    }  # every mixer of a track shares the baseline's scores on its seeds
     means = {
-        t: {n: float(s.mean()) for n, s in track_scores.items()}
-        for t, track_scores in scores.items()
+        t: {baseline_name: float(baseline[t].mean())}
+        | {n: float(m.mean()) for n, (_, m) in s.items()}
+        for t, s in scores.items()
     }
+    pooled = np.concatenate(list(baseline.values())) if baseline else np.array([])
     return {
         "baseline": baseline_name,
+        "scale": "fraction of the gap from the trivial predictor to the ideal value closed",
+        "baseline_iqm": float(_iqm(pooled)) if pooled.size else None,
         "n_boot": n_boot,
+        "flips": FLIPS,
         "seed": seed,
         "alpha": alpha,
         "tracks": list(scores),
+        "tracks_not_scored": [t for t in per_track if t not in scores],
         "mixers": mixers,
-        "ranks": _ranks(means, names, alpha),
+        "ranks": _ranks(means, [baseline_name, *names], alpha),
     }

@@ -21,41 +21,69 @@ from benchsuite.errors import UsageError
 from benchsuite.execute.record import RunRecord
 from benchsuite.plan.plan import Plan
 from benchsuite.plan.power import design_warning, min_seeds_for_significance
-from benchsuite.plan.selection import on_edge
+from benchsuite.plan.selection import NO_BETTER_THAN_TRIVIAL, NON_FINITE, on_edge
 from benchsuite.results import stats
 from benchsuite.results.aggregate import aggregate_across_tracks
 from benchsuite.results.store import Store
-from benchsuite.results.sweeps import sweep_table
 from benchsuite.specs import Signature
 
 REPORT_VERSION = 2
+DECISIVE_AGREEMENT = 0.5  # fewer seeds than this share agreeing with the modal choice: flagged
 
 
-def _by_key(keys: list[str], results: dict[str, RunRecord]) -> list[RunRecord]:
-    return [results[key] for key in keys if key in results]
+def _records(plan: Plan, track: str, mixer: str, results: dict[str, RunRecord]) -> dict:
+    cell = plan.cells[track].get(mixer)
+    found = [results[key] for key in (cell.jobs if cell else []) if key in results]
+    return {record.job["seed"]: record for record in found}
+
+
+def selection(grid: list[dict], chosen: dict[int, int], records: dict[int, RunRecord],
+              metric: str) -> dict[str, Any]:  # fmt: skip
+    """How a cell's seeds chose: counts per config, the modal config, how many seeds agree with
+    it, how many chose an end of the grid, and every config's validation score per seed."""
+    counts = [sum(index == k for index in chosen.values()) for k in range(len(grid))]
+    modal = max(range(len(grid)), key=lambda k: (counts[k], -k))
+    rows = []
+    for k, config in enumerate(grid):
+        values = [
+            records[seed].sweep[k]["metrics"].get(f"val.{metric}", math.nan)
+            for seed in sorted(records)
+            if len(records[seed].sweep) > k
+        ]
+        rows.append({"cfg": config, "val": values, "chosen_by": counts[k],
+                     "mean": float(np.mean(values)) if values else math.nan})  # fmt: skip
+    n = max(len(chosen), 1)
+    return {
+        "modal": modal,
+        "counts": counts,
+        "agreement": counts[modal] / n,
+        "edge_share": sum(on_edge(grid, grid[i]) for i in chosen.values()) / n,
+        "edge_of_grid": on_edge(grid, grid[modal]),
+        "indecisive": counts[modal] / n < DECISIVE_AGREEMENT,
+        "chosen": {str(seed): index for seed, index in sorted(chosen.items())},
+        "sweep": rows,
+    }
 
 
 def _arm(plan: Plan, track: str, mixer: str, results: dict[str, RunRecord]) -> dict | None:
     facts = plan.tracks[track]
-    cell = plan.cells[track].get(mixer)
-    if cell is None or not cell.eval or cell.chosen is None:
+    records = _records(plan, track, mixer, results)
+    if not records:
         return None
-    records = {r.job["seed"]: r for r in _by_key(cell.eval, results)}
+    cell = plan.cells[track][mixer]
+    chosen = {int(seed): index for seed, index in cell.chosen.items() if int(seed) in records}
     metric = f"test.{facts.metric}"
-    table = sweep_table(facts.grid, facts.metric, facts.higher_is_better, cell.sweep, results)
-    best = cell.chosen
-    first = records.get(min(records)) if records else None
+    first = records[min(records)]
     return {
         "records": records,
         "values": {seed: r.metrics.get(metric, math.nan) for seed, r in records.items()},
         "diverged": {seed: r.diverged for seed, r in records.items()},
-        "best_index": best,
-        "best_cfg": facts.grid[best],
-        "edge_of_grid": on_edge(facts.grid, facts.grid[best]),
-        "sweep": [{"cfg": row["config"], "mean": row["mean"], "val": row["val"]} for row in table],
-        "costs": first.costs if first else {},
-        "probes": first.probes if first and first.job.get("measure") else {},
-        "n_planned": len(cell.eval),
+        "reasons": {seed: r.divergence for seed, r in records.items()},
+        "caps": {seed: r.cap for seed, r in records.items()},
+        "selection": selection(facts.grid, chosen, records, facts.metric),
+        "costs": first.costs,
+        "probes": first.probes if first.job.get("measure") else {},
+        "n_planned": len(cell.jobs),
     }
 
 
@@ -73,7 +101,7 @@ def _signature(signature: dict | None, arm: dict, base: dict) -> dict | None:
     if not signature:
         return None
     result = Signature(**signature).check(arm["probes"], base["probes"])
-    result["measured_on"] = "trained model, first evaluation seed"
+    result["measured_on"] = "trained model (chosen config), first evaluation seed"
     for key, value in result["predicted"].items():  # the prototype's bench_report v1 keys
         result[f"predicted_{key}"] = value
         result[f"observed_{key}_seed0"] = result["observed"][key]
@@ -82,30 +110,38 @@ def _signature(signature: dict | None, arm: dict, base: dict) -> dict | None:
 
 
 def compare_cell(plan: Plan, track: str, base: dict, arm: dict) -> dict:
-    """The paired comparison of one mixer against the baseline on one track."""
-    higher = plan.tracks[track].higher_is_better
-    cap = next((r.cap for r in arm["records"].values() if r.cap is not None), None)
+    """The paired comparison of one mixer against the baseline on one track: diverged results
+    of either arm imputed with their seed's cap, on the metric's scale (log-ratios or
+    differences), flagged."""
+    facts, metric = plan.tracks[track], plan.tracks[track].scale
+    higher = facts.higher_is_better
     seeds = sorted(set(base["values"]) & set(arm["values"]))
+    fill = -math.inf if higher else math.inf
+    caps = [base["caps"][s] if base["caps"][s] is not None else fill for s in seeds]
     base_raw = [base["values"][s] for s in seeds]
     arm_raw = [arm["values"][s] for s in seeds]
     base_div = [base["diverged"][s] for s in seeds]
     arm_div = [arm["diverged"][s] for s in seeds]
-    fill = cap if cap is not None else (-math.inf if higher else math.inf)
-    base_vals = stats.impute_diverged(base_raw, base_div, fill)
-    arm_vals = stats.impute_diverged(arm_raw, arm_div, fill)
+    base_vals = stats.impute_diverged(base_raw, base_div, caps)
+    arm_vals = stats.impute_diverged(arm_raw, arm_div, caps)
     comparison = stats.compare_paired(
-        base_vals, arm_vals, higher_is_better=higher,
+        base_vals, arm_vals, higher_is_better=higher, scale=metric,
         margin_rel=plan.settings["margin"],
     )  # fmt: skip
     base_params, arm_params = base["costs"].get("params"), arm["costs"].get("params")
+    reasons = [arm["reasons"][s] for s in seeds]
     stats.flag_comparison(
         comparison,
-        diverged_mixer=sum(arm_div),
+        non_finite=reasons.count(NON_FINITE),
+        no_better_than_trivial=reasons.count(NO_BETTER_THAN_TRIVIAL),
         n=len(seeds),
-        edge_of_grid=arm["edge_of_grid"],
+        edge_of_grid=arm["selection"]["edge_of_grid"],
+        baseline_edge_of_grid=base["selection"]["edge_of_grid"],
+        indecisive_selection=arm["selection"]["indecisive"],
         param_ratio=(arm_params / base_params) if base_params and arm_params else None,
     )
-    both = stats.compare_both_converged(base_raw, arm_raw, base_div, arm_div, higher)
+    both = stats.compare_both_converged(base_raw, arm_raw, base_div, arm_div, higher,
+                                        scale=metric)  # fmt: skip
     return {
         "comparison": comparison,
         "seeds": seeds,
@@ -113,10 +149,45 @@ def compare_cell(plan: Plan, track: str, base: dict, arm: dict) -> dict:
         "divergence": {
             "mixer": stats.divergence_summary(sum(arm_div), len(seeds)),
             "baseline": stats.divergence_summary(sum(base_div), len(seeds)),
+            "mixer_reasons": {r: reasons.count(r) for r in (NON_FINITE, NO_BETTER_THAN_TRIVIAL)},
         },
         "both_converged": both.to_dict() if both is not None else None,
         "baseline_values": base_vals,
         "mixer_values": arm_vals,
+        "caps": caps,
+    }
+
+
+def test_set(records: list[RunRecord]) -> dict[str, Any]:
+    """Whether every seed of a track was scored on the same test set, and its digest (else one
+    digest of the seeds' test sets), read from the records."""
+    digests = {r.job["seed"]: r.test_digest for r in records if r.test_digest}
+    unique = sorted(set(digests.values()))
+    combined = hashlib.sha256(" ".join(digests[s] for s in sorted(digests)).encode())
+    return {
+        "fixed": len(unique) == 1,
+        "digest": unique[0] if len(unique) == 1 else combined.hexdigest()[:16],
+        "seeds": len(digests),
+    }
+
+
+def _mixer_entry(facts: Any, arm: dict) -> dict[str, Any]:
+    seeds = sorted(arm["values"])
+    fill = -math.inf if facts.higher_is_better else math.inf
+    caps = [arm["caps"][s] if arm["caps"][s] is not None else fill for s in seeds]
+    raw = [arm["values"][s] for s in seeds]
+    imputed = stats.impute_diverged(raw, [arm["diverged"][s] for s in seeds], caps)
+    chosen = arm["selection"]
+    return {
+        "best_cfg": facts.grid[chosen["modal"]],
+        "best_index": chosen["modal"],
+        "edge_of_grid": chosen["edge_of_grid"],
+        "selection": {k: v for k, v in chosen.items() if k != "sweep"},
+        "sweep": chosen["sweep"],
+        "full": {**_summary(imputed), "raw": _summary(raw)},
+        "diverged": int(sum(arm["diverged"].values())),
+        "costs": arm["costs"],
+        "probes": arm["probes"],
     }
 
 
@@ -130,19 +201,15 @@ def analyse(plan: Plan, results: dict[str, RunRecord], failures: list[RunRecord]
         cells = plan.cells.get(track, {})
         arms = {m: _arm(plan, track, m, results) for m in settings["mixers"] if m in cells}
         base = arms.get(baseline)
-        entry: dict[str, Any] = {**dataclasses.asdict(facts), "baseline": baseline, "mixers": {},
+        records = [r for arm in arms.values() if arm for r in arm["records"].values()]
+        entry: dict[str, Any] = {**dataclasses.asdict(facts), "baseline": baseline,
+                                 "test_set": test_set(records), "mixers": {},
                                  "comparisons": {}}  # fmt: skip
         tracks[track] = entry
         for mixer, arm in arms.items():
             if arm is None:
                 continue
-            values = [arm["values"][s] for s in sorted(arm["values"])]
-            entry["mixers"][mixer] = {
-                "best_cfg": arm["best_cfg"], "best_index": arm["best_index"],
-                "edge_of_grid": arm["edge_of_grid"], "sweep": arm["sweep"],
-                "full": _summary(values), "diverged": int(sum(arm["diverged"].values())),
-                "costs": arm["costs"], "probes": arm["probes"],
-            }  # fmt: skip
+            entry["mixers"][mixer] = _mixer_entry(facts, arm)
             if mixer == baseline or base is None:
                 continue
             cell = compare_cell(plan, track, base, arm)
@@ -164,10 +231,26 @@ def analyse(plan: Plan, results: dict[str, RunRecord], failures: list[RunRecord]
         "tracks": tracks,
         "skipped": [dataclasses.asdict(s) for s in plan.skipped],
         "design": design(settings, len(family)),
-        "across_tracks": _across(tracks, baseline),
+        "selection": selection_summary(tracks),
+        "across_tracks": _across(tracks, plan, baseline),
         "failures": [
             _failure_row(r) for r in failures if r.key not in results and r.key in planned
         ],
+    }
+
+
+def selection_summary(tracks: dict[str, Any]) -> dict[str, Any]:
+    """Across every cell (the baseline's included): how many chose an end of their grid, and how
+    many seeds agreed with their cell's modal choice."""
+    cells = [arm for entry in tracks.values() for arm in entry["mixers"].values()]
+    edge = [arm["edge_of_grid"] for arm in cells]
+    agreement = [arm["selection"]["agreement"] for arm in cells]
+    return {
+        "cells": len(cells),
+        "edge_of_grid": sum(edge),
+        "edge_share": sum(edge) / len(cells) if cells else None,
+        "median_agreement": float(np.median(agreement)) if agreement else None,
+        "indecisive": sum(arm["selection"]["indecisive"] for arm in cells),
     }
 
 
@@ -210,16 +293,22 @@ def report_digest(plan: Plan, results: dict[str, RunRecord], failures: list[RunR
     return hashlib.sha256(payload).hexdigest()[:24]
 
 
-def _across(tracks: dict, baseline: str) -> dict | None:
+def _across(tracks: dict, plan: Plan, baseline: str) -> dict | None:
     per_track, verdicts = {}, {}
     for name, entry in tracks.items():
         if not entry["comparisons"]:
             continue
-        first = next(iter(entry["comparisons"].values()))
         per_track[name] = {
             "higher_is_better": entry["higher_is_better"],
-            "baseline": first["baseline_values"],
-            "mixers": {m: c["mixer_values"] for m, c in entry["comparisons"].items()},
+            "ideal": plan.tracks[name].ideal,
+            "pairs": {
+                mixer: {
+                    "baseline": c["baseline_values"],
+                    "mixer": c["mixer_values"],
+                    "caps": c["caps"],
+                }
+                for mixer, c in entry["comparisons"].items()
+            },
         }
         verdicts[name] = {m: c["comparison"]["verdict"] for m, c in entry["comparisons"].items()}
     if not per_track:
@@ -230,7 +319,7 @@ def _across(tracks: dict, baseline: str) -> dict | None:
 def _failure_row(record: RunRecord) -> dict:
     job = record.job
     return {
-        "track": job["track"], "mixer": job["mixer"], "stage": job["stage"],
+        "track": job["track"], "mixer": job["mixer"],
         "seed": job["seed"], "reason": record.error, "traceback": record.traceback,
     }  # fmt: skip
 

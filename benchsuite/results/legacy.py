@@ -1,25 +1,36 @@
 """Stores written by benchsuite 0.1 kept a run *manifest* where a plan is kept now.
 
-:func:`manifest_to_plan` converts one, once, when such a store is migrated to schema 3. The config
-chosen for each cell was not recorded then; it is derived here, one time, from the stored sweep
-with the selection rule of that version (the rule has not changed since).
+:func:`manifest_to_plan` converts one, once, when such a store is migrated to schema 3. That
+version tuned once per cell on shared sweep seeds, then evaluated every seed with the config the
+sweep chose; the choice was not recorded, so it is derived here, one time, from the stored sweep
+with that version's selection rule, and becomes every evaluation seed's choice. The evaluation
+jobs become the cell's jobs (their records hold no per-seed sweep).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from benchsuite.execute.record import RunRecord
 from benchsuite.plan.selection import select_best_config
-from benchsuite.results.sweeps import sweep_table
 
 RENAMED = {"margin_rel": "margin", "budget_overrides": "budget"}
 
 
 def _chosen(track: dict[str, Any], keys: list[str], records: dict[str, RunRecord]) -> int | None:
-    rows = sweep_table(track["grid"], track["metric"], track["higher_is_better"], keys, records)
-    swept = [row for row in rows if row["val"]]
-    return select_best_config(swept)[0] if swept else None
+    runs = [records[key] for key in keys if key in records]
+    sweep = []
+    for index, config in enumerate(track["grid"]):
+        values = [r.metrics.get(f"val.{track['metric']}", math.nan)
+                  for r in runs if r.job["config_index"] == index]  # fmt: skip
+        if values:
+            sweep.append({
+                "index": index, "config": config, "val": values,
+                "diverged": [not math.isfinite(v) for v in values],
+                "higher_is_better": track["higher_is_better"],
+            })  # fmt: skip
+    return select_best_config(sweep)[0] if sweep else None
 
 
 def manifest_to_plan(manifest: dict[str, Any], records: dict[str, RunRecord]) -> dict[str, Any]:
@@ -31,15 +42,20 @@ def manifest_to_plan(manifest: dict[str, Any], records: dict[str, RunRecord]) ->
     for track, by_mixer in manifest["cells"].items():
         for mixer, cell in by_mixer.items():
             chosen = _chosen(manifest["tracks"][track], cell["sweep"], records)
+            seeds = [str(records[k].job["seed"]) for k in cell["eval"] if k in records]
             cells.setdefault(track, {})[mixer] = {
-                "track": track, "mixer": mixer, "sweep": cell["sweep"], "eval": cell["eval"],
-                "chosen": chosen,
+                "track": track, "mixer": mixer, "jobs": cell["eval"],
+                "chosen": {} if chosen is None else dict.fromkeys(seeds, chosen),
             }  # fmt: skip
+    tracks = {
+        name: {"scale": "difference", "ideal": None, **facts}
+        for name, facts in manifest["tracks"].items()
+    }
     return {
         "settings": settings,
         "environment": manifest.get("environment", {}),
         "mixers": manifest["mixers"],
-        "tracks": manifest["tracks"],
+        "tracks": tracks,
         "cells": cells,
         "skipped": manifest["skipped"],
         "code": {},

@@ -26,24 +26,36 @@ PARAM_TOLERANCE = 0.10
 
 @dataclass
 class Comparison:
-    """One paired comparison of a mixer with the baseline on one track (PROTOCOL §3)."""
+    """One paired comparison of a mixer with the baseline on one track (PROTOCOL §3).
+
+    ``scale`` is the scale of the analysis: ``"log"`` (paired log-ratios ``log(base / mixer)``, for
+    positive lower-is-better metrics) or ``"difference"`` (``sign * (mixer - base)``). The test,
+    CI, MDE, margin and verdict are on that scale, in the improvement direction; ``*_rel_pct``
+    are the same figures as percentages of the baseline (for the log scale ``1 - exp(-x)``, which
+    can never pass +100%); ``*_diff`` are the difference-scale figures in every case.
+    """
 
     n: int
     higher_is_better: bool
+    scale: str
     alpha: float
     margin_rel: float
     baseline_mean: float
     baseline_sd: float
     mixer_mean: float
     mixer_sd: float
-    delta_mean: float
-    per_seed_diffs: list[float]
+    delta_mean: float  # mean(mixer - baseline), raw metric units
+    per_seed_diffs: list[float]  # mixer - baseline per seed, raw metric units
+    per_seed_improvements: list[float]  # d per seed, on the analysis scale (> 0: mixer better)
     improvement: float
     improvement_rel_pct: float
     ci95: tuple[float, float]
     ci95_rel_pct: tuple[float, float]
+    improvement_diff: float
+    ci95_diff: tuple[float, float]
     ci_half_width: float
     sd_diff: float
+    sd_rel: float  # sd of d relative to the baseline (the log scale is relative already)
     wins: int
     ties: int
     losses: int
@@ -52,6 +64,7 @@ class Comparison:
     mc_seed: int | None
     mde: float
     mde_rel_pct: float
+    mde_alpha: float
     margin: float
     p_tost: float
     p_holm: float = math.nan
@@ -62,6 +75,18 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict: floats, lists, str, bool, int; NaN becomes None."""
         return {key: _plain(value) for key, value in asdict(self).items()}
+
+    def relative(self, value: float) -> float:
+        """An analysis-scale effect as a percentage of the baseline."""
+        if self.scale == "log":
+            return 100.0 * (1.0 - math.exp(-value)) if math.isfinite(value) else math.nan
+        return _rel(value, self.baseline_mean)
+
+    def set_mde(self, alpha: float) -> None:
+        """The power-based MDE (power .8, two-sided) at ``alpha`` on the analysis scale."""
+        self.mde_alpha = alpha
+        self.mde = dz_star(self.n, alpha) * self.sd_diff
+        self.mde_rel_pct = self.relative(self.mde)
 
 
 def _plain(value: Any) -> Any:
@@ -128,18 +153,29 @@ def _verdict(c: Comparison) -> str:
     return "inconclusive"
 
 
+def _t_interval(d: np.ndarray) -> tuple[float, tuple[float, float]]:
+    n = len(d)
+    if n < 2:
+        return math.nan, (math.nan, math.nan)
+    half = float(stats.t.ppf(0.975, n - 1) * d.std(ddof=1) / math.sqrt(n))
+    return half, (float(d.mean()) - half, float(d.mean()) + half)
+
+
 def compare_paired(
     baseline: Sequence[float],
     mixer: Sequence[float],
     higher_is_better: bool = False,
     *,
+    scale: str = "difference",
     margin_rel: float = 0.05,
     alpha: float = 0.05,
     mc_seed: int = 0,
 ) -> Comparison:
     """Paired comparison of per-seed metrics (index i of both arms = evaluation seed i).
 
-    The verdict is the one for a family of size 1; call apply_holm on the whole family.
+    ``scale="log"`` analyses paired log-ratios (positive lower-is-better metrics; it falls back to
+    differences if a value is not positive). The verdict and MDE are the ones for a family of
+    size 1; call :func:`apply_holm` on the whole family.
     """
     base = np.asarray(baseline, dtype=float)
     mix = np.asarray(mixer, dtype=float)
@@ -153,23 +189,23 @@ def compare_paired(
     n = base.size
     if n == 0:
         raise ValueError("no paired seeds to compare")
+    if scale not in ("log", "difference"):
+        raise ValueError(f"unknown scale {scale!r}; valid: log, difference")
+    if scale == "log" and (higher_is_better or not (np.all(base > 0) and np.all(mix > 0))):
+        scale = "difference"
     sign = 1.0 if higher_is_better else -1.0
     raw = mix - base
-    d = sign * raw
+    d_diff = sign * raw
+    d = np.log(base / mix) if scale == "log" else d_diff
     base_mean = float(base.mean())
-    improvement = float(d.mean())
     sd_d = float(d.std(ddof=1)) if n >= 2 else math.nan
-    if n >= 2:
-        half = float(stats.t.ppf(0.975, n - 1) * sd_d / math.sqrt(n))
-        ci = (improvement - half, improvement + half)
-    else:
-        half, ci = math.nan, (math.nan, math.nan)
+    half, ci = _t_interval(d)
     p, p_method, seed_used = sign_flip_p(d, mc_seed)
-    margin = margin_rel * abs(base_mean)
-    mde = dz_star(n) * sd_d
+    margin = math.log1p(margin_rel) if scale == "log" else margin_rel * abs(base_mean)
     comp = Comparison(
         n=n,
         higher_is_better=higher_is_better,
+        scale=scale,
         alpha=alpha,
         margin_rel=margin_rel,
         baseline_mean=base_mean,
@@ -178,29 +214,39 @@ def compare_paired(
         mixer_sd=float(mix.std(ddof=1)) if n >= 2 else math.nan,
         delta_mean=float(raw.mean()),
         per_seed_diffs=raw.tolist(),
-        improvement=improvement,
-        improvement_rel_pct=_rel(improvement, base_mean),
+        per_seed_improvements=d.tolist(),
+        improvement=float(d.mean()),
+        improvement_rel_pct=math.nan,
         ci95=ci,
-        ci95_rel_pct=(_rel(ci[0], base_mean), _rel(ci[1], base_mean)),
+        ci95_rel_pct=(math.nan, math.nan),
+        improvement_diff=float(d_diff.mean()),
+        ci95_diff=_t_interval(d_diff)[1],
         ci_half_width=half,
         sd_diff=sd_d,
+        sd_rel=sd_d if scale == "log" else sd_d / abs(base_mean) if base_mean else math.nan,
         wins=int(np.sum(d > 0)),
         ties=int(np.sum(d == 0)),
         losses=int(np.sum(d < 0)),
         p_value=p,
         p_method=p_method,
         mc_seed=seed_used,
-        mde=mde,
-        mde_rel_pct=_rel(mde, base_mean),
+        mde=math.nan,
+        mde_rel_pct=math.nan,
+        mde_alpha=alpha,
         margin=margin,
         p_tost=_tost_p(d, margin),
     )
+    comp.improvement_rel_pct = comp.relative(comp.improvement)
+    comp.ci95_rel_pct = (comp.relative(ci[0]), comp.relative(ci[1]))
+    comp.set_mde(alpha)
     comp.verdict = _verdict(comp)
     return comp
 
 
 def apply_holm(comparisons: list[Comparison], alpha: float = 0.05) -> None:
-    """Holm over the family, separately on p_value and p_tost; sets p_holm, p_tost_holm, verdict."""
+    """Holm over the family, separately on p_value and p_tost; sets p_holm, p_tost_holm, the
+    verdict, and the MDE at Holm's most demanding step (alpha / family size), the power the
+    verdicts actually have."""
     if not comparisons:
         return
     p_holm = multipletests([c.p_value for c in comparisons], alpha=alpha, method="holm")[1]
@@ -209,50 +255,55 @@ def apply_holm(comparisons: list[Comparison], alpha: float = 0.05) -> None:
         comp.alpha = alpha
         comp.p_holm = float(ph)
         comp.p_tost_holm = float(pt)
+        comp.set_mde(alpha / len(comparisons))
         comp.verdict = _verdict(comp)
 
 
 def flag_comparison(
     comp: Comparison,
     *,
-    diverged_mixer: int,
+    non_finite: int,
+    no_better_than_trivial: int,
     n: int,
     edge_of_grid: bool,
+    baseline_edge_of_grid: bool,
+    indecisive_selection: bool,
     param_ratio: float | None,
 ) -> None:
-    """Add 'unstable', 'edge_of_grid', 'param_mismatch' flags (PROTOCOL §3) to comp.flags.
+    """Add the flags of PROTOCOL §3 to ``comp.flags``.
 
-    param_ratio is the mixer model's parameter count over the baseline model's (None: unknown).
+    ``non_finite`` / ``no_better_than_trivial``: the mixer's seeds imputed for each reason
+    (``unstable`` and ``no_better_than_trivial`` at 25% of ``n`` or more); ``param_ratio``: the
+    mixer model's parameter count over the baseline model's (None: unknown).
     """
     wanted = []
-    if n > 0 and diverged_mixer / n >= UNSTABLE_RATE:
+    if n > 0 and non_finite / n >= UNSTABLE_RATE:
         wanted.append("unstable")
+    if n > 0 and no_better_than_trivial / n >= UNSTABLE_RATE:
+        wanted.append("no_better_than_trivial")
     if edge_of_grid:
         wanted.append("edge_of_grid")
+    if baseline_edge_of_grid:
+        wanted.append("baseline_edge_of_grid")
+    if indecisive_selection:
+        wanted.append("indecisive_selection")
     if param_ratio is not None and abs(param_ratio - 1.0) > PARAM_TOLERANCE:
         wanted.append("param_mismatch")
     comp.flags.extend(f for f in wanted if f not in comp.flags)
 
 
-def is_diverged(
-    metric: float, cap: float, higher_is_better: bool, loss_finite: bool = True
-) -> bool:
-    """PROTOCOL §4: non-finite loss or metric, or a metric worse than the track's cap."""
-    if not loss_finite or not math.isfinite(metric):
-        return True
-    return metric < cap if higher_is_better else metric > cap
+def impute_diverged(values: Sequence[float], diverged: Sequence[bool],
+                    caps: Sequence[float]) -> list[float]:  # fmt: skip
+    """Label-blind imputation: each diverged (or non-finite) run's metric becomes its seed's cap.
 
-
-def impute_diverged(values: Sequence[float], diverged: Sequence[bool], cap: float) -> list[float]:
-    """Label-blind imputation: each diverged (or non-finite) run's metric becomes the cap.
-
-    Apply to both arms alike so the paired sign-flip test stays exact.
+    Apply to both arms alike (the same caps: the seeds' trivial predictors) so the paired
+    sign-flip test stays exact.
     """
-    if len(values) != len(diverged):
-        raise ValueError(f"{len(values)} values but {len(diverged)} divergence flags")
+    if not len(values) == len(diverged) == len(caps):
+        raise ValueError(f"{len(values)} values, {len(diverged)} flags and {len(caps)} caps")
     return [
         float(cap) if div or not math.isfinite(v) else float(v)
-        for v, div in zip(values, diverged, strict=True)
+        for v, div, cap in zip(values, diverged, caps, strict=True)
     ]
 
 

@@ -20,6 +20,7 @@ from benchsuite.results.legacy import manifest_to_plan
 
 SCHEMA_VERSION = 3
 FILENAME = "benchsuite.sqlite"
+STAGE = "tuned"  # the stage column: every job tunes on its seed (0.1 stored "sweep" and "eval")
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS results (
@@ -131,14 +132,21 @@ class Store:
 
     def put(self, record: RunRecord) -> None:
         """Save one record: a result (upsert by key) or a failure (appended)."""
+        self._write(lambda: self._put(record), "a result")
+
+    def _write(self, write: Callable[[], Any], what: str) -> Any:
+        """Run one write and commit it; an SQLite error is a one-line RunError (nothing earlier
+        is lost: every write is its own transaction)."""
         try:
-            self._put(record)
+            result = write()
+            self.db.commit()
         except sqlite3.Error as error:
             self.db.rollback()
             raise RunError(
-                f"store {self.path}: cannot save a result ({error}); every result saved before "
+                f"store {self.path}: cannot save {what} ({error}); every result saved before "
                 "is intact: free space or fix the folder, then run the same command to resume"
             ) from error
+        return result
 
     def _put(self, record: RunRecord) -> None:
         job = record.job
@@ -147,17 +155,16 @@ class Store:
             self.db.execute(
                 "INSERT INTO results VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(key) DO UPDATE SET "
                 "record=excluded.record, created=excluded.created",
-                (record.key, job["track"], job["mixer"], job["stage"], job["config_index"],
-                 job["seed"], payload, time.time()),
+                (record.key, job["track"], job["mixer"], STAGE, record.chosen, job["seed"],
+                 payload, time.time()),
             )  # fmt: skip
         else:
             self.db.execute(
                 "INSERT INTO failures (key, track, mixer, stage, seed, record, created) "
                 "VALUES (?,?,?,?,?,?,?)",
-                (record.key, job["track"], job["mixer"], job["stage"], job["seed"], payload,
+                (record.key, job["track"], job["mixer"], STAGE, job["seed"], payload,
                  time.time()),
             )  # fmt: skip
-        self.db.commit()
 
     def results(self, keys: Iterable[str] | None = None) -> dict[str, RunRecord]:
         """Stored results by key (all of them, or those among ``keys``)."""
@@ -181,12 +188,22 @@ class Store:
 
     def save_plan(self, plan: dict[str, Any]) -> int:
         """Remember a run's plan (``Plan.to_dict()``), for ``report`` and ``compare``."""
-        cursor = self.db.execute(
-            "INSERT INTO runs (started, request) VALUES (?, ?)",
-            (time.time(), json.dumps(plan, sort_keys=True, default=str)),
+        text = json.dumps(plan, sort_keys=True, default=str)
+        cursor = self._write(
+            lambda: self.db.execute(
+                "INSERT INTO runs (started, request) VALUES (?, ?)", (time.time(), text)
+            ),
+            "the run's plan",
         )
-        self.db.commit()
         return int(cursor.lastrowid or 0)
+
+    def update_plan(self, run_id: int, plan: dict[str, Any]) -> None:
+        """Replace the saved plan of run ``run_id`` (once its jobs have chosen their configs)."""
+        text = json.dumps(plan, sort_keys=True, default=str)
+        self._write(
+            lambda: self.db.execute("UPDATE runs SET request = ? WHERE id = ?", (text, run_id)),
+            "the run's plan",
+        )
 
     def last_plan(self) -> dict[str, Any] | None:
         """The plan of the most recent run (as saved), or None."""

@@ -1,13 +1,20 @@
-"""One job: its data, its model, training, scoring and measuring; a Job in, metrics out. Never
-prints.
+"""One job: every config of the grid trained on one seed's data, the config that scores best on
+that seed's validation split chosen, and its test metrics, probes and costs; a Job in, the fields
+of a record out. Never prints.
 
-Everything random comes from the job's named seed streams, and the torch thread count is fixed per
-job, so the same job gives bit-identical metrics on any executor.
+The configs of a job share the seed's data, minibatch order and initial weights; they train as one
+stack (:mod:`benchsuite.train.batched`) when vmap can run the model, else one by one. Everything
+random comes from the job's named seed streams, and the torch thread count is fixed per job, so the
+same job gives bit-identical metrics on any executor.
 """
 
 from __future__ import annotations
 
-import math
+import copy
+import dataclasses
+import hashlib
+import logging
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -15,17 +22,19 @@ import numpy as np
 import torch
 
 from benchsuite.errors import PluginError
-from benchsuite.plan.stages import EVAL
+from benchsuite.plan.selection import divergence, select_best_config
 from benchsuite.seeds import Streams
 from benchsuite.specs import Budget, Mixer, Track, TrackData
+from benchsuite.train.batched import Member, Unbatchable, train_stack
 from benchsuite.train.encoder import Encoder, build_encoder
-from benchsuite.train.fit import batch_order, train_loop
+from benchsuite.train.fit import FusedAdamW, Trace, batch_order, train_loop
 from benchsuite.train.measures import forward_flops, parameter_counts
 from benchsuite.train.preflight import check_mixer
 
 if TYPE_CHECKING:
     from benchsuite.plan.jobs import Job
 
+log = logging.getLogger(__name__)
 
 @lru_cache(maxsize=64)
 def _cached_load(track: Track, options_json: str, preset: str, data_dir: str | None,
@@ -67,12 +76,12 @@ def build_model(track: Track, mixer: Mixer, data: TrackData, job: Job) -> Encode
     )
 
 
-def fit(model: Encoder, track: Track, x: torch.Tensor, y: torch.Tensor, order: torch.Tensor,
-        config: dict[str, float], budget: Budget) -> tuple[float, bool, float]:  # fmt: skip
-    """Train ``model`` in place in the given batch order; (final loss, finite, seconds per step).
+def fit(model: Encoder, track: Track, member: Member, warmup_fraction: float) -> Trace:
+    """Train one model in place in its minibatch order at its config.
 
     On a GPU the forward pass runs under bf16 autocast when the track allows it.
     """
+    x, y, order = member.x, member.y, member.order
     autocast = torch.autocast(
         x.device.type, dtype=torch.bfloat16,
         enabled=x.device.type == "cuda" and track.mixed_precision,
@@ -83,11 +92,10 @@ def fit(model: Encoder, track: Track, x: torch.Tensor, y: torch.Tensor, order: t
         with autocast:
             return track.loss(model(x[index]), y[index])
 
+    optimizer = FusedAdamW(model.parameters(), member.config["lr"],
+                           member.config.get("weight_decay", 0.0))  # fmt: skip
     model.train()
-    trace = train_loop(model.parameters(), loss_at, order.shape[0], config,
-                       budget.warmup_fraction, x.device)  # fmt: skip
-    final_loss, finite = trace.member(0)
-    return final_loss, finite, trace.seconds_per_step
+    return train_loop(optimizer, loss_at, order.shape[0], warmup_fraction, x.device)
 
 
 @torch.inference_mode()
@@ -112,17 +120,6 @@ def capture_mixer_inputs(model: Encoder, x: torch.Tensor) -> list[torch.Tensor]:
     return captured
 
 
-def is_diverged(track: Track, job: Job, data: TrackData, metrics: dict[str, float],
-                finite: bool) -> bool:  # fmt: skip
-    """A non-finite loss or score, or (on test) a score worse than the trivial predictor's."""
-    scored = metrics[f"{'test' if job.stage == EVAL else 'val'}.{track.metric.name}"]
-    if not finite or not math.isfinite(scored):
-        return True
-    if data.cap is None or job.stage != EVAL:
-        return False
-    return bool(scored < data.cap if track.metric.higher_is_better else scored > data.cap)
-
-
 def measure_model(model: Encoder, mixer: Mixer, x_train: torch.Tensor, data: TrackData,
                   costs: dict[str, float]) -> dict[str, float]:  # fmt: skip
     """FLOPs per example (added to ``costs``) and the mechanism probes of a trained model."""
@@ -139,22 +136,27 @@ def to_device(array: np.ndarray, device: torch.device) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(array)).to(device)
 
 
-def result_fields(metrics: dict[str, float], diverged: bool, probes: dict[str, float],
-                  costs: dict[str, float], data: TrackData) -> dict[str, Any]:  # fmt: skip
-    """The fields of a RunRecord that a training run fills in."""
-    return {
-        "metrics": metrics,
-        "diverged": diverged,
-        "probes": probes,
-        "costs": costs,
-        "data_description": data.description,
-        "data_verified": data.verified,
-        "cap": data.cap,
-    }
+def digest(*arrays: np.ndarray) -> str:
+    """A short hash of arrays' contents (the test set a record was scored on)."""
+    hashed = hashlib.sha256()
+    for array in arrays:
+        hashed.update(np.ascontiguousarray(array).tobytes())
+    return hashed.hexdigest()[:16]
 
 
-def run_job(job: Job, track: Track, mixer: Mixer) -> dict[str, Any]:
-    """Train and score one job; returns the result fields of a RunRecord (raises on failure)."""
+@dataclass
+class Prepared:
+    """A job ready to train: its data, its budget and one member per config of its grid."""
+
+    job: Job
+    data: TrackData
+    budget: Budget
+    members: list[Member]
+
+
+def prepare(job: Job, track: Track, mixer: Mixer) -> Prepared:
+    """Load the seed's data, check the mixer, and build one model per config (identical initial
+    weights: each is built from the same init streams) on shared data and minibatch order."""
     torch.set_num_threads(job.threads)
     device = torch.device(job.device)
     budget = job_budget(job)
@@ -164,25 +166,121 @@ def run_job(job: Job, track: Track, mixer: Mixer) -> dict[str, Any]:
         raise PluginError(broken)
     model = build_model(track, mixer, data, job).to(device)
     streams = Streams(job.salt, job.track, job.seed)
-    x_train, y_train = to_device(data.x_train, device), to_device(data.y_train, device)
-    order = batch_order(streams.rng("order"), len(x_train), budget.steps, budget.batch_size)
-    final_loss, finite, seconds_per_step = fit(model, track, x_train, y_train, order.to(device),
-                                               dict(job.config), budget)  # fmt: skip
+    x, y = to_device(data.x_train, device), to_device(data.y_train, device)
+    order = batch_order(streams.rng("order"), len(x), budget.steps, budget.batch_size).to(device)
+    models = [model] + [copy.deepcopy(model) for _ in job.grid[1:]]
+    members = [Member(m, x, y, order, dict(config)) for m, config in zip(models, job.grid,
+                                                                        strict=True)]  # fmt: skip
+    return Prepared(job, data, budget, members)
 
-    splits = {"val": (data.x_val, data.y_val)}
-    if job.stage == EVAL:
-        splits["test"] = (data.x_test, data.y_test)
-    metrics: dict[str, float] = {"train_loss": final_loss}
-    for split, (xs, ys) in splits.items():
-        prediction = predict(model, to_device(xs, device), budget.eval_batch_size)
-        for name, value in track.evaluate(prediction, to_device(ys, device), data).items():
-            metrics[f"{split}.{name}"] = float(value)
 
+def _metrics(track: Track, data: TrackData, model: Encoder, split: str,
+             batch_size: int) -> dict[str, float]:  # fmt: skip
+    x, y = getattr(data, f"x_{split}"), getattr(data, f"y_{split}")
+    device = next(model.parameters()).device
+    prediction = predict(model, to_device(x, device), batch_size)
+    scores = track.evaluate(prediction, to_device(y, device), data)
+    return {f"{split}.{name}": float(value) for name, value in scores.items()}
+
+
+def score(ready: Prepared, track: Track, mixer: Mixer, traces: list[Trace],
+          seconds_per_step: float) -> dict[str, Any]:  # fmt: skip
+    """Choose the config with the best validation score and describe the job's result."""
+    job, data, budget = ready.job, ready.data, ready.budget
+    metric, higher = track.metric.name, track.metric.higher_is_better
+    sweep = []
+    for index, (member, trace) in enumerate(zip(ready.members, traces, strict=True)):
+        final_loss, finite = trace.member(0)
+        metrics = {
+            "train_loss": final_loss,
+            **_metrics(track, data, member.model, "val", budget.eval_batch_size),
+        }
+        sweep.append({"index": index, "config": member.config, "metrics": metrics,
+                      "finite": finite, "curve": trace.curve(0)})  # fmt: skip
+    chosen, _ = select_best_config([
+        {"index": row["index"], "config": row["config"], "val": [row["metrics"][f"val.{metric}"]],
+         "diverged": [not row["finite"]], "higher_is_better": higher}
+        for row in sweep
+    ])  # fmt: skip
+    model = ready.members[chosen].model
+    metrics = {**sweep[chosen]["metrics"],
+               **_metrics(track, data, model, "test", budget.eval_batch_size)}  # fmt: skip
     costs = {
         **parameter_counts(model, model.mixers()),
         "seconds_per_step": seconds_per_step,
         "examples_per_second": budget.batch_size / max(seconds_per_step, 1e-12),
+        "members": float(len(ready.members)),
     }
+    x_train = ready.members[chosen].x
     probes = measure_model(model, mixer, x_train, data, costs) if job.measure else {}
-    diverged = is_diverged(track, job, data, metrics, finite)
-    return result_fields(metrics, diverged, probes, costs, data)
+    reason = divergence(metrics[f"test.{metric}"], data.cap, higher, sweep[chosen]["finite"])
+    return {
+        "metrics": metrics,
+        "chosen": chosen,
+        "sweep": sweep,
+        "diverged": bool(reason),
+        "divergence": reason,
+        "probes": probes,
+        "costs": costs,
+        "data_description": data.description,
+        "data_verified": data.verified,
+        "cap": data.cap,
+        "test_digest": digest(data.x_test, data.y_test),
+    }
+
+
+def run_job(job: Job, track: Track, mixer: Mixer) -> dict[str, Any]:
+    """Train every config of the job's grid on its seed, choose on validation, score the choice;
+    returns the result fields of a RunRecord (raises on failure)."""
+    ready = prepare(job, track, mixer)
+    warmup = ready.budget.warmup_fraction
+    if len(ready.members) > 1:
+        try:
+            trace = train_stack(ready.members, track, warmup)
+            traces = [trace.slice(i) for i in range(len(ready.members))]
+            return score(ready, track, mixer, traces, trace.seconds_per_step)
+        except Unbatchable as reason:  # raised before training: the models are untouched
+            log.info("%s: configs trained one by one: %s", job.label, reason)
+    traces = [fit(m.model, track, m, warmup) for m in ready.members]
+    seconds = sum(t.seconds_per_step for t in traces) / len(traces)
+    result = score(ready, track, mixer, traces, seconds)
+    result["costs"]["members"] = 1.0
+    return result
+
+
+def run_jobs_batched(jobs: list[Job], track: Track, mixer: Mixer) -> list[dict[str, Any]]:
+    """The result fields of each job (in order), training every seed x config of the jobs as one
+    stack; ``jobs`` must differ only in ``seed`` (and ``measure``). Falls back to training each
+    job on its own (as :func:`benchsuite.train.job.run_job`) when vmap cannot run the model or
+    the seeds' data differ in shape; ``costs["batched_seeds"]`` says how many seeds trained
+    together (1 when it fell back)."""
+    _check_same_cell(jobs)
+    prepared = [prepare(job, track, mixer) for job in jobs]
+    members = [member for ready in prepared for member in ready.members]
+    try:
+        if len({tuple(m.x.shape[1:]) for m in members}) > 1:
+            raise Unbatchable("the seeds' data differ in shape")
+        trace = train_stack(members, track, prepared[0].budget.warmup_fraction)
+    except Unbatchable:
+        results = [run_job(job, track, mixer) for job in jobs]
+        for result in results:
+            result["costs"]["batched_seeds"] = 1.0
+        return results
+    results = []
+    for position, ready in enumerate(prepared):
+        first = position * len(ready.members)
+        traces = [trace.slice(first + i) for i in range(len(ready.members))]
+        result = score(ready, track, mixer, traces, trace.seconds_per_step)
+        result["costs"]["batched_seeds"] = float(len(jobs))
+        results.append(result)
+    return results
+
+
+def _check_same_cell(jobs: list[Job]) -> None:
+    def cell(job: Job) -> dict[str, Any]:
+        return {**dataclasses.asdict(job), "seed": None, "measure": None}
+
+    if any(cell(job) != cell(jobs[0]) for job in jobs[1:]):
+        raise ValueError("batched jobs must differ only in their seed")
+    if len({job.seed for job in jobs}) != len(jobs):
+        raise ValueError("batched jobs must have distinct seeds")
