@@ -1,7 +1,10 @@
 """Framework overhead: benchsuite's job path vs a minimal hand-written PyTorch loop.
 
-Both train the same model (same architecture, data, minibatch order, steps, optimizer) on one
-thread; they alternate several times and the median ratio is printed as ``overhead ratio X``.
+Both train the same model (same architecture, data, minibatch order, steps, optimizer, gradient
+clipping) on one thread; they alternate several times and the median ratios are printed:
+``overhead ratio X`` for a job of one config against one minimal loop, and ``tuned job ratio Y``
+for a job that tunes the track's whole grid (its configs trained as one vmapped stack) against a
+minimal loop per config, one after the other (how a hand-written sweep would run).
 
     python benchmarks/overhead.py [--track sequence] [--mixer attention] [--repeats 7]
 """
@@ -15,7 +18,7 @@ import time
 import torch
 
 from benchsuite.execute.worker import Worker
-from benchsuite.plan.jobs import effective_budget, eval_jobs, job_template
+from benchsuite.plan.jobs import cell_jobs, grid_of
 from benchsuite.plan.resolve import resolve
 from benchsuite.registry import load_registry
 from benchsuite.seeds import Streams
@@ -24,7 +27,7 @@ from benchsuite.train.fit import batch_order
 from benchsuite.train.job import build_model, job_budget, load_data
 
 
-def minimal_loop(job, registry, fused: bool = True) -> float:
+def minimal_loop(job, registry, lr: float, fused: bool = True) -> float:
     """Build, train and evaluate with nothing but plain PyTorch; returns the test metric.
 
     ``fused``: the same AdamW kernel as benchsuite (the like-for-like comparison), or the default.
@@ -36,12 +39,15 @@ def minimal_loop(job, registry, fused: bool = True) -> float:
     x, y = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)
     order = batch_order(Streams(job.salt, job.track, job.seed).rng("order"), len(x),
                         budget.steps, budget.batch_size)  # fmt: skip
-    optimizer = torch.optim.AdamW(model.parameters(), lr=job.config["lr"], fused=fused)
+    loss_of = track.criterion(data, dict(job.track_options))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=fused)
     for step in range(budget.steps):
         index = order[step]
-        loss = track.loss(model(x[index]), y[index])
+        loss = loss_of(model(x[index]), y[index])
         optimizer.zero_grad()
         loss.backward()
+        if budget.clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), budget.clip)
         optimizer.step()
     with torch.no_grad():
         model.eval()
@@ -57,26 +63,34 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     registry = load_registry()
-    settings = resolve(
-        RunSettings(tracks=(args.track,), mixers=("dense", args.mixer), seeds=8), registry
-    )
     track, mixer = registry.tracks[args.track], registry.mixers[args.mixer]
-    template = job_template(settings, track, mixer, "benchmark")
-    grid = [dict(c) for c in effective_budget(track, settings).grid]
-    job = eval_jobs(template, grid, 0, 8, batched=False)[1]  # a seed that measures no probes
+    lrs = [config["lr"] for config in track.budget("quick").grid]
+    middle = lrs[len(lrs) // 2]
+    jobs = {}
+    for name, grid in (("one", (middle,)), ("tuned", tuple(lrs))):
+        asked = RunSettings(tracks=(args.track,), mixers=("dense", args.mixer), seeds=8,
+                            grids={args.track: {"lr": grid}})  # fmt: skip
+        settings = resolve(asked, registry)
+        # seed 1: a seed that measures no probes
+        jobs[name] = cell_jobs(settings, track, mixer, grid_of(track, settings), "benchmark")[1]
     worker = Worker(registry=registry)
-    worker(job), minimal_loop(job, registry)  # warm up: imports, data cache
-    ratios, naive = [], []
+    worker(jobs["one"]), minimal_loop(jobs["one"], registry, middle)  # warm up: imports, data
+    ratios, naive, tuned = [], [], []
     for _ in range(args.repeats):
-        framework = timed(lambda: worker(job))
-        plain = timed(lambda: minimal_loop(job, registry))
-        default_adamw = timed(lambda: minimal_loop(job, registry, fused=False))
+        framework = timed(lambda: worker(jobs["one"]))
+        plain = timed(lambda: minimal_loop(jobs["one"], registry, middle))
+        default_adamw = timed(lambda: minimal_loop(jobs["one"], registry, middle, fused=False))
+        stacked = timed(lambda: worker(jobs["tuned"]))
+        sweep = timed(lambda: [minimal_loop(jobs["tuned"], registry, lr) for lr in lrs])
         ratios.append(framework / plain)
         naive.append(framework / default_adamw)
+        tuned.append(stacked / sweep)
         print(f"benchsuite {framework:.3f} s   minimal loop {plain:.3f} s   "
-              f"(default AdamW {default_adamw:.3f} s)   ratio {ratios[-1]:.3f}")  # fmt: skip
+              f"(default AdamW {default_adamw:.3f} s)   ratio {ratios[-1]:.3f}   "
+              f"tuned job {stacked:.3f} s vs {len(lrs)} loops {sweep:.3f} s")  # fmt: skip
     print(f"vs a minimal loop with torch's default AdamW: {statistics.median(naive):.2f}")
     print(f"overhead ratio {statistics.median(ratios):.2f}")
+    print(f"tuned job ratio {statistics.median(tuned):.2f} ({len(lrs)} configs)")
 
 
 def timed(work) -> float:

@@ -32,9 +32,7 @@ class Runner:
     worker: Worker
     events: Events
     logs: Path
-    counts: dict[str, int] = field(
-        default_factory=lambda: {"trained": 0, "reused": 0, "failed": 0}
-    )
+    counts: dict[str, int] = field(default_factory=lambda: {"trained": 0, "reused": 0, "failed": 0})
 
     def run(self) -> None:
         """Run every job; the plan is saved first and again, with each seed's chosen config,

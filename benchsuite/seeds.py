@@ -49,7 +49,8 @@ class Streams:
         return np.random.default_rng(np.random.SeedSequence(entropy))
 
     def partition(self, n: int, val: float, test: float) -> tuple[np.ndarray, ...]:
-        """(train, val, test) row indices of a fixed pool of ``n`` examples.
+        """(train, val, test) row indices of a fixed pool of ``n`` examples, each in random order
+        (so that their first rows are a random subset of them).
 
         The test rows (a ``test`` fraction) are drawn from a shared stream, so they are the same
         for every seed and no seed ever trains or tunes on them; the remaining rows are split into
@@ -58,10 +59,10 @@ class Streams:
         n_test, n_val = round(test * n), round(val * n)
         if n_test < 1 or n_val < 1 or n - n_test - n_val < 1:
             raise ValueError(f"cannot split {n} examples into train, {val:g} val, {test:g} test")
-        test_rows = np.sort(self.shared_rng("test").permutation(n)[:n_test])
+        test_rows = self.shared_rng("test").permutation(n)[:n_test]
         rest = np.setdiff1d(np.arange(n), test_rows)
         rest = rest[self.rng("split").permutation(len(rest))]
-        return np.sort(rest[n_val:]), np.sort(rest[:n_val]), test_rows
+        return rest[n_val:], rest[:n_val], test_rows
 
 
 def evaluation_seeds(n: int) -> list[int]:

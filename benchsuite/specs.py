@@ -219,6 +219,7 @@ class Budget:
     eval_batch_size: int = 1024
     checkpoint: str = "last"
     warmup_fraction: float = 0.05
+    clip: float = 0.0  # gradient norm clipping (0: none), per model
 
     def training(self) -> dict[str, Any]:
         """The fields that shape one training run (everything but the grid)."""
@@ -231,7 +232,8 @@ class TrackData:
 
     ``x_*``/``y_*`` are numpy arrays (converted to tensors by the trainer). ``info`` carries what
     the tokenizer and head need (feature counts, classes, token count ...), ``description`` names
-    the data actually used, ``cap`` is the trivial predictor's test score (divergence cap).
+    the data actually used, ``cap`` is the trivial predictor's test score (divergence cap);
+    ``metric`` replaces the track's metric for this data (a table's task decides it).
     """
 
     x_train: np.ndarray
@@ -246,6 +248,7 @@ class TrackData:
     cap: float | None = None
     identity: str = ""
     verified: bool = True
+    metric: Metric | None = None  # how this data is scored, when not the track's ``metric``
 
 
 class Track:
@@ -290,9 +293,20 @@ class Track:
         """Training loss (a scalar tensor)."""
         raise NotImplementedError
 
+    def criterion(self, data: TrackData, options: dict) -> Callable[[Tensor, Tensor], Tensor]:
+        """The training loss for this data (default :meth:`loss`); override when the loss
+        depends on the data or the options, e.g. a weighting of the forecast horizon."""
+        return self.loss
+
     def evaluate(self, prediction: Tensor, target: Tensor, data: TrackData) -> dict[str, float]:
         """Metrics on a whole split; must contain ``self.metric.name``."""
         raise NotImplementedError
+
+    def ladder(self, options: dict, preset: str) -> list[dict]:
+        """The difficulty rungs of a run under ``preset``: one options dict per rung. Every job
+        trains each rung and scores the track by the mean over rungs (as MAD scores a task over
+        its difficulty ladder); by default one rung, the options as given."""
+        return [options]
 
     def budget(self, preset: str) -> Budget:
         """The budget for ``preset``; an unknown preset is a usage error."""

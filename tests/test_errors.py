@@ -129,7 +129,7 @@ def test_broken_mixer_modules_are_named_and_the_rest_runs(finished, tmp_path):
     # the reasons the failures table shows (the terminal folds long cells, so read them whole)
     failures = json.loads((out / "report.json").read_text())["failures"]
     reasons = " ".join(f["reason"] for f in failures)
-    assert "returned shape (3, 15, 32) for input (3, 16, 32)" in reasons
+    assert "returned shape (3, 15, 16) for input (3, 16, 16)" in reasons
     assert "returned torch.float64 for torch.float32 input" in reasons
     assert "changed the batch size from 3 to 1" in reasons
     assert "plugin 'bad'" in reasons
@@ -315,11 +315,25 @@ def _legacy_store(path) -> None:
                 for seed in seeds:
                     key = f"{mixer}-{stage}-{index}-{seed}"
                     val = level + 0.1 * (index == 0) + rng.normal(0, 0.01)
-                    job = {"track": "sequence", "mixer": mixer, "stage": stage, "seed": seed,
-                           "config_index": index, "config": grid[index], "measure": False}
+                    job = {
+                        "track": "sequence",
+                        "mixer": mixer,
+                        "stage": stage,
+                        "seed": seed,
+                        "config_index": index,
+                        "config": grid[index],
+                        "measure": False,
+                    }
                     metrics = {"val.mse": val, "test.mse": level + rng.normal(0, 0.01)}
-                    record = {"key": key, "job": job, "status": "ok", "metrics": metrics,
-                              "cap": 1.0, "costs": {}, "probes": {}}
+                    record = {
+                        "key": key,
+                        "job": job,
+                        "status": "ok",
+                        "metrics": metrics,
+                        "cap": 1.0,
+                        "costs": {},
+                        "probes": {},
+                    }
                     rows.append((key, "sequence", mixer, stage, index, seed, json.dumps(record)))
                     cell[stage].append(key)
     manifest = {

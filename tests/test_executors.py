@@ -163,9 +163,7 @@ def by_mixer(records: list[RunRecord]) -> dict[str, list[RunRecord]]:
 def test_each_failure_is_isolated(registry: Registry, plugins: str) -> None:
     bad = ["raises_third", "nan", "sleeps", "kills_itself"]
     jobs = [
-        job
-        for job in sweep(registry, ["dense", *bad])
-        if job.mixer == "dense" or job.seed == 0
+        job for job in sweep(registry, ["dense", *bad]) if job.mixer == "dense" or job.seed == 0
     ]
     start = time.monotonic()
     with executor("process", 2, plugins, timeout=TIMEOUT) as pool:

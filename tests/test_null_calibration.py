@@ -15,7 +15,7 @@ import json
 
 from conftest import run_cli
 
-NULL_MIXERS = '''
+NULL_MIXERS = """
 import torch
 
 from benchsuite import Mixer, hookimpl
@@ -48,7 +48,7 @@ def _null(involution):
 def benchsuite_register_mixers(register):
     for name, involution in INVOLUTIONS.items():
         register(Mixer(name=f"null_{name}", build=_null(involution), description="dense, null"))
-'''
+"""
 
 
 def test_mixers_exchangeable_with_the_baseline_get_no_significant_verdict(tmp_path):
@@ -74,6 +74,10 @@ def test_mixers_exchangeable_with_the_baseline_get_no_significant_verdict(tmp_pa
     rejections = sum(c["comparison"]["p_value"] < 0.05 for c in comparisons.values())
     assert rejections <= 3
     # the premise: seeds really chose different configs, so selection luck was in play
-    chosen = [arm["selection"]["counts"] for arm in json.loads(
-        (out / "report.json").read_text())["tracks"]["sequence"]["mixers"].values()]
+    chosen = [
+        arm["selection"]["counts"]
+        for arm in json.loads((out / "report.json").read_text())["tracks"]["sequence"][
+            "mixers"
+        ].values()
+    ]
     assert any(sum(c > 0 for c in counts) > 1 for counts in chosen)

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 RUN = [
-    "run", "--tracks", "sequence", "--mixers", "dense,attention", "--budget", "steps=20",
+    "run", "--tracks", "sequence", "--mixers", "dense,attention", "--budget", "steps=300",
     "--seeds", "5", "--grid", "sequence.lr=0.01,0.03", "--track-option", "sequence.series=24",
     "--executor", "process", "--jobs", "2",
 ]  # fmt: skip

@@ -18,6 +18,7 @@ from benchsuite.plan.power import (
     planned_mde,
 )
 from benchsuite.plan.selection import divergence, select_best_config
+from benchsuite.results.analysis import at_chance, selection
 from benchsuite.results.stats import (
     apply_holm,
     compare_both_converged,
@@ -204,8 +205,15 @@ def test_planned_mde_matches_protocol_dz():
 
 
 def _flag(c, **given):
-    fields = {"non_finite": 0, "no_better_than_trivial": 0, "n": 8, "edge_of_grid": False,
-              "baseline_edge_of_grid": False, "indecisive_selection": False, "param_ratio": 1.0}
+    fields = {
+        "non_finite": 0,
+        "no_better_than_trivial": 0,
+        "n": 8,
+        "edge_of_grid": False,
+        "baseline_edge_of_grid": False,
+        "indecisive_selection": False,
+        "param_ratio": 1.0,
+    }
     flag_comparison(c, **{**fields, **given})  # fmt: skip
 
 
@@ -398,3 +406,20 @@ def test_default_seeds_let_one_discordant_seed_pass_holm():
         assert 4 / 2**n < 0.05 / m and (n == 12 or 4 / 2 ** (n - 1) >= 0.05 / m)
         d = np.array([1.0] * (n - 1) + [-0.1])  # one discordant, smallest difference
         assert compare_paired(np.zeros(n), d, higher_is_better=True).p_value == 4 / 2**n
+
+
+def test_a_cell_at_chance_is_not_flagged_for_the_edge_of_its_grid():
+    rng = np.random.default_rng(3)
+    caps = {seed: 0.25 for seed in range(12)}
+    noise = {seed: 0.25 + float(rng.normal(0, 0.01)) for seed in range(12)}
+    learnt = {seed: 0.6 + float(rng.normal(0, 0.01)) for seed in range(12)}
+    assert at_chance(noise, caps, higher=True)
+    assert not at_chance(learnt, caps, higher=True)
+    # lower is better: errors below the trivial predictor's are learnt
+    assert not at_chance({s: 1 - v for s, v in learnt.items()}, {s: 0.75 for s in caps}, False)
+    grid = [{"lr": lr} for lr in (0.01, 0.03, 0.1)]
+    chosen = {seed: 0 for seed in range(12)}  # every seed at the lowest learning rate
+    at_edge = selection(grid, chosen, {}, "accuracy", chance=False)
+    assert at_edge["edge_of_grid"] and at_edge["modal_on_edge"]
+    noise_edge = selection(grid, chosen, {}, "accuracy", chance=True)
+    assert not noise_edge["edge_of_grid"] and noise_edge["modal_on_edge"]

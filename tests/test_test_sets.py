@@ -63,7 +63,7 @@ def test_digits_test_images_are_in_no_seeds_training_or_validation_split(tmp_pat
 def test_diabetes_and_csv_test_rows_are_fixed_and_never_trained_or_tuned_on(tmp_path):
     path = write_csv(tmp_path / "table.csv", rows=400)
     track = tabular.TabularTrack()
-    for given in ({}, {"csv": str(path), "target": "price"}):
+    for given in ({"dataset": "diabetes"}, {"csv": str(path), "target": "price"}):
         options = resolve_options(track.options, given, "tabular")
         seen_test: set[bytes] | None = None
         for seed in SEEDS:
@@ -86,3 +86,14 @@ def test_cifar_test_subset_is_the_same_for_every_seed(tmp_path):
         labels = data.y_test if labels is None else labels
         np.testing.assert_array_equal(data.y_test, labels)
     assert (tmp_path / cifar.FOLDER).is_dir()
+
+
+def test_a_truncated_test_set_is_a_random_subset_of_its_table(tmp_path):
+    """fair is stored sorted by its target; the quick preset keeps 1000 test rows, and they must
+    be a random sample of the table, not its first rows."""
+    track = tabular.TabularTrack()
+    options = resolve_options(track.options, {"dataset": "fair"}, "tabular")
+    data = track.load(Streams("salt", "tabular", 0), options, "quick", None)
+    assert len(data.y_test) == 1000
+    assert abs(data.y_test.mean() - 0.3225) < 0.05  # 32% of the 6366 rows had an affair
+    assert abs(data.y_train.mean() - 0.3225) < 0.05

@@ -75,7 +75,9 @@ def test_integration_conserves_the_invariant(system: str, invariant) -> None:
 def test_load_shapes_splits_and_seeds() -> None:
     track, _, data = load()
     assert data.tokens == 16 and data.x_train.shape[1:] == (16, 1)
-    assert data.y_train.shape[1:] == (8, 1) and data.x_train.dtype == np.float32
+    assert data.y_train.shape[1:] == (24, 1) and data.x_train.dtype == np.float32
+    # 24 steps of dt 0.1 reach past two Lyapunov times of Lorenz-63
+    assert 24 * data.info["dt"] * data.info["lyapunov"] > 2
     assert "lorenz63 (observed: x only" in data.description
     assert data.cap == pytest.approx(1.0, abs=0.5)
     assert track.metric.name == "nmse" and not track.metric.higher_is_better
@@ -112,8 +114,19 @@ def test_tokenizer_head_loss_and_evaluate() -> None:
     track.loss(model(x), y).backward()
     assert all(p.grad is not None for p in model.parameters())
     metrics = track.evaluate(model(x).detach(), y, data)
-    assert set(metrics) == {"nmse", "vpt_steps", "vpt_time"} and metrics["nmse"] > 0
-    assert 0 <= metrics["vpt_steps"] <= 8
+    assert set(metrics) == {"nmse", "nmse_first_lyapunov_time", "vpt_steps", "vpt_time",
+                            "vpt_lyapunov_times"}  # fmt: skip
+    assert metrics["nmse"] > 0 and 0 <= metrics["vpt_steps"] <= 24
+    # the training loss weights step h by exp(-lambda h dt), weights of mean 1
+    criterion = track.criterion(data, options)
+    prediction = torch.zeros_like(y)
+    error = torch.zeros_like(y)
+    error[:, 0] = 1.0  # an error on the first step only weighs more than on the last
+    late = torch.zeros_like(y)
+    late[:, -1] = 1.0
+    assert criterion(prediction + error, y * 0) > criterion(prediction + late, y * 0)
+    flat = torch.ones_like(y)
+    assert float(criterion(flat, y * 0)) == pytest.approx(1.0, rel=1e-5)
 
 
 def test_registers_through_the_hook() -> None:

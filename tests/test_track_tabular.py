@@ -1,4 +1,4 @@
-"""The tabular track: the bundled diabetes fallback, CSV files written here, and a model."""
+"""The tabular track: every bundled table, CSV files written here, and a model."""
 
 from __future__ import annotations
 
@@ -46,17 +46,52 @@ def load(seed: int = 0, data_dir: str | None = None, **given):
     return track, options, track.load(Streams("test", "tabular", seed), options, "quick", data_dir)
 
 
-def test_offline_default_is_diabetes_and_announced(tmp_path: Path) -> None:
+def test_offline_default_is_fair_scored_by_accuracy() -> None:
     track, _, data = load()
-    assert "diabetes (scikit-learn, bundled)" in data.description
-    assert f"California housing not in the scikit-learn data home {tmp_path}" in data.description
-    assert data.tokens == 11 and data.x_train.shape[1] == 10 and data.cap == 1.0
-    assert data.x_train.dtype == np.float32 and data.y_train.dtype == np.float32
+    assert "fair (statsmodels, bundled)" in data.description
+    assert "6366 rows, 8 numeric features; classification, 9 tokens" in data.description
+    assert data.tokens == 9 and data.x_train.shape[1] == 8
+    assert data.x_train.dtype == np.float32 and data.y_train.dtype == np.int64
+    # quick keeps at most 2000 / 1000 / 1000 rows; the test rows are one fixed partition
+    assert (len(data.y_train), len(data.y_val), len(data.y_test)) == (2000, 1000, 1000)
     # scalers fitted on the training split only
     np.testing.assert_allclose(data.x_train.mean(axis=0), 0.0, atol=1e-5)
     np.testing.assert_allclose(data.x_train.std(axis=0), 1.0, atol=1e-4)
-    assert abs(data.y_train.mean()) < 1e-5 and abs(data.y_test.mean()) > 1e-4
-    assert track.metric.name == "relative_loss" and not track.metric.higher_is_better
+    majority = np.bincount(data.y_train).argmax()
+    assert data.cap == pytest.approx(np.mean(data.y_test == majority))
+    assert 0.6 < data.cap < 0.75  # about a third of the respondents had an affair
+    assert track.metric.name == "accuracy" and data.metric.name == "accuracy"
+
+
+# (dataset, task, rows, features): every table that ships with an installed package
+BUNDLED = [
+    ("fair", "classification", 6366, 8),
+    ("randhie", "regression", 20190, 9),
+    ("breast_cancer", "classification", 569, 30),
+    ("wine", "classification", 178, 13),
+    ("diabetes", "regression", 442, 10),
+]
+
+
+@pytest.mark.parametrize(("dataset", "task", "rows", "features"), BUNDLED)
+def test_every_bundled_table_loads_offline(dataset, task, rows, features) -> None:
+    _, _, data = load(dataset=dataset)
+    assert data.info["task"] == task and data.x_train.shape[1] == features
+    assert f"{rows} rows, {features} numeric features; {task}" in data.description
+    assert data.tokens == features + 1
+    assert all(np.isfinite(x).all() for x in (data.x_train, data.x_val, data.x_test))
+    if task == "regression":
+        assert data.metric.name == "relative_loss" and data.cap == 1.0
+        assert data.y_train.dtype == np.float32 and abs(data.y_train.mean()) < 1e-5
+    else:
+        assert data.metric.name == "accuracy" and data.y_train.dtype == np.int64
+    used = len(data.y_train) + len(data.y_val) + len(data.y_test)
+    assert used == min(rows, used)  # every row once at most (quick caps the large tables)
+
+
+def test_a_task_that_contradicts_the_table_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match=r"tabular\.dataset=fair is classification"):
+        load(dataset="fair", task="regression")
 
 
 def test_explicit_california_when_absent_is_a_usage_error() -> None:

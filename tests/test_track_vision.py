@@ -58,7 +58,9 @@ def test_offline_fallback_is_announced(tmp_path: Path) -> None:
     track, _, data = load(tmp_path)
     assert "digits 8×8 (scikit-learn)" in data.description
     assert f"CIFAR-10 not found in {tmp_path / cifar.FOLDER}" in data.description
-    assert data.tokens == 16 and data.x_train.shape[1:] == (16, 4)
+    # 64 tokens: every pixel with its 3×3 neighbourhood (zero beyond the border)
+    assert data.tokens == 64 and data.x_train.shape[1:] == (64, 9)
+    assert "64 tokens of 1×1 patches with a 1-pixel neighbourhood" in data.description
     assert data.x_train.dtype == np.float32 and data.y_train.dtype == np.int64
     assert len(data.y_train) + len(data.y_val) + len(data.y_test) == 1797
     majority = np.bincount(data.y_train).argmax()
@@ -93,12 +95,12 @@ def test_unverified_folder_loads_only_on_opt_in(tmp_path: Path) -> None:
     n_train = 5 * TRAIN_PER_BATCH
     assert len(data.y_val) == n_train // 10 and len(data.y_train) == n_train - n_train // 10
     assert len(data.y_test) == TEST_IMAGES
-    assert data.tokens == 16 and data.x_train.shape[1:] == (16, 8 * 8 * 3)
+    assert data.tokens == 64 and data.x_train.shape[1:] == (64, 4 * 4 * 3)
     # the class sets the brightness: normalised pixel means must rank the labels
     brightness = data.x_train.mean(axis=(1, 2))
     assert np.corrcoef(brightness, data.y_train)[0, 1] > 0.9
     _, _, full = load(tmp_path, preset="full", verify="false")
-    assert full.tokens == 64 and full.x_train.shape[1:] == (64, 4 * 4 * 3)
+    assert full.tokens == 256 and full.x_train.shape[1:] == (256, 2 * 2 * 3)
 
 
 def test_missing_batch_file_is_named(tmp_path: Path) -> None:

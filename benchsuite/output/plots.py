@@ -99,6 +99,8 @@ def seeds_figure(track: str, entry: dict) -> Figure | None:
     joins the two runs of the same seed (green: the mixer is better on that seed, red: worse,
     grey: equal, as when both diverged and were imputed with the same cap).
     """
+    from matplotlib.collections import LineCollection
+
     names = _ordered_mixers(entry)
     if not names:
         return None
@@ -118,19 +120,24 @@ def seeds_figure(track: str, entry: dict) -> Figure | None:
                 ax.hlines(sum(shown) / len(shown), x - 0.25, x + 0.25, color="0.2", lw=2)
             continue
         pairs = zip(cell.get("baseline_values", []), cell.get("mixer_values", []), strict=False)
+        segments, colours = [], []
         for base_raw, mix_raw in pairs:
             base, mix = finite(base_raw), finite(mix_raw)
             if base is None or mix is None:
                 omitted += 1
                 continue
             better = mix > base if higher else mix < base
-            colour = (
+            colours.append(
                 "0.6" if mix == base
                 else VERDICT_COLOURS["significant_win" if better else "significant_loss"]
             )  # fmt: skip
-            ax.plot([x - 0.2, x + 0.2], [base, mix], color=colour, lw=1, alpha=0.8, zorder=2)
-            ax.scatter([x - 0.2], [base], facecolor="white", edgecolor="0.35", zorder=3, s=22)
-            ax.scatter([x + 0.2], [mix], color="0.15", zorder=3, s=22)
+            segments.append([(x - 0.2, base), (x + 0.2, mix)])
+        if segments:  # one artist per kind and mixer: drawing thousands of points stays fast
+            ax.add_collection(LineCollection(segments, colors=colours, lw=1, alpha=0.8, zorder=2))
+            bases, mixes = [s[0][1] for s in segments], [s[1][1] for s in segments]
+            ax.scatter([x - 0.2] * len(bases), bases, facecolor="white", edgecolor="0.35",
+                       zorder=3, s=22)  # fmt: skip
+            ax.scatter([x + 0.2] * len(mixes), mixes, color="0.15", zorder=3, s=22)
     ax.set_xticks(range(len(names)), labels=names, rotation=20 if len(names) > 5 else 0)
     ax.set_xlim(-0.6, len(names) - 0.4)
     ax.set_ylabel(_metric_label(entry, "test"))

@@ -18,25 +18,44 @@ import hashlib
 import importlib.util
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
+from importlib.machinery import ModuleSpec
 from pathlib import Path
 
 TRAINING_PATH = "benchsuite.train.job"
 
 
 @lru_cache(maxsize=4096)
-def _spec_origin(name: str) -> Path | None:
-    """The source file of module ``name``, or None (not found, not Python source).
+def _spec(name: str) -> ModuleSpec | None:
+    """The import spec of module ``name``, or None when it is no module (an attribute named in
+    ``from module import name``, or not found).
 
-    ``find_spec`` imports the parent packages of a dotted name; it is only asked for modules
-    under packages that are followed, which the registry has imported already.
+    ``find_spec`` imports the parent of a dotted name, so a name is looked up only under a parent
+    that is a package: a parent that is a plain module (``benchsuite.train.fit``, which imports
+    torch) is never imported here.
     """
+    parent = name.rpartition(".")[0]
+    if parent:
+        parent_spec = _spec(parent)
+        if parent_spec is None or parent_spec.submodule_search_locations is None:
+            return None
     try:
-        spec = importlib.util.find_spec(name)
+        return importlib.util.find_spec(name)
     except (ImportError, ValueError, AttributeError):
         return None
+
+
+def _spec_origin(name: str) -> Path | None:
+    """The source file of module ``name``, or None (not found, not Python source)."""
+    spec = _spec(name)
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
         return None
     return Path(spec.origin)
+
+
+@lru_cache(maxsize=4096)
+def _folder(path: Path) -> Path:
+    """The resolved folder of a file."""
+    return path.resolve().parent
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -83,9 +102,12 @@ def _imported_names(name: str, path: Path, tree: ast.AST) -> set[str]:
 
 
 @lru_cache(maxsize=4096)
-def _parse(path: Path, mtime_ns: int) -> tuple[ast.AST, str]:
+def _read(name: str, path: Path, mtime_ns: int) -> tuple[str, frozenset[str]]:
+    """A module's digest (of its syntax tree) and the names it may import; cached per file
+    version, since a plan asks for the same modules once per cell."""
     tree = ast.parse(path.read_bytes(), filename=str(path))
-    return tree, hashlib.sha256(ast.dump(tree).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(ast.dump(tree).encode()).hexdigest()[:16]
+    return digest, frozenset(_imported_names(name, path, tree))
 
 
 def closure(roots: Mapping[str, Path], follow: Iterable[str] = ()) -> dict[str, str]:
@@ -100,14 +122,14 @@ def closure(roots: Mapping[str, Path], follow: Iterable[str] = ()) -> dict[str, 
         name, path = todo.popitem()
         if name in digests:
             continue
-        tree, digest = _parse(path, path.stat().st_mtime_ns)
+        digest, imports = _read(name, path, path.stat().st_mtime_ns)
         digests[name] = digest
-        for imported in _imported_names(name, path, tree):
+        for imported in imports:
             if imported in digests or imported in todo:
                 continue
             top = imported.split(".")[0]
             local = _spec_origin(top) if top not in tops else None
-            if top not in tops and (local is None or local.resolve().parent not in folders):
+            if top not in tops and (local is None or _folder(local) not in folders):
                 continue
             origin = _spec_origin(imported)
             if origin is not None:

@@ -34,7 +34,7 @@ class TrackFacts:
     ideal: float | None  # the metric's best possible value
     dataset: str
     verified: bool
-    tokens: int
+    tokens: int  # of the first rung of the ladder (the only one, for most tracks)
     grid: list[dict[str, float]]
     budget: dict[str, Any]  # steps, batch_size, dim, depth, checkpoint
     budget_signature: str
@@ -129,18 +129,22 @@ class Plan:
         )
 
 
-def probe_track(track: Track, settings: RunSettings) -> TrackFacts:
-    """Load the track's data for the first seed: token count, dataset line, data key."""
+def probe_track(track: Track, settings: RunSettings) -> tuple[TrackFacts, list[int]]:
+    """Load the track's data for the first seed (every rung of its ladder): the facts (token
+    count, dataset line, data key, ...) and the token count of each rung."""
     options = dict(settings.track_options[track.name])
-    data = track.load(Streams(settings.salt, track.name, evaluation_seeds(1)[0]), options,
-                      settings.preset, settings.data_dir)  # fmt: skip
+    streams = Streams(settings.salt, track.name, evaluation_seeds(1)[0])
+    rungs = [track.load(streams, rung, settings.preset, settings.data_dir)
+             for rung in track.ladder(options, settings.preset)]  # fmt: skip
+    data = rungs[0]
     budget = jobs_.effective_budget(track, settings)
-    return TrackFacts(
-        metric=track.metric.name,
-        higher_is_better=track.metric.higher_is_better,
-        direction=track.metric.direction,
-        scale=track.metric.scale,
-        ideal=track.metric.ideal,
+    metric = data.metric or track.metric
+    facts = TrackFacts(
+        metric=metric.name,
+        higher_is_better=metric.higher_is_better,
+        direction=metric.direction,
+        scale=metric.scale,
+        ideal=metric.ideal,
         dataset=data.description,
         verified=data.verified,
         tokens=data.tokens,
@@ -150,9 +154,11 @@ def probe_track(track: Track, settings: RunSettings) -> TrackFacts:
             for key in ("steps", "batch_size", "dim", "depth", "checkpoint")
         },
         budget_signature=jobs_.budget_signature(track, settings),
-        data_key=track.data_key(options, settings.preset, settings.data_dir) + data.identity,
+        data_key=track.data_key(options, settings.preset, settings.data_dir)
+        + " ".join(rung.identity for rung in rungs),
         plugin=f"{track.distribution} {track.version}".strip(),
     )
+    return facts, [rung.tokens for rung in rungs]
 
 
 def mixer_facts(mixer: Mixer) -> MixerFacts:
@@ -185,7 +191,7 @@ def plan_run(settings: RunSettings, tracks: dict[str, Track], mixers: dict[str, 
     for name in settings.tracks or ():
         track = tracks[name]
         try:
-            facts = probe_track(track, settings)
+            facts, tokens = probe_track(track, settings)
         except Exception as error:  # one broken track never takes the others down
             plan.skipped.append(Skip(name, "*", one_line(error), "error"))
             continue
@@ -193,7 +199,8 @@ def plan_run(settings: RunSettings, tracks: dict[str, Track], mixers: dict[str, 
         plan.code[f"track {name}"] = jobs_.plugin_code(track)
         for mixer_name in settings.mixers or ():
             mixer = mixers[mixer_name]
-            reason = mixer.reason_unsupported(facts.tokens, facts.budget["dim"])
+            reasons = [mixer.reason_unsupported(t, facts.budget["dim"]) for t in tokens]
+            reason = next((r for r in reasons if r), None)
             if reason:
                 plan.skipped.append(Skip(name, mixer_name, reason, "unsupported"))
                 continue

@@ -7,14 +7,14 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from statsmodels.stats.power import TTestPower
-
 
 @lru_cache(maxsize=256)
 def dz_star(n: int, alpha: float = 0.05, power: float = 0.8) -> float:
     """Standardised effect a two-sided paired t test detects with the given power at n pairs."""
     if n < 2:
         return math.nan
+    from statsmodels.stats.power import TTestPower  # 0.7 s to import: only when asked
+
     return float(
         TTestPower().solve_power(nobs=n, alpha=alpha, power=power, alternative="two-sided")
     )

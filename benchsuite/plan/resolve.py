@@ -19,7 +19,13 @@ from benchsuite.specs import resolve_options
 
 def resolve(settings: RunSettings, registry: Registry) -> RunSettings:
     """``settings`` checked and completed against ``registry`` (see the module docstring)."""
-    track_names = list(settings.tracks) if settings.tracks else sorted(registry.tracks)
+    track_names = list(settings.tracks) if settings.tracks else [
+        name for name in sorted(registry.tracks)
+        if settings.preset in registry.tracks[name].budgets
+    ]  # fmt: skip
+    if not track_names:
+        presets = sorted({p for track in registry.tracks.values() for p in track.budgets})
+        raise UsageError(f"no track has preset {settings.preset!r}; valid: {', '.join(presets)}")
     mixer_names = list(settings.mixers) if settings.mixers else sorted(registry.mixers)
     check_names("track", track_names, list(registry.tracks))
     check_names("mixer", mixer_names, list(registry.mixers))

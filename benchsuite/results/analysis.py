@@ -29,6 +29,19 @@ from benchsuite.specs import Signature
 
 REPORT_VERSION = 2
 DECISIVE_AGREEMENT = 0.5  # fewer seeds than this share agreeing with the modal choice: flagged
+AT_CHANCE_P = 0.05  # one-sided level of "better than the trivial predictor"
+
+
+def at_chance(values: dict[int, float], caps: dict[int, float | None], higher: bool) -> bool:
+    """True when a cell's test scores are not better than its seeds' trivial predictor (one-sided
+    sign-flip test at ``AT_CHANCE_P``): its validation curve is flat noise, so where its choice
+    falls in the grid says nothing about the grid."""
+    seeds = [s for s in values if caps.get(s) is not None and math.isfinite(values[s])]
+    if len(seeds) < 2:
+        return False
+    gain = np.array([values[s] - caps[s] for s in seeds]) * (1.0 if higher else -1.0)
+    p_two_sided = stats.sign_flip_p(gain)[0]
+    return not (gain.mean() > 0 and p_two_sided / 2 < AT_CHANCE_P)
 
 
 def _records(plan: Plan, track: str, mixer: str, results: dict[str, RunRecord]) -> dict:
@@ -38,9 +51,11 @@ def _records(plan: Plan, track: str, mixer: str, results: dict[str, RunRecord]) 
 
 
 def selection(grid: list[dict], chosen: dict[int, int], records: dict[int, RunRecord],
-              metric: str) -> dict[str, Any]:  # fmt: skip
+              metric: str, chance: bool = False) -> dict[str, Any]:  # fmt: skip
     """How a cell's seeds chose: counts per config, the modal config, how many seeds agree with
-    it, how many chose an end of the grid, and every config's validation score per seed."""
+    it, how many chose an end of the grid, and every config's validation score per seed.
+    ``chance``: the cell is at chance, so an end of the grid is recorded (``modal_on_edge``) but
+    not flagged (``edge_of_grid`` false)."""
     counts = [sum(index == k for index in chosen.values()) for k in range(len(grid))]
     modal = max(range(len(grid)), key=lambda k: (counts[k], -k))
     rows = []
@@ -58,8 +73,10 @@ def selection(grid: list[dict], chosen: dict[int, int], records: dict[int, RunRe
         "counts": counts,
         "agreement": counts[modal] / n,
         "edge_share": sum(on_edge(grid, grid[i]) for i in chosen.values()) / n,
-        "edge_of_grid": on_edge(grid, grid[modal]),
-        "indecisive": counts[modal] / n < DECISIVE_AGREEMENT,
+        "modal_on_edge": on_edge(grid, grid[modal]),
+        "edge_of_grid": on_edge(grid, grid[modal]) and not chance,
+        "at_chance": chance,
+        "indecisive": counts[modal] / n < DECISIVE_AGREEMENT and not chance,
         "chosen": {str(seed): index for seed, index in sorted(chosen.items())},
         "sweep": rows,
     }
@@ -74,13 +91,16 @@ def _arm(plan: Plan, track: str, mixer: str, results: dict[str, RunRecord]) -> d
     chosen = {int(seed): index for seed, index in cell.chosen.items() if int(seed) in records}
     metric = f"test.{facts.metric}"
     first = records[min(records)]
+    values = {seed: r.metrics.get(metric, math.nan) for seed, r in records.items()}
+    caps = {seed: r.cap for seed, r in records.items()}
+    chance = at_chance(values, caps, facts.higher_is_better)
     return {
         "records": records,
-        "values": {seed: r.metrics.get(metric, math.nan) for seed, r in records.items()},
+        "values": values,
         "diverged": {seed: r.diverged for seed, r in records.items()},
         "reasons": {seed: r.divergence for seed, r in records.items()},
-        "caps": {seed: r.cap for seed, r in records.items()},
-        "selection": selection(facts.grid, chosen, records, facts.metric),
+        "caps": caps,
+        "selection": selection(facts.grid, chosen, records, facts.metric, chance),
         "costs": first.costs,
         "probes": first.probes if first.job.get("measure") else {},
         "n_planned": len(cell.jobs),
@@ -240,13 +260,15 @@ def analyse(plan: Plan, results: dict[str, RunRecord], failures: list[RunRecord]
 
 
 def selection_summary(tracks: dict[str, Any]) -> dict[str, Any]:
-    """Across every cell (the baseline's included): how many chose an end of their grid, and how
-    many seeds agreed with their cell's modal choice."""
-    cells = [arm for entry in tracks.values() for arm in entry["mixers"].values()]
+    """Across every cell (the baseline's included): how many are at chance, how many of the
+    others chose an end of their grid, and how many seeds agreed with their cell's modal choice."""
+    every = [arm for entry in tracks.values() for arm in entry["mixers"].values()]
+    cells = [arm for arm in every if not arm["selection"].get("at_chance")]
     edge = [arm["edge_of_grid"] for arm in cells]
     agreement = [arm["selection"]["agreement"] for arm in cells]
     return {
-        "cells": len(cells),
+        "cells": len(every),
+        "at_chance": len(every) - len(cells),
         "edge_of_grid": sum(edge),
         "edge_share": sum(edge) / len(cells) if cells else None,
         "median_agreement": float(np.median(agreement)) if agreement else None,

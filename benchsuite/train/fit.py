@@ -55,18 +55,22 @@ class Optimizer(Protocol):
 
 
 class FusedAdamW:
-    """torch's fused AdamW for one model at ``lr * factor``."""
+    """torch's fused AdamW for one model at ``lr * factor``, gradients clipped to a norm of
+    ``clip`` first (0: no clipping)."""
 
-    def __init__(self, parameters: Iterable[torch.Tensor], lr: float, weight_decay: float) -> None:
-        self.lr = lr
+    def __init__(self, parameters: Iterable[torch.Tensor], lr: float, weight_decay: float,
+                 clip: float = 0.0) -> None:  # fmt: skip
+        self.lr, self.clip, self.params = lr, clip, list(parameters)
         self.optimizer = torch.optim.AdamW(
-            parameters, lr=lr, weight_decay=weight_decay, betas=BETAS, eps=EPS, fused=True
+            self.params, lr=lr, weight_decay=weight_decay, betas=BETAS, eps=EPS, fused=True
         )
 
     def zero_grad(self) -> None:
         self.optimizer.zero_grad(set_to_none=True)
 
     def step(self, factor: float) -> None:
+        if self.clip:
+            torch.nn.utils.clip_grad_norm_(self.params, self.clip, foreach=True)
         self.optimizer.param_groups[0]["lr"] = self.lr * factor
         self.optimizer.step()
 
@@ -76,8 +80,8 @@ class StackedAdamW:
     member; the same update as torch's AdamW, written with ``torch._foreach`` list operations."""
 
     def __init__(self, parameters: Sequence[torch.Tensor], lrs: Sequence[float],
-                 weight_decays: Sequence[float]) -> None:  # fmt: skip
-        self.params = list(parameters)
+                 weight_decays: Sequence[float], clip: float = 0.0) -> None:  # fmt: skip
+        self.params, self.clip = list(parameters), clip
         device = self.params[0].device
         lr = torch.tensor(lrs, dtype=torch.float32, device=device)
         decay = torch.tensor(weight_decays, dtype=torch.float32, device=device)
@@ -97,6 +101,8 @@ class StackedAdamW:
         self.steps += 1
         beta1, beta2 = BETAS
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
+        if self.clip:
+            self._clip(grads)
         shrink = torch._foreach_mul(self.decays, -factor)
         torch._foreach_add_(shrink, 1.0)
         torch._foreach_mul_(self.params, shrink)  # decoupled weight decay: p *= 1 - lr wd
@@ -112,6 +118,13 @@ class StackedAdamW:
         torch._foreach_mul_(update, self.lrs)
         torch._foreach_mul_(update, factor / correction1)
         torch._foreach_sub_(self.params, update)
+
+    def _clip(self, grads: list[torch.Tensor]) -> None:
+        """Scale each member's gradients to a norm of at most ``clip`` (as clip_grad_norm_ does
+        for one model)."""
+        squares = torch.stack([g.pow(2).flatten(1).sum(dim=1) for g in grads]).sum(dim=0)
+        scale = (self.clip / (squares.sqrt() + 1e-6)).clamp(max=1.0)
+        torch._foreach_mul_(grads, [scale.view(-1, *[1] * (g.dim() - 1)) for g in grads])
 
 
 @dataclass

@@ -25,7 +25,7 @@ from benchsuite.errors import PluginError
 from benchsuite.plan.selection import divergence, select_best_config
 from benchsuite.seeds import Streams
 from benchsuite.specs import Budget, Mixer, Track, TrackData
-from benchsuite.train.batched import Member, Unbatchable, train_stack
+from benchsuite.train.batched import Loss, Member, Unbatchable, train_stack
 from benchsuite.train.encoder import Encoder, build_encoder
 from benchsuite.train.fit import FusedAdamW, Trace, batch_order, train_loop
 from benchsuite.train.measures import forward_flops, parameter_counts
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+
 @lru_cache(maxsize=64)
 def _cached_load(track: Track, options_json: str, preset: str, data_dir: str | None,
                  salt: str, seed: int) -> TrackData:  # fmt: skip
@@ -44,12 +45,13 @@ def _cached_load(track: Track, options_json: str, preset: str, data_dir: str | N
     return track.load(Streams(salt, track.name, seed), json.loads(options_json), preset, data_dir)
 
 
-def load_data(track: Track, job: Job) -> TrackData:
-    """The track's data for the job's seed (cached per process)."""
+def load_data(track: Track, job: Job, options: dict[str, Any] | None = None) -> TrackData:
+    """The track's data for the job's seed under ``options`` (default: the job's track options;
+    a ladder rung's otherwise), cached per process."""
     import json
 
-    options = json.dumps(dict(job.track_options), sort_keys=True)
-    return _cached_load(track, options, job.preset, job.data_dir, job.salt, job.seed)
+    given = json.dumps(dict(job.track_options) if options is None else options, sort_keys=True)
+    return _cached_load(track, given, job.preset, job.data_dir, job.salt, job.seed)
 
 
 def job_budget(job: Job) -> Budget:
@@ -57,12 +59,14 @@ def job_budget(job: Job) -> Budget:
     return Budget(**dict(job.budget), grid=())
 
 
-def build_model(track: Track, mixer: Mixer, data: TrackData, job: Job) -> Encoder:
-    """The shared encoder with the job's mixer in every block, initialised from the init streams."""
+def build_model(track: Track, mixer: Mixer, data: TrackData, job: Job,
+                options: dict[str, Any] | None = None) -> Encoder:  # fmt: skip
+    """The shared encoder with the job's mixer in every block, initialised from the init streams
+    (``options``: the track options the data was loaded with; default the job's)."""
     budget = job_budget(job)
     streams = Streams(job.salt, job.track, job.seed)
     build = mixer.builder()
-    options = dict(job.track_options)
+    options = dict(job.track_options) if options is None else options
     return build_encoder(
         make={
             "tokenizer": lambda: track.tokenizer(data, budget.dim, options),
@@ -76,12 +80,21 @@ def build_model(track: Track, mixer: Mixer, data: TrackData, job: Job) -> Encode
     )
 
 
-def fit(model: Encoder, track: Track, member: Member, warmup_fraction: float) -> Trace:
-    """Train one model in place in its minibatch order at its config.
+def fit(
+    model: Encoder,
+    track: Track,
+    member: Member,
+    warmup_fraction: float,
+    clip: float = 0.0,
+    loss: Loss | None = None,
+) -> Trace:
+    """Train one model in place in its minibatch order at its config (gradient norm clipped to
+    ``clip`` when it is not 0).
 
     On a GPU the forward pass runs under bf16 autocast when the track allows it.
     """
     x, y, order = member.x, member.y, member.order
+    criterion = loss or track.loss
     autocast = torch.autocast(
         x.device.type, dtype=torch.bfloat16,
         enabled=x.device.type == "cuda" and track.mixed_precision,
@@ -90,10 +103,10 @@ def fit(model: Encoder, track: Track, member: Member, warmup_fraction: float) ->
     def loss_at(step: int) -> torch.Tensor:
         index = order[step]
         with autocast:
-            return track.loss(model(x[index]), y[index])
+            return criterion(model(x[index]), y[index])
 
     optimizer = FusedAdamW(model.parameters(), member.config["lr"],
-                           member.config.get("weight_decay", 0.0))  # fmt: skip
+                           member.config.get("weight_decay", 0.0), clip)  # fmt: skip
     model.train()
     return train_loop(optimizer, loss_at, order.shape[0], warmup_fraction, x.device)
 
@@ -145,33 +158,46 @@ def digest(*arrays: np.ndarray) -> str:
 
 
 @dataclass
-class Prepared:
-    """A job ready to train: its data, its budget and one member per config of its grid."""
+class Rung:
+    """One rung of a job's ladder (most tracks have one): its options, data and one member per
+    config of the grid."""
 
-    job: Job
+    options: dict[str, Any]
     data: TrackData
-    budget: Budget
     members: list[Member]
 
 
+@dataclass
+class Prepared:
+    """A job ready to train: its budget and its rungs."""
+
+    job: Job
+    budget: Budget
+    rungs: list[Rung]
+
+
 def prepare(job: Job, track: Track, mixer: Mixer) -> Prepared:
-    """Load the seed's data, check the mixer, and build one model per config (identical initial
-    weights: each is built from the same init streams) on shared data and minibatch order."""
+    """Per rung of the track's ladder: load the seed's data, check the mixer, and build one model
+    per config (identical initial weights, from the same init streams) on shared data and
+    minibatch order."""
     torch.set_num_threads(job.threads)
     device = torch.device(job.device)
     budget = job_budget(job)
-    data = load_data(track, job)
-    broken = check_mixer(mixer, data.tokens, budget.dim, dict(job.mixer_options))
-    if broken:
-        raise PluginError(broken)
-    model = build_model(track, mixer, data, job).to(device)
-    streams = Streams(job.salt, job.track, job.seed)
-    x, y = to_device(data.x_train, device), to_device(data.y_train, device)
-    order = batch_order(streams.rng("order"), len(x), budget.steps, budget.batch_size).to(device)
-    models = [model] + [copy.deepcopy(model) for _ in job.grid[1:]]
-    members = [Member(m, x, y, order, dict(config)) for m, config in zip(models, job.grid,
-                                                                        strict=True)]  # fmt: skip
-    return Prepared(job, data, budget, members)
+    rungs = []
+    for options in track.ladder(dict(job.track_options), job.preset):
+        data = load_data(track, job, options)
+        broken = check_mixer(mixer, data.tokens, budget.dim, dict(job.mixer_options))
+        if broken:
+            raise PluginError(broken)
+        model = build_model(track, mixer, data, job, options).to(device)
+        streams = Streams(job.salt, job.track, job.seed)
+        x, y = to_device(data.x_train, device), to_device(data.y_train, device)
+        order = batch_order(streams.rng("order"), len(x), budget.steps, budget.batch_size)
+        models = [model] + [copy.deepcopy(model) for _ in job.grid[1:]]
+        members = [Member(m, x, y, order.to(device), dict(config))
+                   for m, config in zip(models, job.grid, strict=True)]  # fmt: skip
+        rungs.append(Rung(options, data, members))
+    return Prepared(job, budget, rungs)
 
 
 def _metrics(track: Track, data: TrackData, model: Encoder, split: str,
@@ -183,37 +209,63 @@ def _metrics(track: Track, data: TrackData, model: Encoder, split: str,
     return {f"{split}.{name}": float(value) for name, value in scores.items()}
 
 
-def score(ready: Prepared, track: Track, mixer: Mixer, traces: list[Trace],
+def _over_rungs(per_rung: list[dict[str, float]]) -> dict[str, float]:
+    """Each metric's mean over the rungs; with several rungs, each rung's value too."""
+    merged = {name: float(np.mean([m[name] for m in per_rung])) for name in per_rung[0]}
+    if len(per_rung) > 1:
+        merged.update(
+            {f"{name}@rung{i}": value for i, m in enumerate(per_rung) for name, value in m.items()}
+        )
+    return merged
+
+
+def score(ready: Prepared, track: Track, mixer: Mixer, traces: list[list[Trace]],
           seconds_per_step: float) -> dict[str, Any]:  # fmt: skip
-    """Choose the config with the best validation score and describe the job's result."""
-    job, data, budget = ready.job, ready.data, ready.budget
-    metric, higher = track.metric.name, track.metric.higher_is_better
+    """Choose the config with the best validation score (its mean over the rungs) and describe
+    the job's result; ``traces[rung][config]``."""
+    job, budget, rungs = ready.job, ready.budget, ready.rungs
+    metric = rungs[0].data.metric or track.metric
     sweep = []
-    for index, (member, trace) in enumerate(zip(ready.members, traces, strict=True)):
-        final_loss, finite = trace.member(0)
-        metrics = {
-            "train_loss": final_loss,
-            **_metrics(track, data, member.model, "val", budget.eval_batch_size),
-        }
-        sweep.append({"index": index, "config": member.config, "metrics": metrics,
-                      "finite": finite, "curve": trace.curve(0)})  # fmt: skip
+    for index, config in enumerate(job.grid):
+        summaries = [traces[r][index].member(0) for r in range(len(rungs))]
+        val = _over_rungs([_metrics(track, rung.data, rung.members[index].model, "val",
+                                    budget.eval_batch_size) for rung in rungs])  # fmt: skip
+        curves = [traces[r][index].curve(0) for r in range(len(rungs))]
+        sweep.append({
+            "index": index, "config": dict(config),
+            "metrics": {"train_loss": float(np.mean([loss for loss, _ in summaries])), **val},
+            "finite": all(finite for _, finite in summaries),
+            "curve": [float(v) for v in np.mean(curves, axis=0)] if curves[0] else [],
+        })  # fmt: skip
     chosen, _ = select_best_config([
-        {"index": row["index"], "config": row["config"], "val": [row["metrics"][f"val.{metric}"]],
-         "diverged": [not row["finite"]], "higher_is_better": higher}
+        {"index": row["index"], "config": row["config"],
+         "val": [row["metrics"][f"val.{metric.name}"]], "diverged": [not row["finite"]],
+         "higher_is_better": metric.higher_is_better}
         for row in sweep
     ])  # fmt: skip
-    model = ready.members[chosen].model
-    metrics = {**sweep[chosen]["metrics"],
-               **_metrics(track, data, model, "test", budget.eval_batch_size)}  # fmt: skip
+    test = _over_rungs([_metrics(track, rung.data, rung.members[chosen].model, "test",
+                                 budget.eval_batch_size) for rung in rungs])  # fmt: skip
+    metrics = {**sweep[chosen]["metrics"], **test}
+    first = rungs[0]
+    model = first.members[chosen].model
     costs = {
         **parameter_counts(model, model.mixers()),
         "seconds_per_step": seconds_per_step,
         "examples_per_second": budget.batch_size / max(seconds_per_step, 1e-12),
-        "members": float(len(ready.members)),
+        "members": float(len(job.grid)),
     }
-    x_train = ready.members[chosen].x
-    probes = measure_model(model, mixer, x_train, data, costs) if job.measure else {}
-    reason = divergence(metrics[f"test.{metric}"], data.cap, higher, sweep[chosen]["finite"])
+    probes = (
+        measure_model(model, mixer, first.members[chosen].x, first.data, costs)
+        if job.measure else {}
+    )  # fmt: skip
+    caps = [rung.data.cap for rung in rungs]
+    cap = None if None in caps else float(np.mean(caps))
+    reason = divergence(metrics[f"test.{metric.name}"], cap, metric.higher_is_better,
+                        sweep[chosen]["finite"])  # fmt: skip
+    described = first.data.description + (
+        f" (and {len(rungs) - 1} harder rungs: the score is the mean over the ladder)"
+        if len(rungs) > 1 else ""
+    )  # fmt: skip
     return {
         "metrics": metrics,
         "chosen": chosen,
@@ -222,55 +274,71 @@ def score(ready: Prepared, track: Track, mixer: Mixer, traces: list[Trace],
         "divergence": reason,
         "probes": probes,
         "costs": costs,
-        "data_description": data.description,
-        "data_verified": data.verified,
-        "cap": data.cap,
-        "test_digest": digest(data.x_test, data.y_test),
+        "data_description": described,
+        "data_verified": all(rung.data.verified for rung in rungs),
+        "cap": cap,
+        "test_digest": digest(*[a for r in rungs for a in (r.data.x_test, r.data.y_test)]),
     }
 
 
-def run_job(job: Job, track: Track, mixer: Mixer) -> dict[str, Any]:
-    """Train every config of the job's grid on its seed, choose on validation, score the choice;
-    returns the result fields of a RunRecord (raises on failure)."""
-    ready = prepare(job, track, mixer)
-    warmup = ready.budget.warmup_fraction
-    if len(ready.members) > 1:
+def _train_rung(rung: Rung, track: Track, job: Job,
+                budget: Budget) -> tuple[list[Trace], float, bool]:  # fmt: skip
+    """Every config of one rung, as one stack when vmap can run the model, else one by one: the
+    traces, the seconds per step of one model, and whether they trained as one stack."""
+    warmup, clip = budget.warmup_fraction, budget.clip
+    loss = track.criterion(rung.data, rung.options)
+    if len(rung.members) > 1:
         try:
-            trace = train_stack(ready.members, track, warmup)
-            traces = [trace.slice(i) for i in range(len(ready.members))]
-            return score(ready, track, mixer, traces, trace.seconds_per_step)
+            trace = train_stack(rung.members, loss, warmup, clip)
+            traces = [trace.slice(i) for i in range(len(rung.members))]
+            return traces, trace.seconds_per_step, True
         except Unbatchable as reason:  # raised before training: the models are untouched
             log.info("%s: configs trained one by one: %s", job.label, reason)
-    traces = [fit(m.model, track, m, warmup) for m in ready.members]
-    seconds = sum(t.seconds_per_step for t in traces) / len(traces)
-    result = score(ready, track, mixer, traces, seconds)
-    result["costs"]["members"] = 1.0
+    traces = [fit(m.model, track, m, warmup, clip, loss) for m in rung.members]
+    return traces, sum(t.seconds_per_step for t in traces) / len(traces), False
+
+
+def run_job(job: Job, track: Track, mixer: Mixer) -> dict[str, Any]:
+    """Train every config of the job's grid on its seed (every rung), choose on validation, score
+    the choice; returns the result fields of a RunRecord (raises on failure)."""
+    ready = prepare(job, track, mixer)
+    trained = [_train_rung(rung, track, job, ready.budget) for rung in ready.rungs]
+    seconds = float(np.mean([s for _, s, _ in trained]))
+    result = score(ready, track, mixer, [traces for traces, _, _ in trained], seconds)
+    stacked = all(together for _, _, together in trained)
+    result["costs"]["members"] = float(len(job.grid)) if stacked else 1.0
     return result
 
 
 def run_jobs_batched(jobs: list[Job], track: Track, mixer: Mixer) -> list[dict[str, Any]]:
     """The result fields of each job (in order), training every seed x config of the jobs as one
-    stack; ``jobs`` must differ only in ``seed`` (and ``measure``). Falls back to training each
-    job on its own (as :func:`benchsuite.train.job.run_job`) when vmap cannot run the model or
-    the seeds' data differ in shape; ``costs["batched_seeds"]`` says how many seeds trained
-    together (1 when it fell back)."""
+    stack per rung; ``jobs`` must differ only in ``seed`` (and ``measure``). Falls back to
+    training each job on its own (as :func:`run_job`) when vmap cannot run the model or the
+    seeds' data differ in shape; ``costs["batched_seeds"]`` says how many seeds trained together
+    (1 when it fell back)."""
     _check_same_cell(jobs)
     prepared = [prepare(job, track, mixer) for job in jobs]
-    members = [member for ready in prepared for member in ready.members]
+    budget = prepared[0].budget
+    per_rung = []
     try:
-        if len({tuple(m.x.shape[1:]) for m in members}) > 1:
-            raise Unbatchable("the seeds' data differ in shape")
-        trace = train_stack(members, track, prepared[0].budget.warmup_fraction)
+        for r in range(len(prepared[0].rungs)):
+            members = [m for ready in prepared for m in ready.rungs[r].members]
+            if len({tuple(m.x.shape[1:]) for m in members}) > 1:
+                raise Unbatchable("the seeds' data differ in shape")
+            loss = track.criterion(prepared[0].rungs[r].data, prepared[0].rungs[r].options)
+            per_rung.append(train_stack(members, loss, budget.warmup_fraction, budget.clip))
     except Unbatchable:
         results = [run_job(job, track, mixer) for job in jobs]
         for result in results:
             result["costs"]["batched_seeds"] = 1.0
         return results
     results = []
+    configs = len(jobs[0].grid)
     for position, ready in enumerate(prepared):
-        first = position * len(ready.members)
-        traces = [trace.slice(first + i) for i in range(len(ready.members))]
-        result = score(ready, track, mixer, traces, trace.seconds_per_step)
+        traces = [[trace.slice(position * configs + i) for i in range(configs)]
+                  for trace in per_rung]  # fmt: skip
+        seconds = float(np.mean([t.seconds_per_step for t in per_rung]))
+        result = score(ready, track, mixer, traces, seconds)
         result["costs"]["batched_seeds"] = float(len(jobs))
         results.append(result)
     return results
