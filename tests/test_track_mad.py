@@ -107,7 +107,7 @@ def accuracy(registry, name: str, mixer: str, lr: float) -> float:
 
 @pytest.mark.parametrize(
     ("name", "solver", "lr"),
-    [("recall", "attention", 0.016), ("fuzzy_recall", "attention", 0.016),
+    [("recall", "attention", 0.016), ("fuzzy_recall", "attention", 0.008),
      ("noisy_recall", "attention", 0.016), ("compression", "attention", 0.008)],
 )  # fmt: skip
 def test_no_mixing_is_at_chance_and_a_mixer_is_far_above_it(registry, name, solver, lr):

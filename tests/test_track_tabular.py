@@ -90,7 +90,8 @@ def test_every_bundled_table_loads_offline(dataset, task, rows, features) -> Non
 
 
 def test_a_task_that_contradicts_the_table_is_a_usage_error() -> None:
-    with pytest.raises(UsageError, match=r"tabular\.dataset=fair is classification"):
+    contradiction = r"task \(regression\) contradicts dataset \(fair\), a classification table"
+    with pytest.raises(UsageError, match=contradiction):
         load(dataset="fair", task="regression")
 
 

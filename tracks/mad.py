@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 QUICK_GRID = lr_grid(4e-3, 8e-3, 1.6e-2, 3.2e-2, 6.4e-2)
 FULL_GRID = lr_grid(3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
-QUICK_BUDGET = Budget(steps=140, batch_size=8, dim=48, depth=1, mlp_ratio=1, eval_batch_size=64,
+QUICK_BUDGET = Budget(steps=200, batch_size=6, dim=48, depth=1, mlp_ratio=1, eval_batch_size=64,
                       grid=QUICK_GRID)  # fmt: skip
 ACCURACY = Metric("accuracy", higher_is_better=True, ideal=1.0)
 CROSS_ENTROPY = Metric("cross_entropy", higher_is_better=False, ideal=0.0, positive=True)
@@ -72,6 +72,15 @@ class MadTrack(Track):
         if preset == "full":
             return [{**options, **rung} for rung in self.rungs]
         return [options]
+
+    def check_options(self, options: dict) -> None:
+        """The generator's limits (:func:`mad_tasks.difficulty_problem`), and example counts."""
+        for name, least in (("train", 0), ("val", 1), ("test", 1)):
+            if options[name] < least:
+                raise UsageError(f"track {self.name}: {name} ({options[name]}) must be ≥ {least}")
+        difficulty = {k: options[k] for k in mad_tasks.DEFAULTS[self.task]}
+        if problem := mad_tasks.difficulty_problem(self.task, difficulty):
+            raise UsageError(f"track {self.name}: {problem}")
 
     def load(self, streams: Streams, options: dict, preset: str, data_dir: str | None) -> TrackData:
         budget = self.budget(preset)
