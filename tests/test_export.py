@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from test_html import finished_run
 
@@ -74,6 +75,20 @@ def test_rows_match_the_report(out):
             assert dict(zip(rows["seed"], rows["config_index"], strict=True)) == chosen
             values = rows.sort_values("seed")[metric].tolist()
             assert values == pytest.approx(arm["full"]["raw"]["per_seed"])
+
+
+def test_curves_give_the_report_learning_curves(out):
+    """The report's learning curve of a cell is the median of its chosen rows' exported curves."""
+    report = api.report(out, write=False)
+    frame = pd.DataFrame(export_rows(out))
+    chosen = frame[frame["chosen"].astype(bool)]
+    for track, entry in report["tracks"].items():
+        for mixer, arm in entry["mixers"].items():
+            rows = chosen[(chosen.track == track) & (chosen.mixer == mixer)].sort_values("seed")
+            curves = np.array([json.loads(text) for text in rows["curve"]])
+            assert curves.shape == (3, entry["budget"]["steps"])  # 3 seeds, 30 steps: 30 points
+            median = arm["learning_curve"]["median"]
+            assert median == pytest.approx(np.median(curves, axis=0), rel=1e-5)
 
 
 def test_failures_only_when_asked(out, tmp_path):

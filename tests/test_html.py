@@ -21,8 +21,11 @@ from pathlib import Path
 import pytest
 
 from benchsuite import api
+from benchsuite.output import numbers
 from benchsuite.output.html import write_html
+from benchsuite.output.palette import verdict
 from benchsuite.output.plots import _cliques, make_plots
+from benchsuite.results.tradeoffs import quality_vs_cost
 
 PLUGIN = """
 from benchsuite import Mixer, hookimpl
@@ -165,12 +168,14 @@ def test_every_section_is_there(page, report):
         assert entry["dataset"] in text
         for mixer, cell in entry["comparisons"].items():
             comparison = cell["comparison"]
-            assert comparison["verdict"] in parsed.cells
-            improvement = f"{comparison['improvement_rel_pct']:+.1f}%"
+            # the verdict is written out with its symbol, not shown by colour alone
+            shown = f"{verdict(comparison['verdict']).symbol} {comparison['verdict']}"
+            assert shown in parsed.cells
+            improvement = numbers.pct(comparison["improvement_rel_pct"])
             assert any(c.startswith(improvement) for c in parsed.cells), (track, mixer)
     assert report["design"]["warning"] in text
     assert parsed.tags.count("table") == 11  # 2 summary, 3 per track, across, costs, problems
-    assert parsed.tags.count("img") == 7
+    assert parsed.tags.count("img") == 14  # 5 per track, 4 across tracks
 
 
 def test_skipped_and_failed_are_listed(page, report):
@@ -183,8 +188,13 @@ def test_skipped_and_failed_are_listed(page, report):
 
 def test_costs_table_has_each_cost(page, report):
     cells = Page(page[1]).cells
-    params = report["tracks"]["sequence"]["mixers"]["attention"]["costs"]["params"]
-    assert f"{params:.4g}" in cells
+    costs = report["tracks"]["sequence"]["mixers"]["attention"]["costs"]
+    # costs are written as `benchsuite list --costs` writes them (4.95k, 166k), never 1.009e+04
+    assert re.fullmatch(r"\d+(\.\d+)?k", numbers.cost("params", costs["params"]))
+    assert numbers.cost("params", costs["params"]) in cells
+    assert numbers.cost("flops_per_example", costs["flops_per_example"]) in cells
+    assert numbers.seconds(costs["seconds_per_step"]) in cells
+    assert not [cell for cell in cells if re.fullmatch(r"[\d.]+e\+\d+", cell)]
     assert "seconds_per_step" in page[1]
 
 
@@ -204,8 +214,9 @@ def test_embedded_figures_are_the_png_files(page):
     files = sorted((path.parent / "plots").glob("*.png"))
     assert {f.read_bytes() for f in files} == embedded
     assert sorted(f.stem for f in files) == [
-        "across-heatmap", "across-iqm", "across-ranks", "sequence-seeds", "sequence-sweep",
-        "sequence_b-seeds", "sequence_b-sweep",
+        "across-cost", "across-heatmap", "across-iqm", "across-ranks",
+        *[f"{track}-{kind}" for track in TRACKS
+          for kind in ("cost", "curves", "forest", "seeds", "sweep")],
     ]  # fmt: skip
     for data in embedded:
         assert data.startswith(b"\x89PNG\r\n\x1a\n")
@@ -236,14 +247,15 @@ def test_degenerate_reports_still_render(report, tmp_path):
     partial = copy.deepcopy(report)
     partial["tracks"]["sequence_b"]["comparisons"] = {}
     for arm in partial["tracks"]["sequence"]["mixers"].values():
-        arm["costs"] = {}
+        arm["costs"], arm["costs_median"] = {}, {}
     partial["across_tracks"] = None
+    partial["quality_vs_cost"] = quality_vs_cost(partial["tracks"], None)
     text = write_html(partial, tmp_path / "partial").read_text()
     assert "no comparisons: the baseline has no results here" in text
     assert "no across-track figures" in text
     assert sorted(p.name for p in make_plots(partial)) == [
-        "across-heatmap", "sequence-seeds", "sequence-sweep", "sequence_b-seeds",
-        "sequence_b-sweep",
+        "across-heatmap", "sequence-curves", "sequence-forest", "sequence-seeds", "sequence-sweep",
+        "sequence_b-curves", "sequence_b-seeds", "sequence_b-sweep",
     ]  # fmt: skip
 
     empty = {**copy.deepcopy(report), "tracks": {}, "across_tracks": None, "failures": []}

@@ -14,16 +14,12 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from benchsuite.output.plots import (
-    DPI,
-    VERDICT_COLOURS,
-    Plot,
-    config_label,
-    finite,
-    make_plots,
-    slug,
-    write_plots,
-)
+from benchsuite.output import numbers
+from benchsuite.output.canvas import DPI, Plot, slug
+from benchsuite.output.numbers import finite
+from benchsuite.output.palette import verdict as verdict_look
+from benchsuite.output.plots import make_plots, write_plots
+from benchsuite.results.curves import RULE
 
 FILENAME = "report.html"
 
@@ -46,13 +42,11 @@ pre{white-space:pre-wrap;background:#f7f7f7;padding:.5em;max-height:20em;overflo
 
 
 def _num(value: Any, digits: int = 4) -> str:
-    number = finite(value)
-    return "–" if number is None else f"{number:.{digits}g}"
+    return numbers.num(value, digits)
 
 
 def _pct(value: Any, sign: str = "+") -> str:
-    number = finite(value)
-    return "–" if number is None else f"{number:{sign}.1f}%"
+    return numbers.pct(value, signed=sign == "+")
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[str]], caption: str = "",
@@ -71,21 +65,25 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[str]], caption: str = 
 
 
 def _verdict(verdict: str | None) -> str:
+    """A verdict cell: its symbol and name on its colour (never the colour alone)."""
     if not verdict:
         return "–"
-    colour = VERDICT_COLOURS.get(verdict, "#eee")
-    return f'<span class=verdict style="background:{colour}">{escape(verdict)}</span>'
+    look = verdict_look(verdict)
+    return (f'<span class=verdict style="background:{look.colour}">{escape(look.symbol)} '
+            f"{escape(verdict)}</span>")  # fmt: skip
 
 
 def _figure(plot: Plot | None, caption: str) -> str:
+    """A figure with its caption, then what the figure leaves out (``plot.note``)."""
     if plot is None:
         return ""
     data = base64.b64encode(plot.png).decode("ascii")
+    note = f" <b>{escape(plot.note[:1].upper() + plot.note[1:])}.</b>" if plot.note else ""
     return (
         f'<figure><img alt="{escape(plot.title)}" width={round(plot.width * 100 / DPI)} '
         f'height={round(plot.height * 100 / DPI)} src="data:image/png;base64,{data}">'
-        f"<figcaption>{escape(caption)} (also <code>plots/{escape(plot.name)}.png</code>)"
-        "</figcaption></figure>"
+        f"<figcaption>{escape(caption)}{note} (also "
+        f"<code>plots/{escape(plot.name)}.png</code>)</figcaption></figure>"
     )
 
 
@@ -173,11 +171,12 @@ def comparison_table(entry: dict) -> str:
         cell = entry.get("comparisons", {}).get(mixer)
         label = escape(mixer) + (" <span class=muted>(baseline)</span>" if mixer == baseline
                                  else "")  # fmt: skip
-        config = escape(config_label(arm.get("best_cfg") or {}))
+        config = escape(numbers.config(arm.get("best_cfg") or {}))
         if arm.get("edge_of_grid"):
             config += " <span class=muted>(edge)</span>"
         if cell is None:
-            rows.append((label, config, escape(spread), diverged, *["–"] * 7))
+            flags = "undertrained" if arm.get("undertrained") else "–"
+            rows.append((label, config, escape(spread), diverged, *["–"] * 6, flags))
             continue
         c = cell.get("comparison") or {}
         lo, hi = c.get("ci95_rel_pct") or (None, None)
@@ -208,7 +207,7 @@ def sweep_table(entry: dict) -> str:
     grid = entry.get("grid") or [row.get("cfg", {}) for row in entry["mixers"][names[0]]["sweep"]]
     rows = []
     for index, config in enumerate(grid):
-        row = [escape(str(index)), escape(config_label(config))]
+        row = [escape(str(index)), escape(numbers.config(config))]
         for name in names:
             sweep = entry["mixers"][name]["sweep"]
             value = _num(sweep[index].get("mean")) if index < len(sweep) else "–"
@@ -262,10 +261,28 @@ def track_section(track: str, entry: dict, plots: dict[tuple[str, str], Plot]) -
     if not entry.get("comparisons"):
         parts.append("<p class=warning>no comparisons: the baseline has no results here.</p>")
     parts.append(comparison_table(entry))
+    parts.append(_figure(plots.get((track, "forest")),
+                         "Every comparison's improvement with its 95% CI, ordered; the line at 0 "
+                         "is the baseline, the grey band the equivalence margin; marker shape, "
+                         "symbol and colour give the Holm-adjusted verdict (▲ win, △ win below "
+                         "the margin, = equivalent, ? inconclusive, ▽ loss below the margin, "
+                         "▼ loss)."))  # fmt: skip
     parts.append(_figure(plots.get((track, "seeds")),
                          "Test metric per evaluation seed; each mixer (filled) beside the "
-                         "baseline (hollow), the same seed joined by a line: green where the "
-                         "mixer is better on that seed, red where worse."))  # fmt: skip
+                         "baseline (hollow), the same seed joined by a line: solid blue where the "
+                         "mixer is better on that seed, dashed red where worse."))  # fmt: skip
+    parts.append("<h3>Learning curves</h3>")
+    parts.append(_figure(plots.get((track, "curves")),
+                         "Training loss of the config each seed chose: median over the seeds "
+                         "(line) and 25–75% band, log scale when it spans more than a decade. "
+                         "Dashed: undertrained, "
+                         f"one rule for every mixer: {RULE}."))  # fmt: skip
+    parts.append("<h3>Quality against cost</h3>")
+    parts.append(_figure(plots.get((track, "cost")),
+                         "Improvement over the baseline (% of its mean, 95% CI; the baseline at "
+                         "0) against parameters, forward FLOPs per example and training step "
+                         "time (medians over the evaluation runs), log scale; ringed and joined: "
+                         "the Pareto front, mixers no other beats on both axes."))  # fmt: skip
     parts.append("<h3>Sweep</h3>")
     parts.append(_figure(plots.get((track, "sweep")),
                          "Validation metric of every shared grid config per mixer: dots are "
@@ -315,8 +332,15 @@ def across_section(report: dict, plots: dict[tuple[str, str], Plot]) -> str:
         numeric=(2, 3, 4, 5, 7),
     ))  # fmt: skip
     parts.append(_figure(plots.get(("across", "iqm")),
-                         "IQM of normalised scores with its 95% CI; the dashed line is the "
-                         "baseline (1)."))  # fmt: skip
+                         "IQM of normalised scores (0 = trivial predictor, 1 = ideal) with its 95% "
+                         "CI; the dashed line is the baseline's IQM."))  # fmt: skip
+    parts.append("<h3>Quality against cost</h3>")
+    parts.append(_figure(plots.get(("across", "cost")),
+                         "Suite effect (mean over tracks of the paired score difference with the "
+                         "baseline, 95% CI; the baseline at 0) against each cost relative to the "
+                         "baseline's (geometric mean over the mixer's tracks; the baseline at 1), "
+                         "log scale; ringed and joined: the Pareto front. The numbers are in "
+                         "report.json under quality_vs_cost."))  # fmt: skip
     parts.append("<h3>Ranks</h3>")
     parts.append(_figure(plots.get(("across", "ranks")),
                          "Average rank of the mean normalised score over tracks (1 = best); with "
@@ -344,12 +368,13 @@ def cost_section(report: dict) -> str:
     if not keys:
         parts.append("<p class=muted>no costs were recorded.</p>")
         return "\n".join(parts)
-    body = [(escape(t), escape(m), *(escape(_num(c.get(k), 4)) for k in keys)) for t, m, c in rows]
+    body = [(escape(t), escape(m), *(escape(numbers.cost(k, c.get(k))) for k in keys))
+            for t, m, c in rows]  # fmt: skip
     parts.append(_table(
         ("track", "mixer", *keys), body,
         "as recorded with the first evaluation run of the chosen config: params = whole model, "
         "mixer_params = token mixers only, flops_per_example = forward FLOPs per example, "
-        "seconds_per_step = training step time.",
+        "seconds_per_step = training step time (k = thousand, M = million, G = billion).",
         numeric=tuple(range(2, 2 + len(keys))),
     ))  # fmt: skip
     return "\n".join(parts)
@@ -366,16 +391,20 @@ def problems_section(report: dict) -> str:
         rows.append((escape(str(failure.get("track", ""))), escape(str(failure.get("mixer", ""))),
                      "failed", escape(str(failure.get("seed", ""))),
                      escape(str(failure.get("reason", ""))), details if trace else ""))  # fmt: skip
-    parts = ["<h2 id=problems>Skipped and failed</h2>"]
+    for flagged in (report.get("learning_curves") or {}).get("undertrained") or []:
+        rows.append((escape(flagged["track"]), escape(flagged["mixer"]), "undertrained", "",
+                     escape(flagged.get("reason", "")), ""))  # fmt: skip
+    parts = ["<h2 id=problems>Skipped, failed and undertrained</h2>"]
     if not rows:
-        parts.append("<p>nothing was skipped and no training run failed.</p>")
+        parts.append("<p>nothing was skipped, no training run failed and no cell is "
+                     "undertrained.</p>")  # fmt: skip
     else:
         parts.append(_table(("track", "mixer", "what", "seed", "reason", "traceback"), rows))
     return "\n".join(parts)
 
 
-def render_html(report: dict, plots: Sequence[Plot]) -> str:
-    """The whole page as text."""
+def render_html(report: dict, plots: Sequence[Plot], scaling: str = "") -> str:
+    """The whole page as text (``scaling``: the "Cost against sequence length" section, if any)."""
     by_key = {(p.section, p.kind): p for p in plots}
     tracks = report.get("tracks") or {}
     nav = "".join(
@@ -383,7 +412,8 @@ def render_html(report: dict, plots: Sequence[Plot]) -> str:
         for anchor, label in [("summary", "Summary")]
         + [(f"track-{slug(t)}", f"Track {t}") for t in tracks]
         + [("across", "Across tracks"), ("costs", "Cost per mixer"),
-           ("problems", "Skipped and failed")]
+           ("problems", "Skipped, failed and undertrained")]
+        + ([("scaling", "Cost against length")] if scaling else [])
     )  # fmt: skip
     date = (report.get("environment") or {}).get("date", "")
     body = "\n".join([
@@ -396,6 +426,7 @@ def render_html(report: dict, plots: Sequence[Plot]) -> str:
         across_section(report, by_key),
         cost_section(report),
         problems_section(report),
+        scaling,
         "<p class=muted>written by benchsuite from report.json; the figures are also in "
         "<code>plots/</code>.</p>",
     ])  # fmt: skip
@@ -409,10 +440,13 @@ def render_html(report: dict, plots: Sequence[Plot]) -> str:
 
 def write_html(report: dict, out: Path | str) -> Path:
     """Write ``OUT/report.html`` and ``OUT/plots/*.png`` from a report; returns the HTML path."""
+    from benchsuite.output.scaling import load_scaling, scaling_plots, scaling_section
+
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     plots = make_plots(report)
-    write_plots(plots, out)
+    scaling = scaling_plots(found) if (found := load_scaling(out)) else []
+    write_plots([*plots, *scaling], out)
     path = out / FILENAME
-    path.write_text(render_html(report, plots), encoding="utf-8")
+    path.write_text(render_html(report, plots, scaling_section(out, scaling)), encoding="utf-8")
     return path

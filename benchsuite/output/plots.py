@@ -3,89 +3,59 @@
 Every figure reads only the report dict that :func:`benchsuite.results.analysis.analyse` returns
 (or the ``report.json`` it was written to, where non-finite numbers are ``null``). A figure whose
 data is missing (a track without comparisons, a run without across-track figures) is simply not
-drawn. matplotlib is imported inside the functions: importing it costs about half a second.
+drawn; a figure that leaves tracks or seeds out says so in its title and its :class:`Plot`'s
+``note``. Mixers keep one colour and marker across every figure (:mod:`.palette`); numbers are
+written by :mod:`.numbers`, as in the tables.
 """
 
 from __future__ import annotations
 
-import io
 import math
-import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from benchsuite.output import numbers
+from benchsuite.output.canvas import DPI, Plot, new_figure, render, slug, titled, to_png
+from benchsuite.output.diagnostics import (
+    cost_figure,
+    cost_note,
+    curves_figure,
+    curves_note,
+    forest_figure,
+    ordered,
+)
+from benchsuite.output.numbers import finite
+from benchsuite.output.palette import (
+    BETTER,
+    EQUAL,
+    MISSING_COLOUR,
+    VERDICT_COLOURS,
+    WORSE,
+    Style,
+    mixer_styles,
+    report_mixers,
+    verdict,
+)
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-VERDICT_COLOURS = {
-    "significant_win": "#1a9850",
-    "significant_win_below_margin": "#a6d96a",
-    "equivalent_within_margin": "#74add1",
-    "inconclusive": "#fee08b",
-    "significant_loss_below_margin": "#fdae61",
-    "significant_loss": "#d73027",
-}
-MISSING_COLOUR = "#eeeeee"
-DPI = 150
-
-
-@dataclass(frozen=True)
-class Plot:
-    """One rendered figure: ``name`` is the file stem under ``OUT/plots/``."""
-
-    name: str
-    section: str  # a track name, or "across"
-    kind: str  # seeds | sweep | heatmap | iqm | ranks
-    title: str
-    png: bytes
-    width: int  # pixels
-    height: int
-
-
-def finite(value: Any) -> float | None:
-    """``value`` as a float when it is a finite number, else None (handles None, NaN, inf)."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
-def slug(text: str) -> str:
-    """A file-name-safe version of a track or mixer name."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("._") or "track"
-
-
-def config_label(config: dict, sep: str = " ") -> str:
-    """``{"lr": 0.001, "weight_decay": 0}`` -> ``lr=0.001 weight_decay=0``."""
-    return sep.join(f"{k}={v:g}" if isinstance(v, int | float) else f"{k}={v}"
-                    for k, v in config.items())  # fmt: skip
+# also the names other output modules (scaling, html) import from here
+__all__ = ["DPI", "VERDICT_COLOURS", "Plot", "finite", "make_plots", "slug", "to_png",
+           "write_plots"]  # fmt: skip
 
 
 def _figure(width: float, height: float) -> tuple[Figure, Axes]:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig, fig.add_subplot()
-
-
-def to_png(fig: Figure) -> bytes:
-    """The figure as PNG bytes (no timestamp metadata, so identical data gives identical bytes)."""
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
-    return buffer.getvalue()
+    """A figure with one axes (:func:`~benchsuite.output.canvas.new_figure`, one column)."""
+    fig, (ax,) = new_figure(width, height)
+    return fig, ax
 
 
 def _ordered_mixers(entry: dict) -> list[str]:
     """Mixers of a track with the baseline first."""
-    names = list(entry.get("mixers", {}))
-    baseline = entry.get("baseline")
-    return ([baseline] if baseline in names else []) + [n for n in names if n != baseline]
+    return ordered(entry, list(entry.get("mixers", {})))
 
 
 def _metric_label(entry: dict, split: str) -> str:
@@ -96,8 +66,8 @@ def seeds_figure(track: str, entry: dict) -> Figure | None:
     """Per-seed test metric of every mixer, each beside the baseline's paired seeds.
 
     For a mixer at x = j the baseline's seeds sit at j - 0.2 and the mixer's at j + 0.2; a line
-    joins the two runs of the same seed (green: the mixer is better on that seed, red: worse,
-    grey: equal, as when both diverged and were imputed with the same cap).
+    joins the two runs of the same seed (solid blue: the mixer is better on that seed, dashed red:
+    worse, dotted grey: equal, as when both diverged and were imputed with the same cap).
     """
     from matplotlib.collections import LineCollection
 
@@ -105,7 +75,7 @@ def seeds_figure(track: str, entry: dict) -> Figure | None:
     if not names:
         return None
     higher = bool(entry.get("higher_is_better"))
-    fig, ax = _figure(max(4.5, 1.3 * len(names) + 1.5), 3.8)
+    fig, (ax,) = new_figure(max(4.5, 1.3 * len(names) + 1.5), 3.8)
     omitted = 0
     for x, name in enumerate(names):
         cell = entry.get("comparisons", {}).get(name)
@@ -120,20 +90,22 @@ def seeds_figure(track: str, entry: dict) -> Figure | None:
                 ax.hlines(sum(shown) / len(shown), x - 0.25, x + 0.25, color="0.2", lw=2)
             continue
         pairs = zip(cell.get("baseline_values", []), cell.get("mixer_values", []), strict=False)
-        segments, colours = [], []
+        segments, colours, styles = [], [], []
         for base_raw, mix_raw in pairs:
             base, mix = finite(base_raw), finite(mix_raw)
             if base is None or mix is None:
                 omitted += 1
                 continue
             better = mix > base if higher else mix < base
-            colours.append(
-                "0.6" if mix == base
-                else VERDICT_COLOURS["significant_win" if better else "significant_loss"]
-            )  # fmt: skip
+            colour, style = (
+                (EQUAL, ":") if mix == base else (BETTER, "-") if better else (WORSE, "--")
+            )
+            colours.append(colour)
+            styles.append(style)
             segments.append([(x - 0.2, base), (x + 0.2, mix)])
         if segments:  # one artist per kind and mixer: drawing thousands of points stays fast
-            ax.add_collection(LineCollection(segments, colors=colours, lw=1, alpha=0.8, zorder=2))
+            ax.add_collection(LineCollection(segments, colors=colours, linestyles=styles, lw=1,
+                                             alpha=0.8, zorder=2))  # fmt: skip
             bases, mixes = [s[0][1] for s in segments], [s[1][1] for s in segments]
             ax.scatter([x - 0.2] * len(bases), bases, facecolor="white", edgecolor="0.35",
                        zorder=3, s=22)  # fmt: skip
@@ -143,26 +115,27 @@ def seeds_figure(track: str, entry: dict) -> Figure | None:
     ax.set_ylabel(_metric_label(entry, "test"))
     note = f"; {omitted} non-finite omitted" if omitted else ""
     ax.set_title(
-        f"{track}: per-seed test metric (hollow: baseline {entry.get('baseline')}, "
-        f"paired by seed{note})",
+        titled(fig, f"{track}: per-seed test metric", f"(hollow: baseline {entry.get('baseline')}, "
+               f"paired by seed; solid blue: mixer better, dashed red: worse{note})"),
         fontsize=9,
-    )
+    )  # fmt: skip
     ax.grid(axis="y", alpha=0.3)
     return fig
 
 
-def sweep_figure(track: str, entry: dict) -> Figure | None:
+def sweep_figure(track: str, entry: dict, styles: dict[str, Style]) -> Figure | None:
     """Validation metric of every sweep config per mixer: mean line, seed dots, chosen ringed."""
     names = _ordered_mixers(entry)
     sweeps = {n: entry["mixers"][n].get("sweep") or [] for n in names}
     if not any(sweeps.values()):
         return None
     grid = max((len(rows) for rows in sweeps.values()), default=0)
-    fig, ax = _figure(max(4.5, 1.4 * grid + 2.5), 3.8)
+    fig, (ax,) = new_figure(max(4.5, 1.4 * grid + 2.5), 3.8)
     width = 0.5 / max(len(names), 1)
     for i, name in enumerate(names):
         offset = (i - (len(names) - 1) / 2) * width
-        colour = f"C{i % 10}"
+        style = styles.get(name, Style("0.3", "o"))
+        colour = style.colour
         xs, means = [], []
         for x, row in enumerate(sweeps[name]):
             values = [v for v in map(finite, row.get("val") or []) if v is not None]
@@ -171,7 +144,7 @@ def sweep_figure(track: str, entry: dict) -> Figure | None:
             if mean is not None:
                 xs.append(x + offset)
                 means.append(mean)
-        ax.plot(xs, means, color=colour, marker="o", ms=4, lw=1.2, label=name)
+        ax.plot(xs, means, color=colour, marker=style.marker, ms=4, lw=1.2, label=name)
         best = entry["mixers"][name].get("best_index")
         if best is not None and best < len(sweeps[name]):
             mean = finite(sweeps[name][best].get("mean"))
@@ -181,16 +154,18 @@ def sweep_figure(track: str, entry: dict) -> Figure | None:
     configs = entry.get("grid") or next(
         ([row.get("cfg", {}) for row in rows] for rows in sweeps.values() if len(rows) == grid), []
     )
-    ax.set_xticks(range(grid), labels=[config_label(c, "\n") for c in configs[:grid]], fontsize=7)
+    ax.set_xticks(range(grid), labels=[numbers.config(c, "\n") for c in configs[:grid]], fontsize=7)
     ax.set_ylabel(_metric_label(entry, "val"))
-    ax.set_title(f"{track}: sweep (mean over sweep seeds; ring = chosen config)", fontsize=9)
-    ax.legend(fontsize=7, loc="best")
+    ax.set_title(titled(fig, f"{track}: sweep", "(mean over sweep seeds; ring = chosen config)"),
+                 fontsize=9)  # fmt: skip
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.grid(axis="y", alpha=0.3)
     return fig
 
 
 def heatmap_figure(report: dict) -> Figure | None:
-    """Relative improvement over the baseline (mixer x track), each cell coloured by its verdict."""
+    """Relative improvement over the baseline (mixer x track), each cell coloured by its verdict
+    and headed by the verdict's symbol."""
     from matplotlib.patches import Patch, Rectangle
 
     tracks = [t for t, e in report.get("tracks", {}).items() if e.get("comparisons")]
@@ -199,7 +174,7 @@ def heatmap_figure(report: dict) -> Figure | None:
         mixers += [m for m in report["tracks"][track]["comparisons"] if m not in mixers]
     if not mixers:
         return None
-    fig, ax = _figure(max(4.5, 1.5 * len(tracks) + 3.5), 0.45 * len(mixers) + 1.8)
+    fig, (ax,) = new_figure(max(4.5, 1.5 * len(tracks) + 3.5), 0.45 * len(mixers) + 1.8)
     for row, mixer in enumerate(mixers):
         for col, track in enumerate(tracks):
             cell = report["tracks"][track]["comparisons"].get(mixer)
@@ -207,8 +182,11 @@ def heatmap_figure(report: dict) -> Figure | None:
             colour = VERDICT_COLOURS.get(comparison.get("verdict"), MISSING_COLOUR)
             ax.add_patch(Rectangle((col, row), 1, 1, facecolor=colour, edgecolor="white", lw=2))
             value = finite(comparison.get("improvement_rel_pct"))
-            text = "–" if value is None else f"{value:+.1f}%"
-            ax.text(col + 0.5, row + 0.5, text, ha="center", va="center", fontsize=8)
+            symbol = verdict(comparison.get("verdict")).symbol
+            text = numbers.MISSING if value is None else f"{symbol} {numbers.pct(value)}"
+            dark = comparison.get("verdict") in ("significant_win", "significant_loss")
+            ax.text(col + 0.5, row + 0.5, text, ha="center", va="center", fontsize=8,
+                    color="white" if dark else "black")  # fmt: skip
     ax.set_xlim(0, len(tracks))
     ax.set_ylim(len(mixers), 0)
     ax.set_xticks([c + 0.5 for c in range(len(tracks))], labels=tracks)
@@ -221,34 +199,61 @@ def heatmap_figure(report: dict) -> Figure | None:
         for t in tracks
         for c in report["tracks"][t]["comparisons"].values()
     }
-    handles = [Patch(color=c, label=v.replace("_", " ")) for v, c in VERDICT_COLOURS.items()
-               if v in used]  # fmt: skip
+    handles = [Patch(color=c, label=f"{verdict(v).symbol} {v.replace('_', ' ')}")
+               for v, c in VERDICT_COLOURS.items() if v in used]  # fmt: skip
     ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     baseline = report.get("settings", {}).get("baseline", "baseline")
     fig.suptitle(f"improvement over {baseline} (%, > 0 is better), coloured by verdict", fontsize=9)
     return fig
 
 
-def iqm_figure(across: dict | None) -> Figure | None:
-    """IQM of normalised scores (baseline = 1, higher is better) with its 95% CI, per mixer."""
+def across_note(across: dict | None, kind: str) -> str:
+    """What an across-track figure leaves out: tracks left out of the aggregation (and why),
+    mixers scored on fewer tracks (``iqm``) or tracks the ranks skip (``ranks``)."""
+    across = across or {}
+    parts = []
+    left = across.get("tracks_left_out") or {}
+    if left:
+        parts.append("tracks left out: " + "; ".join(f"{t} ({why})" for t, why in left.items()))
+    if kind == "iqm":
+        total = len(across.get("tracks") or [])
+        fewer = [f"{name} ({len(row.get('tracks') or [])} of {total})"
+                 for name, row in (across.get("mixers") or {}).items()
+                 if len(row.get("tracks") or []) < total]  # fmt: skip
+        if fewer:
+            parts.append(f"scored on fewer tracks: {', '.join(fewer)}")
+    if kind == "ranks":
+        dropped = (across.get("ranks") or {}).get("tracks_dropped") or {}
+        if dropped:
+            parts.append("not ranked (ranks use only the tracks every mixer ran on): "
+                         + "; ".join(f"{t} ({why})" for t, why in dropped.items()))  # fmt: skip
+    return "; ".join(parts)
+
+
+def iqm_figure(across: dict | None, styles: dict[str, Style]) -> Figure | None:
+    """IQM of normalised scores (0 = trivial predictor, 1 = ideal) with its 95% CI, per mixer;
+    the dashed line is the baseline's IQM."""
     rows = [(name, row) for name, row in (across or {}).get("mixers", {}).items()
             if finite(row.get("iqm")) is not None]  # fmt: skip
     if not rows:
         return None
     rows.sort(key=lambda item: item[1]["iqm"])
-    baseline = across.get("baseline")
-    fig, ax = _figure(5.5, 0.4 * len(rows) + 1.4)
+    fig, (ax,) = new_figure(6.5, 0.4 * len(rows) + 1.8)
     for y, (name, row) in enumerate(rows):
         lo, hi = (finite(v) for v in (row.get("iqm_ci95") or (None, None)))
-        centre = row["iqm"]
-        colour = "0.5" if name == baseline else "C0"
+        style = styles.get(name, Style("0.3", "o"))
         if lo is not None and hi is not None:
-            ax.plot([lo, hi], [y, y], color=colour, lw=2.5, solid_capstyle="butt")
-        ax.scatter([centre], [y], color="black", zorder=3, s=18)
-    ax.axvline(1.0, color="0.4", ls="--", lw=1)
+            ax.plot([lo, hi], [y, y], color=style.colour, lw=2.5, solid_capstyle="butt")
+        ax.scatter([row["iqm"]], [y], color=style.colour, marker=style.marker, edgecolor="0.15",
+                   zorder=3, s=30)  # fmt: skip
+    base = finite(across.get("baseline_iqm"))
+    if base is not None:
+        ax.axvline(base, color="0.4", ls="--", lw=1, label=f"baseline {across.get('baseline')}")
+        ax.legend(fontsize=7, loc="lower right")
     ax.set_yticks(range(len(rows)), labels=[name for name, _ in rows])
-    ax.set_xlabel("IQM of normalised score (baseline = 1, higher is better)")
-    ax.set_title("across tracks: IQM with stratified bootstrap 95% CI", fontsize=9)
+    ax.set_xlabel("IQM of normalised score (0 = trivial predictor, 1 = ideal; higher is better)")
+    ax.set_title(titled(fig, "across tracks: IQM with stratified bootstrap 95% CI",
+                         across_note(across, "iqm")), fontsize=9)  # fmt: skip
     ax.grid(axis="x", alpha=0.3)
     return fig
 
@@ -279,7 +284,7 @@ def rank_figure(across: dict | None) -> Figure | None:
     cd = finite(ranks.get("nemenyi_cd"))
     spans = _cliques(ranked, cd) if cd else []
     half = math.ceil(len(ranked) / 2)
-    fig, ax = _figure(6.5, 1.6 + 0.3 * half)
+    fig, (ax,) = new_figure(6.5, 1.8 + 0.3 * half)
     ax.hlines(0, 1, k, color="black", lw=1)
     for tick in range(1, k + 1):
         ax.vlines(tick, 0, 0.08, color="black", lw=1)
@@ -304,31 +309,57 @@ def rank_figure(across: dict | None) -> Figure | None:
     ax.set_xlim(-1.2, k + 2.2)
     ax.set_ylim(top - 0.25 * half - 0.1, 0.8)
     ax.axis("off")
-    ax.set_title(f"average rank across tracks (1 = best; descriptive)\n{subtitle}", fontsize=9)
+    title = f"average rank across tracks (1 = best; descriptive)\n{subtitle}"
+    ax.set_title(titled(fig, *title.split("\n"), across_note(across, "ranks")), fontsize=9)
     return fig
 
 
 def make_plots(report: dict) -> list[Plot]:
-    """Every figure of a report, rendered to PNG, in the order the HTML report shows them."""
-    drawn: list[tuple[str, str, str, str, Figure | None]] = []
+    """Every figure of a report, rendered to PNG."""
+    styles = mixer_styles(report_mixers(report))
+    tail = (report.get("learning_curves") or {}).get("tail_fraction", 0.2)
+    tradeoffs = report.get("quality_vs_cost") or {}
+    costs = tradeoffs.get("costs") or []
+    drawn: list[tuple[str, str, str, str, Figure | None, str]] = []
     for track, entry in report.get("tracks", {}).items():
-        name = slug(track)
-        drawn.append((f"{name}-seeds", track, "seeds", f"{track}: per-seed test metric",
-                      seeds_figure(track, entry)))  # fmt: skip
-        drawn.append((f"{name}-sweep", track, "sweep", f"{track}: sweep",
-                      sweep_figure(track, entry)))  # fmt: skip
+        name, tradeoff = slug(track), (tradeoffs.get("tracks") or {}).get(track)
+        baseline = entry.get("baseline")
+        drawn += [
+            (f"{name}-forest", track, "forest", f"{track}: comparisons with their CIs",
+             forest_figure(track, entry), ""),
+            (f"{name}-seeds", track, "seeds", f"{track}: per-seed test metric",
+             seeds_figure(track, entry), ""),
+            (f"{name}-curves", track, "curves", f"{track}: learning curves",
+             curves_figure(track, entry, styles, tail), curves_note(entry)),
+            (f"{name}-cost", track, "cost", f"{track}: quality against cost",
+             cost_figure(f"{track}: improvement against cost", tradeoff, costs, styles,
+                         f"improvement over {baseline} (%), 95% CI"),
+             cost_note(tradeoff, costs)),
+            (f"{name}-sweep", track, "sweep", f"{track}: sweep",
+             sweep_figure(track, entry, styles), ""),
+        ]  # fmt: skip
     across = report.get("across_tracks")
+    overall = tradeoffs.get("across") if across else None
+    baseline = (report.get("settings") or {}).get("baseline", "the baseline")
     drawn += [
-        ("across-heatmap", "across", "heatmap", "improvement by track", heatmap_figure(report)),
-        ("across-iqm", "across", "iqm", "IQM across tracks", iqm_figure(across)),
-        ("across-ranks", "across", "ranks", "average ranks", rank_figure(across)),
+        ("across-heatmap", "across", "heatmap", "improvement by track", heatmap_figure(report),
+         ""),
+        ("across-iqm", "across", "iqm", "IQM across tracks", iqm_figure(across, styles),
+         across_note(across, "iqm")),
+        ("across-ranks", "across", "ranks", "average ranks", rank_figure(across),
+         across_note(across, "ranks")),
+        ("across-cost", "across", "cost", "quality against cost across tracks",
+         cost_figure("across tracks: suite effect against relative cost", overall,
+                     costs, styles, f"suite effect vs {baseline} (score difference), 95% CI",
+                     relative=True),
+         "; ".join(filter(None, [across_note(across, "iqm"),
+                                 cost_note(overall, costs)]))),
+    ]  # fmt: skip
+    return [
+        render(name, section, kind, title, fig, note)
+        for name, section, kind, title, fig, note in drawn
+        if fig is not None
     ]
-    plots = []
-    for name, section, kind, title, fig in drawn:
-        if fig is not None:
-            width, height = (round(v * DPI) for v in fig.get_size_inches())
-            plots.append(Plot(name, section, kind, title, to_png(fig), width, height))
-    return plots
 
 
 def write_plots(plots: Iterable[Plot], out: Path) -> list[Path]:

@@ -1,44 +1,52 @@
-"""Rich tables of a report: one per track, the mechanism signatures, across tracks, failures."""
+"""Rich tables of a report: one per track, the mechanism signatures, across tracks, problems;
+and the table of ``benchsuite compare``.
+
+Each table comes in a wide layout and a narrow one (split in two, short verdict labels with a
+legend, numbers in fewer digits), drawn by :class:`~benchsuite.output.widths.FirstFitting`: the
+wide one when it fits the terminal, so that at 80 columns no verdict, word or number is split
+across lines. Numbers are written by :mod:`benchsuite.output.numbers`, as in the HTML page and
+the figures; verdicts carry a symbol as well as a colour (:mod:`benchsuite.output.palette`).
+"""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, RenderableType
+from rich.markup import escape
 from rich.table import Table
 
-VERDICT_STYLE = {
-    "significant_win": "bold green",
-    "significant_win_below_margin": "green",
-    "significant_loss": "bold red",
-    "significant_loss_below_margin": "red",
-    "equivalent_within_margin": "cyan",
-    "inconclusive": "yellow",
-}
-
-
-def _num(value: Any, digits: int = 4) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "–"
-    return f"{value:.{digits}g}"
-
-
-def _pct(value: Any) -> str:
-    return "–" if value is None else f"{value:+.1f}%"
-
-
-def _cfg(config: dict, grid: list[dict]) -> str:
-    """The hyperparameters that vary over the grid (all of them if none varies)."""
-    varying = [k for k in config if len({repr(point.get(k)) for point in grid}) > 1] or list(config)
-    return " ".join(f"{k}={config[k]:g}" for k in varying)
-
+from benchsuite.output import numbers
+from benchsuite.output.numbers import interval, num, pct
+from benchsuite.output.palette import VERDICTS, verdict
+from benchsuite.output.widths import FirstFitting, fit
 
 SCALE_NOTE = {
     "log": "effects from paired log-ratios (1 − geometric-mean ratio; never beyond +100%)",
     "difference": "effects from paired differences, relative to the baseline's mean",
 }
+SUITE_STYLE = {"better": "bold blue", "worse": "bold red", "mixed": "magenta",
+               "inconclusive": "yellow"}  # fmt: skip
+
+
+def _verdict(name: str, short: bool = False) -> str:
+    """A verdict with its symbol, in its colour: ``▲ significant_win`` (``▲ win`` if short)."""
+    look = verdict(name)
+    return f"[{look.style}]{look.symbol} {look.short if short else name}[/]"
+
+
+def _legend(names: list[str]) -> str:
+    """What each short verdict label shown stands for."""
+    return "; ".join(
+        f"{look.symbol} {look.short}: {name}" for name, look in VERDICTS.items() if name in names
+    )
+
+
+def _cfg(config: dict, grid: list[dict]) -> str:
+    """The hyperparameters that vary over the grid (all of them if none varies)."""
+    varying = [k for k in config if len({repr(point.get(k)) for point in grid}) > 1] or list(config)
+    return numbers.config({k: config[k] for k in varying})
 
 
 def _choice(arm: dict, grid: list[dict]) -> str:
@@ -47,106 +55,228 @@ def _choice(arm: dict, grid: list[dict]) -> str:
     return f"{_cfg(arm['best_cfg'], grid)} ({max(counts)}/{sum(counts)})"
 
 
-def track_table(name: str, entry: dict) -> Table:
-    """The comparison table of one track (baseline first)."""
+def _improvement(c: dict) -> str:
+    return f"{pct(c['improvement_rel_pct'])} {interval(c['ci95_rel_pct'], pct)}"
+
+
+def _flags(entry: dict, mixer: str) -> str:
+    cell = entry["comparisons"].get(mixer)
+    if cell is not None:
+        return ", ".join(cell["comparison"]["flags"])
+    return "undertrained" if entry["mixers"][mixer].get("undertrained") else ""
+
+
+def _spread(arm: dict) -> str:
+    return f"{num(arm['full']['mean'])} ± {num(arm['full']['std'], 2)}"
+
+
+def _label(entry: dict, mixer: str) -> str:
+    name = escape(mixer)
+    return f"[bold]{name}[/] (baseline)" if mixer == entry["baseline"] else name
+
+
+def _mde_alpha(entry: dict) -> str:
     first = next(iter(entry["comparisons"].values()), None)
-    alpha = first["comparison"]["mde_alpha"] if first else None
-    scale = SCALE_NOTE.get(entry.get("scale", "difference"), "")
-    table = Table(
-        title=f"[bold]{name}[/] — {entry['dataset']}",
-        caption=f"{entry['metric']} ({entry['direction']}); improvement > 0 means better than "
-        f"{entry['baseline']}; {scale}; MDE at alpha {_num(alpha, 2)} (Holm's first step); "
-        f"config: the one most seeds chose on their validation split (seeds agreeing / seeds); "
-        f"budget {entry['budget_signature']}",
-    )
-    for column in ("mixer", "config", f"{entry['metric']} mean ± sd", "improvement [95% CI]",
-                   "p", "Holm p", "MDE", "verdict", "flags"):  # fmt: skip
-        table.add_column(column, overflow="fold")
-    for mixer, arm in entry["mixers"].items():
-        full = arm["full"]
-        spread = f"{_num(full['mean'])} ± {_num(full['std'], 2)}"
-        cell = entry["comparisons"].get(mixer)
-        if cell is None:
-            table.add_row(f"[bold]{mixer}[/] (baseline)", _choice(arm, entry["grid"]), spread)
-            continue
-        c = cell["comparison"]
-        lo, hi = c["ci95_rel_pct"] or (None, None)
-        style = VERDICT_STYLE.get(c["verdict"], "")
-        table.add_row(
-            mixer,
-            _choice(arm, entry["grid"]),
-            spread,
-            f"{_pct(c['improvement_rel_pct'])} [{_pct(lo)}, {_pct(hi)}]",
-            _num(c["p_value"], 3),
-            _num(c["p_holm"], 3),
-            _pct(c["mde_rel_pct"]).lstrip("+"),
-            f"[{style}]{c['verdict']}[/]",
-            ", ".join(c["flags"]),
-        )
+    return num(first["comparison"]["mde_alpha"], 2) if first else numbers.MISSING
+
+
+def _new(title: str, caption: str, columns: list[str], no_wrap: tuple[str, ...] = (),
+         narrow: bool = False) -> Table:  # fmt: skip
+    """A table whose cells fold only as a last resort; ``narrow``: no outer border or padding."""
+    table = Table(title=title, caption=caption, show_edge=not narrow, pad_edge=not narrow)
+    for column in columns:
+        table.add_column(column, no_wrap=column in no_wrap, overflow="fold")
     return table
 
 
-def signature_table(report: dict) -> Table | None:
-    """Predicted vs observed mechanism signatures, for the mixer and the baseline."""
-    rows = [
+def track_table(name: str, entry: dict) -> Table:
+    """The comparison table of one track (baseline first), wide layout."""
+    scale = SCALE_NOTE.get(entry.get("scale", "difference"), "")
+    table = _new(
+        f"[bold]{escape(name)}[/] — {escape(entry['dataset'])}",
+        f"{entry['metric']} ({entry['direction']}); improvement > 0 means better than "
+        f"{entry['baseline']}; {scale}; MDE at alpha {_mde_alpha(entry)} (Holm's first step); "
+        f"config: the one most seeds chose on their validation split (seeds agreeing / seeds); "
+        f"budget {entry['budget_signature']}",
+        ["mixer", "config", f"{entry['metric']} mean ± sd", "improvement [95% CI]", "p",
+         "Holm p", "MDE", "verdict", "flags"],
+        no_wrap=("verdict",),
+    )  # fmt: skip
+    for mixer, arm in entry["mixers"].items():
+        cell = entry["comparisons"].get(mixer)
+        row = [_label(entry, mixer), _choice(arm, entry["grid"]), _spread(arm)]
+        if cell is None:
+            table.add_row(*row, "", "", "", "", "", _flags(entry, mixer))
+            continue
+        c = cell["comparison"]
+        table.add_row(*row, _improvement(c), num(c["p_value"], 3), num(c["p_holm"], 3),
+                      pct(c["mde_rel_pct"], signed=False), _verdict(c["verdict"]),
+                      _flags(entry, mixer))  # fmt: skip
+    return table
+
+
+def track_tables_narrow(name: str, entry: dict) -> list[Table]:
+    """The same figures in two narrower tables: each mixer's result, then its comparison."""
+    results = _new(
+        f"[bold]{escape(name)}[/] — {escape(entry['dataset'])}",
+        f"{entry['metric']} ({entry['direction']}) on the test split; config: the one most seeds "
+        f"chose on their validation split (seeds agreeing / seeds); budget "
+        f"{entry['budget_signature']}",
+        ["mixer", "config", f"{entry['metric']} mean ± sd", "flags"],
+        narrow=True,
+    )  # fmt: skip
+    for mixer, arm in entry["mixers"].items():
+        results.add_row(_label(entry, mixer), _choice(arm, entry["grid"]), _spread(arm),
+                        _flags(entry, mixer))  # fmt: skip
+    tables = [results]
+    if entry["comparisons"]:
+        shown = [cell["comparison"]["verdict"] for cell in entry["comparisons"].values()]
+        scale = SCALE_NOTE.get(entry.get("scale", "difference"), "")
+        against = _new(
+            f"[bold]{escape(name)}[/]: against {escape(entry['baseline'])}",
+            f"improvement > 0 means better than {entry['baseline']}; {scale}; MDE at alpha "
+            f"{_mde_alpha(entry)} (Holm's first step); verdicts: {_legend(shown)}",
+            ["mixer", "improvement [95% CI]", "p", "Holm p", "MDE", "verdict"],
+            no_wrap=("verdict",),
+            narrow=True,
+        )  # fmt: skip
+        for mixer, cell in entry["comparisons"].items():
+            c = cell["comparison"]
+            against.add_row(escape(mixer), _improvement(c), num(c["p_value"], 3),
+                            num(c["p_holm"], 3), pct(c["mde_rel_pct"], signed=False),
+                            _verdict(c["verdict"], short=True))  # fmt: skip
+        tables.append(against)
+    return tables
+
+
+def track_view(name: str, entry: dict) -> RenderableType:
+    """One track's table, wide or narrow as the terminal allows."""
+    return FirstFitting([
+        lambda _width: [track_table(name, entry)],
+        lambda _width: track_tables_narrow(name, entry),
+    ])  # fmt: skip
+
+
+def _signatures(report: dict) -> list[tuple[str, str, str, Any, dict]]:
+    return [
         (track, mixer, key, value, cell["signature"])
         for track, entry in report["tracks"].items()
         for mixer, cell in entry["comparisons"].items()
         if cell.get("signature")
         for key, value in cell["signature"]["predicted"].items()
     ]
+
+
+def signature_table(report: dict) -> Table | None:
+    """Predicted vs observed mechanism signatures, for the mixer and the baseline (wide)."""
+    rows = _signatures(report)
     if not rows:
         return None
-    table = Table(title="[bold]mechanism signatures[/] (trained model, first evaluation seed)")
-    for column in ("track", "mixer", "probe", "predicted", "observed", "baseline", "confirmed"):
-        table.add_column(column)
+    table = _new(
+        "[bold]mechanism signatures[/] (trained model, first evaluation seed)",
+        "",
+        ["track", "mixer", "probe", "predicted", "observed", "baseline", "confirmed"],
+    )
     for track, mixer, key, value, sig in rows:
-        ok = "[green]yes[/]" if sig["confirmed"] else "[red]no[/]"
-        table.add_row(track, mixer, key, _num(value), _num(sig["observed"][key], 6),
-                      _num(sig["baseline_observed"][key], 6), ok)  # fmt: skip
+        ok = "[blue]yes[/]" if sig["confirmed"] else "[red]no[/]"
+        table.add_row(escape(track), escape(mixer), key, num(value), num(sig["observed"][key], 6),
+                      num(sig["baseline_observed"][key], 6), ok)  # fmt: skip
     return table
 
 
-SUITE_STYLE = {"better": "bold green", "worse": "bold red", "mixed": "magenta",
-               "inconclusive": "yellow"}  # fmt: skip
+def signature_tables_narrow(report: dict) -> list[Table]:
+    """The signatures, one table per track, the baseline's value beside the observed one."""
+    tables: dict[str, Table] = {}
+    for track, mixer, key, value, sig in _signatures(report):
+        if track not in tables:
+            tables[track] = _new(
+                f"[bold]mechanism signatures[/]: {escape(track)}",
+                "observed on the mixer (on the baseline); first evaluation seed",
+                ["mixer", "probe", "predicted", "observed (baseline)", "held"],
+                narrow=True,
+            )
+        observed = f"{num(sig['observed'][key], 6)} ({num(sig['baseline_observed'][key], 6)})"
+        tables[track].add_row(escape(mixer), key, num(value), observed,
+                              "yes" if sig["confirmed"] else "no")  # fmt: skip
+    return list(tables.values())
 
 
 def across_table(report: dict) -> Table | None:
     """Per mixer across tracks: the suite effect, the per-track effects beside it, the combined
-    test, the verdict and whether it survives leaving any one track out."""
+    test, the verdict and whether it survives leaving any one track out (wide layout)."""
     across = report.get("across_tracks")
     if not across or not across["mixers"]:
         return None
     tracks = across["tracks"]
-    table = Table(
-        title="[bold]across tracks[/] (score: fraction of the gap from the trivial predictor "
-        "to the ideal value closed)",
-        caption="effect: mean paired score difference with the baseline, per track and (suite) "
-        "the mean over tracks, each track weighing the same, with a stratified bootstrap 95% "
-        "CI; p: the per-track studentised effects combined (Stouffer) under sign flips, Holm "
-        "across mixers; robust: the verdict holds with any one track left out (mixed: it does "
-        "not); * ran on fewer tracks; ranks: docs/statistics.md",
-    )
-    for column in ("mixer", "suite effect [95% CI]", *tracks, "p (Holm)", "verdict", "robust"):
-        table.add_column(column)
+    table = _new(
+        "[bold]across tracks[/] (score: fraction of the gap from the trivial predictor to the "
+        "ideal value closed)",
+        _across_caption(across),
+        ["mixer", "suite effect [95% CI]", *map(escape, tracks), "p (Holm)", "verdict", "robust"],
+    )  # fmt: skip
     for mixer, row in across["mixers"].items():
-        lo, hi = row.get("suite_effect_ci95") or (None, None)
-        suite = row.get("suite_test") or {}
         effects = row.get("per_track_effect") or {}
-        verdict = row.get("verdict", "")
-        table.add_row(
-            mixer + (" *" if row.get("fewer_tracks") else ""),
-            f"{_num(row.get('suite_effect'), 2)} [{_num(lo, 2)}, {_num(hi, 2)}]",
-            *[_num(effects.get(t), 2) if t in effects else "–" for t in tracks],
-            f"{_num(suite.get('p_value'), 2)} ({_num(suite.get('p_holm'), 2)})",
-            f"[{SUITE_STYLE.get(verdict, '')}]{verdict}[/]",
-            "yes" if row.get("robust_without_any_track") else "no",
-        )
+        name, effect, *rest = _across_row(mixer, row)
+        table.add_row(name, effect, *[num(effects.get(t), 2) for t in tracks], *rest)
     return table
 
 
-def problems_table(report: dict) -> Table | None:
-    """Skipped cells and failed jobs with their reason; identical failures share one row."""
+def _across_caption(across: dict) -> str:
+    left = across.get("tracks_left_out") or {}
+    dropped = "; left out: " + "; ".join(f"{t} ({why})" for t, why in left.items()) if left else ""
+    return (
+        "effect: mean paired score difference with the baseline, per track and (suite) the "
+        "mean over tracks, each track weighing the same, with a stratified bootstrap 95% CI; "
+        "p: the per-track studentised effects combined (Stouffer) under sign flips, Holm "
+        "across mixers; robust: the verdict holds with any one track left out (mixed: it does "
+        f"not); * ran on fewer tracks; ranks: docs/statistics.md{dropped}"
+    )
+
+
+def _across_row(mixer: str, row: dict) -> list[str]:
+    suite = row.get("suite_test") or {}
+    verdict_ = row.get("verdict", "")
+    return [
+        escape(mixer) + (" *" if row.get("fewer_tracks") else ""),
+        f"{num(row.get('suite_effect'), 2)} "
+        f"{interval(row.get('suite_effect_ci95'), lambda v: num(v, 2))}",
+        f"{num(suite.get('p_value'), 2)} ({num(suite.get('p_holm'), 2)})",
+        f"[{SUITE_STYLE.get(verdict_, '')}]{verdict_}[/]",
+        "yes" if row.get("robust_without_any_track") else "no",
+    ]
+
+
+def across_tables_narrow(report: dict, width: int) -> list[Table]:
+    """The suite figures, then the per-track effects in as many tables as the width needs."""
+    across = report["across_tracks"]
+    suite = _new("[bold]across tracks[/] (score: fraction of the gap from the trivial "
+                 "predictor to the ideal value closed)", _across_caption(across),
+                 ["mixer", "suite effect [95% CI]", "p (Holm)", "verdict", "robust"],
+                 narrow=True)  # fmt: skip
+    for mixer, row in across["mixers"].items():
+        suite.add_row(*_across_row(mixer, row))
+    tables, pending = [suite], list(across["tracks"])
+    while pending:
+        size = len(pending)
+        while size > 1 and not fit(_effects(across, pending[:size]), width):
+            size -= 1
+        tables.append(_effects(across, pending[:size]))
+        pending = pending[size:]
+    return tables
+
+
+def _effects(across: dict, tracks: list[str]) -> Table:
+    table = _new("[bold]across tracks[/]: mean paired score difference per track", "",
+                 ["mixer", *map(escape, tracks)], narrow=True)  # fmt: skip
+    for mixer, row in across["mixers"].items():
+        effects = row.get("per_track_effect") or {}
+        table.add_row(escape(mixer), *[num(effects.get(t), 2) for t in tracks])
+    return table
+
+
+def _problem_rows(report: dict) -> list[tuple[str, str, str, str, str, str]]:
+    """(track, mixer, what, jobs, reason, traceback) of every skipped, failed or undertrained
+    cell; identical failures share one row."""
     rows = [(s["track"], s["mixer"], "skipped", "", s["reason"], "") for s in report["skipped"]]
     groups: dict[tuple, list[dict]] = {}
     for f in report["failures"]:
@@ -155,15 +285,37 @@ def problems_table(report: dict) -> Table | None:
         seeds = ", ".join(sorted({str(f["seed"]) for f in failures}))
         log = f"logs/{Path(failures[0]['traceback']).name}" if failures[0]["traceback"] else ""
         rows.append((track, mixer, "failed", f"{len(failures)} (seed {seeds})", reason, log))
+    for flagged in (report.get("learning_curves") or {}).get("undertrained") or []:
+        rows.append((flagged["track"], flagged["mixer"], "undertrained", "",
+                     flagged.get("reason", ""), ""))  # fmt: skip
+    return rows
+
+
+PROBLEMS = "[bold red]skipped, failed and undertrained[/]"
+
+
+def problems_table(report: dict) -> Table | None:
+    """Skipped cells, failed jobs and undertrained cells with their reason (wide layout)."""
+    rows = _problem_rows(report)
     if not rows:
         return None
-    table = Table(title="[bold red]skipped and failed[/]", caption="logs/ is in the output folder")
-    for column in ("track", "mixer", "what", "jobs"):
-        table.add_column(column)
-    table.add_column("reason", overflow="fold", ratio=3)
-    table.add_column("traceback (first)", overflow="fold", ratio=1)
+    table = _new(PROBLEMS, "logs/ is in the output folder",
+                 ["track", "mixer", "what", "jobs", "reason", "traceback (first)"])  # fmt: skip
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*map(escape, row))
+    return table
+
+
+def problems_table_narrow(report: dict) -> Table:
+    """The same rows with the cell, what happened and its reason in three columns."""
+    table = _new(PROBLEMS, "logs/ is in the output folder", ["cell", "what", "reason"],
+                 narrow=True)  # fmt: skip
+    for track, mixer, what, jobs, reason, log in _problem_rows(report):
+        table.add_row(
+            f"{escape(track)}\n{escape(mixer)}",
+            f"{what} {jobs}".strip(),
+            escape(reason) + (f"\ntraceback: {escape(log)}" if log else ""),
+        )
     return table
 
 
@@ -177,49 +329,79 @@ def print_design(design: dict, console: Console) -> None:
     )  # fmt: skip
     console.print(
         f"design: {design['seeds']} paired seeds ({why}), {m} comparisons (Holm needs at least "
-        f"{design['min_seeds_for_significance']} seeds; verdicts at alpha {design['alpha']:.2g}, "
-        "its first step); each seed tunes on its own validation split"
+        f"{design['min_seeds_for_significance']} seeds; verdicts at alpha "
+        f"{num(design['alpha'], 2)}, its first step); each seed tunes on its own validation split"
     )
     if design["warning"]:
         console.print(f"[yellow]warning:[/] {design['warning']}")
     for track, plan in design["tracks"].items():
         console.print(
-            f"  {track}: planned MDE {plan['planned_mde_rel_pct']:.1f}% of the baseline at that "
-            f"alpha (sd of paired differences {100 * plan['planning_sd_rel']:.1f}%, "
-            f"{plan['source']})"
+            f"  {track}: planned MDE {pct(plan['planned_mde_rel_pct'], signed=False)} of the "
+            f"baseline at that alpha (sd of paired differences "
+            f"{pct(100 * plan['planning_sd_rel'], signed=False)}, {plan['source']})"
         )
 
 
 def print_report(report: dict, console: Console) -> None:
-    """Print every table of a report."""
+    """Print every table of a report, each in the widest layout the terminal fits."""
     design = report["design"]
     if design.get("warning"):
         console.print(f"[yellow]design:[/] {design['warning']}")
     for warning in report.get("warnings", []):
         console.print(f"[yellow]warning:[/] {warning}")
     for name, entry in report["tracks"].items():
-        console.print(track_table(name, entry))
-    for table in (signature_table(report), across_table(report), problems_table(report)):
-        if table is not None:
-            console.print(table)
+        console.print(track_view(name, entry))
+    if _signatures(report):
+        console.print(FirstFitting([lambda _w: [signature_table(report)],
+                                    lambda _w: signature_tables_narrow(report)]))  # fmt: skip
+    if across_table(report) is not None:
+        console.print(
+            FirstFitting(
+                [
+                    lambda _w: [across_table(report)],
+                    lambda width: across_tables_narrow(report, width),
+                ]
+            )
+        )
+    if _problem_rows(report):
+        console.print(FirstFitting([lambda _w: [problems_table(report)],
+                                    lambda _w: [problems_table_narrow(report)]],
+                                   unwrapped=1))  # fmt: skip
 
 
-def compare_table(result: dict) -> Table:
-    """Run B against run A, per (track, mixer): improvement > 0 means B is better."""
-    table = Table(
-        title="[bold]compare[/]: run B against run A, paired by seed",
-        caption="improvement > 0 means B is better; Holm over every row",
-    )
-    for column in ("track", "mixer", "A mean", "B mean", "improvement [95% CI]", "p", "Holm p",
-                   "MDE", "verdict"):  # fmt: skip
-        table.add_column(column)
-    for row in result["rows"]:
+def _compare_tables(result: dict, narrow: bool) -> list[Table]:
+    title = "[bold]compare[/]: run B against run A, paired by seed"
+    caption = "improvement > 0 means B is better; Holm over every row"
+    rows = result["rows"]
+    if not narrow:
+        table = _new(title, caption, ["track", "mixer", "A mean", "B mean",
+                                      "improvement [95% CI]", "p", "Holm p", "MDE", "verdict"],
+                     no_wrap=("verdict",))  # fmt: skip
+        for row in rows:
+            c = row["comparison"]
+            table.add_row(escape(row["track"]), escape(row["mixer"]), num(c["baseline_mean"]),
+                          num(c["mixer_mean"]), _improvement(c), num(c["p_value"], 3),
+                          num(c["p_holm"], 3), pct(c["mde_rel_pct"], signed=False),
+                          _verdict(c["verdict"]))  # fmt: skip
+        return [table]
+    shown = [row["comparison"]["verdict"] for row in rows]
+    means = _new(title, caption, ["track", "mixer", "A mean", "B mean", "improvement [95% CI]"],
+                 narrow=True)  # fmt: skip
+    tests = _new("[bold]compare[/]: tests", f"verdicts: {_legend(shown)}",
+                 ["track", "mixer", "p", "Holm p", "MDE", "verdict"], no_wrap=("verdict",),
+                 narrow=True)  # fmt: skip
+    for row in rows:
         c = row["comparison"]
-        lo, hi = c["ci95_rel_pct"] or (None, None)
-        style = VERDICT_STYLE.get(c["verdict"], "")
-        table.add_row(
-            row["track"], row["mixer"], _num(c["baseline_mean"]), _num(c["mixer_mean"]),
-            f"{_pct(c['improvement_rel_pct'])} [{_pct(lo)}, {_pct(hi)}]", _num(c["p_value"], 3),
-            _num(c["p_holm"], 3), _pct(c["mde_rel_pct"]).lstrip("+"), f"[{style}]{c['verdict']}[/]",
-        )  # fmt: skip
-    return table
+        means.add_row(escape(row["track"]), escape(row["mixer"]), num(c["baseline_mean"]),
+                      num(c["mixer_mean"]), _improvement(c))  # fmt: skip
+        tests.add_row(escape(row["track"]), escape(row["mixer"]), num(c["p_value"], 3),
+                      num(c["p_holm"], 3), pct(c["mde_rel_pct"], signed=False),
+                      _verdict(c["verdict"], short=True))  # fmt: skip
+    return [means, tests]
+
+
+def compare_table(result: dict) -> RenderableType:
+    """Run B against run A, per (track, mixer): improvement > 0 means B is better; one table, or
+    two when the terminal is narrow."""
+    return FirstFitting([lambda _w: _compare_tables(result, narrow=False),
+                         lambda _w: _compare_tables(result, narrow=True)])  # fmt: skip

@@ -22,9 +22,10 @@ from benchsuite.execute.record import RunRecord
 from benchsuite.plan.plan import Plan
 from benchsuite.plan.power import design_warning, min_seeds_for_significance
 from benchsuite.plan.selection import NO_BETTER_THAN_TRIVIAL, NON_FINITE, on_edge
-from benchsuite.results import stats
+from benchsuite.results import curves, stats
 from benchsuite.results.aggregate import aggregate_across_tracks
 from benchsuite.results.store import Store
+from benchsuite.results.tradeoffs import quality_vs_cost
 from benchsuite.specs import Signature
 
 REPORT_VERSION = 2
@@ -191,6 +192,15 @@ def test_set(records: list[RunRecord]) -> dict[str, Any]:
     }
 
 
+def cost_medians(records: dict[int, RunRecord]) -> dict[str, float]:
+    """Each recorded cost's median over a cell's evaluation runs (the seeds that measured it)."""
+    names = dict.fromkeys(name for record in records.values() for name in record.costs)
+    return {
+        name: float(np.median([r.costs[name] for r in records.values() if name in r.costs]))
+        for name in names
+    }
+
+
 def _mixer_entry(facts: Any, arm: dict) -> dict[str, Any]:
     seeds = sorted(arm["values"])
     fill = -math.inf if facts.higher_is_better else math.inf
@@ -198,6 +208,7 @@ def _mixer_entry(facts: Any, arm: dict) -> dict[str, Any]:
     raw = [arm["values"][s] for s in seeds]
     imputed = stats.impute_diverged(raw, [arm["diverged"][s] for s in seeds], caps)
     chosen = arm["selection"]
+    curve = curves.learning_curve(arm["records"], facts.budget.get("steps"))
     return {
         "best_cfg": facts.grid[chosen["modal"]],
         "best_index": chosen["modal"],
@@ -207,7 +218,10 @@ def _mixer_entry(facts: Any, arm: dict) -> dict[str, Any]:
         "full": {**_summary(imputed), "raw": _summary(raw)},
         "diverged": int(sum(arm["diverged"].values())),
         "costs": arm["costs"],
+        "costs_median": cost_medians(arm["records"]),
         "probes": arm["probes"],
+        "learning_curve": curve,
+        "undertrained": bool(curve and curve["undertrained"]),
     }
 
 
@@ -233,6 +247,7 @@ def analyse(plan: Plan, results: dict[str, RunRecord], failures: list[RunRecord]
             if mixer == baseline or base is None:
                 continue
             cell = compare_cell(plan, track, base, arm)
+            flag_undertrained(cell["comparison"], entry["mixers"], mixer, baseline)
             cell["signature"] = _signature(plan.mixers[mixer].signature, arm, base)
             entry["comparisons"][mixer] = cell
             family.append(cell["comparison"])
@@ -242,6 +257,7 @@ def analyse(plan: Plan, results: dict[str, RunRecord], failures: list[RunRecord]
             cell["comparison"] = cell["comparison"].to_dict()
     planned = plan.keys()
     used = [results[k] for k in planned if k in results]
+    across = _across(tracks, plan, baseline)
     return {
         "report_version": REPORT_VERSION,
         "warnings": environment_warnings(used),
@@ -252,11 +268,21 @@ def analyse(plan: Plan, results: dict[str, RunRecord], failures: list[RunRecord]
         "skipped": [dataclasses.asdict(s) for s in plan.skipped],
         "design": design(settings, len(family)),
         "selection": selection_summary(tracks),
-        "across_tracks": _across(tracks, plan, baseline),
+        "across_tracks": across,
+        "learning_curves": curves.summary(tracks),
+        "quality_vs_cost": quality_vs_cost(tracks, across),
         "failures": [
             _failure_row(r) for r in failures if r.key not in results and r.key in planned
         ],
     }
+
+
+def flag_undertrained(comparison: stats.Comparison, arms: dict[str, Any], mixer: str,
+                      baseline: str) -> None:  # fmt: skip
+    """Add ``undertrained`` (the mixer's curve) and ``baseline_undertrained`` to the flags."""
+    for name, flag in ((mixer, "undertrained"), (baseline, "baseline_undertrained")):
+        if arms.get(name, {}).get("undertrained"):
+            comparison.flags.append(flag)
 
 
 def selection_summary(tracks: dict[str, Any]) -> dict[str, Any]:
@@ -335,7 +361,26 @@ def _across(tracks: dict, plan: Plan, baseline: str) -> dict | None:
         verdicts[name] = {m: c["comparison"]["verdict"] for m, c in entry["comparisons"].items()}
     if not per_track:
         return None
-    return aggregate_across_tracks(per_track, baseline_name=baseline, verdicts=verdicts)
+    across = aggregate_across_tracks(per_track, baseline_name=baseline, verdicts=verdicts)
+    across["tracks_left_out"] = left_out(tracks, across, baseline)
+    return across
+
+
+def left_out(tracks: dict, across: dict, baseline: str) -> dict[str, str]:
+    """Tracks of the run that the across-track figures leave out, with the reason."""
+    reasons = {}
+    for name, entry in tracks.items():
+        if name in across["tracks"]:
+            continue
+        if not entry["mixers"]:
+            reasons[name] = "no finished runs"
+        elif baseline not in entry["mixers"]:
+            reasons[name] = f"no results for the baseline {baseline}"
+        elif not entry["comparisons"]:
+            reasons[name] = "no mixer besides the baseline"
+        else:
+            reasons[name] = "no score: the metric declares no ideal value and the baseline has none"
+    return reasons
 
 
 def _failure_row(record: RunRecord) -> dict:

@@ -1,0 +1,244 @@
+"""The figures a researcher reads first: learning curves (is the budget long enough, did it
+diverge?), a forest plot of every comparison (an interval each, not a colour), and quality
+against cost (is the win bought with parameters, FLOPs or step time?).
+
+Each reads only the report dict (``report.json`` works the same: non-finite numbers are
+``null``) and returns a matplotlib figure, or None when it has nothing to draw; each ``*_note``
+says in words what its figure leaves out, for the figure's title and the HTML caption.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from benchsuite.output import numbers
+from benchsuite.output.canvas import new_figure, titled
+from benchsuite.output.numbers import finite
+from benchsuite.output.palette import Style, verdict
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+COST_LABELS = {
+    "params": "parameters (whole model)",
+    "flops_per_example": "forward FLOPs per example",
+    "seconds_per_step": "seconds per training step",
+}
+EDGE = "0.15"
+
+
+def ordered(entry: dict, names: list[str]) -> list[str]:
+    """``names`` with the track's baseline first."""
+    baseline = entry.get("baseline")
+    return ([baseline] if baseline in names else []) + [n for n in names if n != baseline]
+
+
+def _curves(entry: dict) -> dict[str, dict]:
+    arms = entry.get("mixers") or {}
+    return {
+        name: arms[name]["learning_curve"]
+        for name in ordered(entry, list(arms))
+        if (arms[name].get("learning_curve") or {}).get("median")
+    }
+
+
+def curves_note(entry: dict) -> str:
+    """Which cells the learning-curve figure flags, and which seeds it leaves out."""
+    found = _curves(entry)
+    parts = []
+    flagged = [name for name, curve in found.items() if curve.get("undertrained")]
+    if flagged:
+        parts.append(f"undertrained (dashed): {', '.join(flagged)}")
+    left = [f"{name} {c['left_out']} of {c['left_out'] + len(c['seeds'])}"
+            for name, c in found.items() if c.get("left_out")]  # fmt: skip
+    if left:
+        parts.append(f"seeds left out for a non-finite loss (diverged): {', '.join(left)}")
+    missing = [name for name in entry.get("mixers") or {} if name not in found]
+    if missing:
+        parts.append(f"no stored curve: {', '.join(missing)}")
+    return "; ".join(parts)
+
+
+def curves_figure(track: str, entry: dict, styles: dict[str, Style],
+                  tail: float = 0.2) -> Figure | None:  # fmt: skip
+    """Per mixer, the median training-loss curve of the chosen configs over the seeds, with the
+    25-75% band (log scale when the losses span more than a decade); dashed when the cell is
+    undertrained; the shaded end is where the rule looks."""
+    import numpy as np
+    from matplotlib.ticker import FuncFormatter
+
+    found = _curves(entry)
+    if not found:
+        return None
+    fig, (ax,) = new_figure(7.5, 4.2)
+    lowest, highest, steps = math.inf, -math.inf, 1
+    for name, curve in found.items():
+        median = np.array([finite(v) for v in curve["median"]], dtype=float)
+        low = np.array([finite(v) for v in curve.get("q25") or curve["median"]], dtype=float)
+        high = np.array([finite(v) for v in curve.get("q75") or curve["median"]], dtype=float)
+        n = len(median)
+        steps = curve.get("steps") or n
+        x = (np.arange(n) + 0.5) / n * steps
+        style = styles.get(name, Style("0.3", "o"))
+        lowest, highest = min(lowest, float(np.nanmin(low))), max(highest, float(np.nanmax(high)))
+        ax.fill_between(x, low, high, color=style.colour, alpha=0.15, lw=0)
+        flagged = bool(curve.get("undertrained"))
+        ax.plot(x, median, color=style.colour, marker=style.marker, markevery=max(1, n // 8),
+                ms=4, lw=1.3, ls="--" if flagged else "-",
+                label=name + (" (undertrained)" if flagged else ""))  # fmt: skip
+    ax.axvspan((1 - tail) * steps, steps, color="0.9", zorder=0, lw=0)
+    if lowest > 0 and highest > 10 * lowest:  # log scale for a fall over more than a decade
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: numbers.num(value, 2)))
+    ax.set_xlim(0, steps)
+    ax.set_xlabel(f"training step (shaded: the last {tail:.0%}, where the undertrained rule looks)")
+    ax.set_ylabel("training loss (median; band 25–75% of seeds)")
+    ax.set_title(titled(fig, f"{track}: learning curves of the chosen configs", curves_note(entry)),
+                 fontsize=9)  # fmt: skip
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    return fig
+
+
+def margin_band(comparison: dict) -> tuple[float, float] | None:
+    """The ±margin of a comparison as % of the baseline (lower, upper)."""
+    margin = finite(comparison.get("margin"))
+    if margin is None:
+        return None
+    if comparison.get("scale") == "log":
+        return 100 * (1 - math.exp(margin)), 100 * (1 - math.exp(-margin))
+    base = finite(comparison.get("baseline_mean"))
+    return (-100 * margin / abs(base), 100 * margin / abs(base)) if base else None
+
+
+def _marker(ax: Axes, x: float, y: float, name: str | None, size: float = 60) -> None:
+    look = verdict(name)
+    ax.scatter([x], [y], marker=look.marker, s=size, zorder=4, edgecolor=EDGE, linewidth=1,
+               facecolor="white" if look.hollow else look.colour)  # fmt: skip
+
+
+def forest_figure(track: str, entry: dict) -> Figure | None:
+    """Every comparison's improvement with its 95% CI, ordered; a line at 0, the ±margin band,
+    the verdict as marker shape, colour and text."""
+    from matplotlib.lines import Line2D
+
+    rows = [
+        (mixer, cell.get("comparison") or {})
+        for mixer, cell in (entry.get("comparisons") or {}).items()
+        if finite((cell.get("comparison") or {}).get("improvement_rel_pct")) is not None
+    ]
+    if not rows:
+        return None
+    rows.sort(key=lambda row: row[1]["improvement_rel_pct"])
+    fig, (ax,) = new_figure(7.5, 0.38 * len(rows) + 1.5)
+    band = margin_band(rows[0][1])
+    if band:
+        ax.axvspan(*band, color="0.88", zorder=0, lw=0)
+    ax.axvline(0, color="0.2", lw=1, zorder=1)
+    for y, (_, c) in enumerate(rows):
+        lo, hi = (finite(v) for v in (c.get("ci95_rel_pct") or (None, None)))
+        if lo is not None and hi is not None:
+            ax.hlines(y, lo, hi, color="0.3", lw=1.6, zorder=2)
+        _marker(ax, c["improvement_rel_pct"], y, c.get("verdict"))
+        look = verdict(c.get("verdict"))
+        text = f"{look.symbol} {look.short}  {numbers.pct(c['improvement_rel_pct'])}"
+        ax.annotate(text, (1.01, y), xycoords=("axes fraction", "data"), va="center", fontsize=7)
+    ax.set_yticks(range(len(rows)), labels=[mixer for mixer, _ in rows])
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    ax.set_xlabel(f"improvement over {entry.get('baseline')} (% of its mean; > 0 is better) "
+                  "with 95% CI")  # fmt: skip
+    used = dict.fromkeys(c.get("verdict") for _, c in rows)
+    handles = [
+        Line2D([], [], ls="", marker=verdict(v).marker, markersize=7, markeredgecolor=EDGE,
+               markerfacecolor="white" if verdict(v).hollow else verdict(v).colour,
+               label=f"{verdict(v).symbol} {v}")
+        for v in used
+    ]  # fmt: skip
+    if band:
+        from matplotlib.patches import Patch
+
+        handles.append(Patch(color="0.88", label=f"±margin ({numbers.pct(band[0])}, "
+                                                 f"{numbers.pct(band[1])})"))  # fmt: skip
+    fig.legend(handles=handles, fontsize=7, loc="outside lower center", ncols=3)
+    ax.set_title(titled(fig, f"{track}: every comparison with its 95% CI",
+                        "(Holm-adjusted verdicts)"), fontsize=9)  # fmt: skip
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def _used_costs(points: dict[str, dict], costs: list[str]) -> list[str]:
+    return [k for k in costs if sum(finite(p.get(k)) is not None for p in points.values()) >= 2]
+
+
+def cost_note(tradeoff: dict | None, costs: list[str]) -> str:
+    """The Pareto front for each cost, in words; the costs not recorded."""
+    if not tradeoff:
+        return ""
+    points = tradeoff.get("points") or {}
+    used = _used_costs(points, costs)
+    parts = [f"Pareto front by {k}: {', '.join(tradeoff['pareto'].get(k) or ['–'])}" for k in used]
+    missing = [k for k in costs if k not in used]
+    if missing:
+        parts.append(f"not drawn (recorded for fewer than 2 mixers): {', '.join(missing)}")
+    return "; ".join(parts)
+
+
+def _cost_ticks(ax: Axes, cost: str, relative: bool) -> None:
+    """Tick labels written as the tables write costs (``10.1k``, ``1.2 ms``, ``1.5×``), at 1, 2
+    and 5 times powers of ten when the axis spans less than two decades."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    def write(value: float, _position: int) -> str:
+        return f"{numbers.num(value, 2)}×" if relative else numbers.cost(cost, value)
+
+    low, high = ax.get_xlim()
+    if high < low * 100:
+        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(write))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.tick_params(axis="x", labelsize=7)
+
+
+def cost_figure(title: str, tradeoff: dict | None, costs: list[str], styles: dict[str, Style],
+                ylabel: str, relative: bool = False) -> Figure | None:  # fmt: skip
+    """One panel per cost: each mixer's score (with its CI) against that cost, log x; the
+    Pareto front ringed and joined by a dashed line."""
+    points = (tradeoff or {}).get("points") or {}
+    used = _used_costs(points, costs)
+    if not used:
+        return None
+    fig, axes = new_figure(3.3 * len(used) + 1.6, 3.6, columns=len(used))
+    for ax, cost in zip(axes, used, strict=True):
+        front = (tradeoff.get("pareto") or {}).get(cost) or []
+        for name, point in points.items():
+            x, y = finite(point.get(cost)), finite(point.get("score"))
+            if x is None or y is None:
+                continue
+            style = styles.get(name, Style("0.3", "o"))
+            lo, hi = (finite(v) for v in (point.get("ci95") or (None, None)))
+            if lo is not None and hi is not None:
+                ax.vlines(x, lo, hi, color=style.colour, lw=1.2, alpha=0.8)
+            ax.scatter([x], [y], color=style.colour, marker=style.marker, s=36, zorder=3,
+                       edgecolor=EDGE, linewidth=0.5, label=name)  # fmt: skip
+            if name in front:
+                ax.scatter([x], [y], s=160, facecolor="none", edgecolor="black", lw=1, zorder=4)
+        line = [(points[n][cost], points[n]["score"]) for n in front]
+        if len(line) > 1:
+            ax.plot(*zip(*line, strict=True), ls="--", color="0.35", lw=1, zorder=1,
+                    drawstyle="steps-post")  # fmt: skip
+        ax.axhline(0, color="0.5", lw=0.8)
+        if relative:
+            ax.axvline(1, color="0.5", lw=0.8, ls=":")
+        ax.set_xscale("log")
+        ax.margins(x=0.1)
+        _cost_ticks(ax, cost, relative)
+        label = COST_LABELS.get(cost, cost)
+        ax.set_xlabel(f"{label}, relative to the baseline" if relative else label, fontsize=8)
+        ax.grid(alpha=0.3, which="both")
+    axes[0].set_ylabel(ylabel, fontsize=8)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="outside right upper")
+    fig.suptitle(f"{title} (ring and dashed line: Pareto front)", fontsize=9)
+    return fig

@@ -1,0 +1,81 @@
+"""How mixers and verdicts look, the same in every figure, table and page.
+
+Mixers: the baseline is black circles; every other mixer gets a colour from the Okabe–Ito
+palette (safe for the common colour-vision deficiencies; its yellow is left out, unreadable on
+white, and its black kept for the baseline) paired with a marker. Six colours and seven markers
+cycle together, so the first 42 other mixers all differ in (colour, marker) and neighbours differ
+in both. Each mixer keeps its style across every figure of a report: the style is given by its
+place in the run's mixer list.
+
+Verdicts: never colour alone. Each has a colour (a blue–red diverging scale, not red–green), a
+marker shape for the figures, a symbol and a short label for text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+BASELINE = ("#000000", "o")
+OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7")
+MARKERS = ("s", "^", "D", "v", "P", "X", "o")
+
+
+@dataclass(frozen=True)
+class Style:
+    """A mixer's colour and marker."""
+
+    colour: str
+    marker: str
+
+
+def mixer_styles(names: list[str]) -> dict[str, Style]:
+    """A distinct (colour, marker) per mixer, in the order given: the first (the baseline)
+    black circles, the others cycling through the colours and markers together."""
+    ordered = list(dict.fromkeys(names))
+    styles = {name: Style(OKABE_ITO[i % len(OKABE_ITO)], MARKERS[i % len(MARKERS)])
+              for i, name in enumerate(ordered[1:])}  # fmt: skip
+    return {ordered[0]: Style(*BASELINE), **styles} if ordered else {}
+
+
+def report_mixers(report: dict) -> list[str]:
+    """Every mixer of a report: the run's order (baseline first), then any other found in it."""
+    names = list((report.get("settings") or {}).get("mixers") or [])
+    baseline = (report.get("settings") or {}).get("baseline")
+    if baseline:
+        names = [baseline] + [n for n in names if n != baseline]
+    for entry in (report.get("tracks") or {}).values():
+        names += [n for n in entry.get("mixers") or {} if n not in names]
+    return names
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How one verdict is shown: colour, figure marker (drawn with a dark edge so pale colours
+    stay visible; ``hollow``: white inside, for the effects below the margin), symbol, a short
+    label for narrow text, and the terminal's rich style."""
+
+    colour: str
+    marker: str
+    hollow: bool
+    symbol: str
+    short: str
+    style: str
+
+
+VERDICTS = {
+    "significant_win": Verdict("#2c7bb6", "^", False, "▲", "win", "bold blue"),
+    "significant_win_below_margin": Verdict("#abd9e9", "^", True, "△", "small win", "blue"),
+    "equivalent_within_margin": Verdict("#c2a5cf", "D", False, "=", "equivalent", "magenta"),
+    "inconclusive": Verdict("#ffffbf", "o", False, "?", "inconclusive", "yellow"),
+    "significant_loss_below_margin": Verdict("#fdae61", "v", True, "▽", "small loss", "red"),
+    "significant_loss": Verdict("#d7191c", "v", False, "▼", "loss", "bold red"),
+}
+UNKNOWN = Verdict("#eeeeee", "o", True, "·", "–", "")
+VERDICT_COLOURS = {name: verdict.colour for name, verdict in VERDICTS.items()}
+MISSING_COLOUR = "#eeeeee"
+BETTER, WORSE, EQUAL = "#2c7bb6", "#d7191c", "#999999"  # one seed: mixer better / worse / equal
+
+
+def verdict(name: str | None) -> Verdict:
+    """The look of a verdict (a neutral one for a missing or unknown verdict)."""
+    return VERDICTS.get(name or "", UNKNOWN)

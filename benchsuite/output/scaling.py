@@ -1,0 +1,276 @@
+"""What ``benchsuite scale`` shows: tables relative to the baseline, log-log plots, ``scaling.json``
+and the HTML section "Cost against sequence length".
+
+Everything here reads the scaling record of :func:`benchsuite.commands.scale.scale` (or the
+``OUT/scaling.json`` it was written to); docs/performance.md explains how to read it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from html import escape
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from benchsuite.output.canvas import DPI, Plot, new_figure, render
+from benchsuite.output.numbers import count, finite, seconds
+from benchsuite.output.palette import mixer_styles
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from rich.console import Console
+    from rich.table import Table
+
+FILENAME = "scaling.json"
+
+
+class Quantity(NamedTuple):
+    label: str
+    unit: str
+    stem: str  # the plot is plots/scaling-<stem>.png
+
+
+QUANTITIES = {
+    "seconds_per_step": Quantity("time per training step", "s", "time"),
+    "memory_bytes": Quantity("memory", "bytes", "memory"),
+    "flops_per_example": Quantity("forward FLOPs per example", "FLOPs", "flops"),
+}
+STATUS_TEXT = {"over budget": "over budget", "unsupported": "n/a", "failed": "failed"}
+
+
+def load_scaling(out_dir: Path | str) -> dict[str, Any] | None:
+    """The scaling record in ``OUT/scaling.json``, or None when there is none."""
+    path = Path(out_dir) / FILENAME
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def write_scaling(result: dict[str, Any], out_dir: Path | str) -> list[Path]:
+    """Write ``OUT/scaling.json`` and ``OUT/plots/scaling-*.png``; returns the paths written."""
+    out = Path(out_dir)
+    (out / "plots").mkdir(parents=True, exist_ok=True)
+    path = out / FILENAME
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    written = [path]
+    for plot in scaling_plots(result):
+        written.append(out / "plots" / f"{plot.name}.png")
+        written[-1].write_bytes(plot.png)
+    return written
+
+
+def memory_label(result: dict[str, Any]) -> str:
+    """What the memory figure counts on the device the record was measured on."""
+    if result.get("memory") == "peak_allocated_bytes":
+        return "peak allocated memory"
+    return "activation memory (bytes autograd saves)"
+
+
+def _label(result: dict[str, Any], key: str) -> str:
+    return memory_label(result) if key == "memory_bytes" else QUANTITIES[key].label
+
+
+def _amount(value: float, key: str, unit: bool = True) -> str:
+    """An absolute value, written as everywhere else (:mod:`benchsuite.output.numbers`):
+    ``12.3 ms``, ``4.59MB``, ``3.2G FLOPs`` (``3.2G`` without ``unit``)."""
+    if key == "seconds_per_step":
+        return seconds(value)
+    if key == "memory_bytes":
+        return f"{count(value)}B"
+    return f"{count(value)} FLOPs" if unit else count(value)
+
+
+def _lengths(result: dict[str, Any]) -> list[int]:
+    return list(result["settings"]["tokens"])
+
+
+def relative_rows(result: dict[str, Any], key: str) -> list[tuple[str, list[str], str]]:
+    """Per mixer: its name, one plain-text cell per length and its exponent.
+
+    The baseline's cells are absolute values; another mixer's are its value over the baseline's
+    at that length (``0.52x``), or absolute where the baseline has none; a point that was not
+    measured shows its status (``over budget``, ``n/a``: unsupported, ``failed``).
+    """
+    baseline = result["baseline"]
+    base = {p["tokens"]: p for p in result["mixers"].get(baseline, {}).get("points", [])}
+    rows = []
+    for name, entry in result["mixers"].items():
+        points = {p["tokens"]: p for p in entry["points"]}
+        cells = []
+        for tokens in _lengths(result):
+            point = points.get(tokens)
+            if point is None:
+                cells.append("")
+            elif point["status"] != "ok":
+                cells.append(STATUS_TEXT.get(point["status"], point["status"]))
+            else:
+                value, same = point[key], base.get(tokens) or {}
+                reference = finite(same.get(key)) if same.get("status") == "ok" else None
+                if name == baseline or not reference:
+                    cells.append(_amount(value, key, unit=key != "flops_per_example"))
+                else:
+                    cells.append(f"{value / reference:.3g}x")
+        slope = finite(entry["exponents"].get(key))
+        rows.append((name, cells, "–" if slope is None else f"{slope:.2f}"))
+    return rows
+
+
+def notes(result: dict[str, Any]) -> list[str]:
+    """One line per point that was not measured, with its reason."""
+    return [
+        f"{name} at {point['tokens']} tokens: {point['status']}: {point.get('reason', '')}"
+        for name, entry in result["mixers"].items()
+        for point in entry["points"]
+        if point["status"] != "ok"
+    ]
+
+
+def setup_line(result: dict[str, Any]) -> str:
+    """What was measured, on what, how (one line)."""
+    s = result["settings"]
+    return (
+        f"{result['input']}; width {s['width']}, depth {s['depth']}, batch {s['batch']}, "
+        f"{s['device']}, {s['threads']} thread(s); median step after {s['warmup']} warm-up "
+        f"step(s), over at least {s['steps']} steps; limits {s['max_seconds']:g} s per step, "
+        f"{s['max_memory'] / 2**30:.3g} GiB"
+    )
+
+
+def _caption(result: dict[str, Any]) -> str:
+    return (
+        f"cells: the baseline ({result['baseline']}) as measured, the others as x the baseline at "
+        "the same length (as measured where it has no value); exponent: log-log slope over the "
+        "upper half of the measured ladder"
+    )
+
+
+def scaling_tables(result: dict[str, Any]) -> list[Table]:
+    """One rich table per quantity: lengths as columns, values relative to the baseline."""
+    from rich.table import Table
+
+    tables = []
+    for key in QUANTITIES:
+        table = Table(title=f"[bold]{_label(result, key)}[/] against sequence length",
+                      caption=_caption(result))  # fmt: skip
+        table.add_column("mixer")
+        for tokens in _lengths(result):
+            table.add_column(str(tokens), justify="right")
+        table.add_column("exponent", justify="right")
+        for name, cells, slope in relative_rows(result, key):
+            shown = [f"[red]{c}[/]" if c in ("over budget", "failed") else c for c in cells]
+            table.add_row(f"[bold]{name}[/]" if name == result["baseline"] else name, *shown,
+                          slope)  # fmt: skip
+        tables.append(table)
+    return tables
+
+
+def print_scaling(result: dict[str, Any], console: Console) -> None:
+    """The tables of a scaling record, then why each missing point is missing."""
+    from rich.markup import escape as escape_markup
+
+    console.print(escape_markup(setup_line(result)), style="dim")
+    for table in scaling_tables(result):
+        console.print(table)
+    for line in notes(result):
+        console.print(f"[yellow]{escape_markup(line)}[/]")
+
+
+def point_line(mixer: str, point: dict[str, Any]) -> str:
+    """A one-line progress report of a finished point (plain text)."""
+    head = f"{mixer} at {point['tokens']} tokens:"
+    if point["status"] != "ok":
+        return f"{head} {point['status']} ({point.get('reason', '')})"
+    return (
+        f"{head} {_amount(point['seconds_per_step'], 'seconds_per_step')} per step, "
+        f"{_amount(point['memory_bytes'], 'memory_bytes')}, "
+        f"{_amount(point['flops_per_example'], 'flops_per_example')} per example"
+    )
+
+
+def scaling_plots(result: dict[str, Any]) -> list[Plot]:
+    """One log-log figure per quantity (``scaling-time``, ``-memory``, ``-flops``): a line with
+    markers per mixer, its exponent in the legend, and dashed guides of slope 1 and 2."""
+    plots = []
+    lengths = _lengths(result)
+    styles = mixer_styles(list(result["mixers"]))
+    for key, quantity in QUANTITIES.items():
+        fig, (ax,) = new_figure(6.0, 4.0)
+        first = None
+        for name, entry in result["mixers"].items():
+            done = [(p["tokens"], p[key]) for p in entry["points"]
+                    if p["status"] == "ok" and (finite(p.get(key)) or 0) > 0]  # fmt: skip
+            if not done:
+                continue
+            first = first or done[0]
+            slope = finite(entry["exponents"].get(key))
+            extras = [] if slope is None else [f"exponent {slope:.2f}"]
+            extras += [f"over budget at {p['tokens']}" for p in entry["points"]
+                       if p["status"] == "over budget"]  # fmt: skip
+            label = f"{name} ({'; '.join(extras)})" if extras else name
+            style = styles[name]
+            ax.plot(*zip(*done, strict=True), color=style.colour, marker=style.marker, ms=4,
+                    label=label)  # fmt: skip
+        if first is None:
+            continue
+        for power, style in ((1, "--"), (2, ":")):
+            guide = [first[1] * (t / first[0]) ** power for t in lengths if t >= first[0]]
+            ax.plot([t for t in lengths if t >= first[0]], guide, style, color="0.6", lw=1,
+                    label=f"slope {power} (∝ tokens{'²' if power == 2 else ''})")  # fmt: skip
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks(lengths, [str(t) for t in lengths], fontsize=7)
+        ax.set_xlabel("tokens")
+        label = _label(result, key)
+        ax.set_ylabel(f"{label} ({quantity.unit})")
+        ax.set_title(f"{label} against sequence length (log-log)", fontsize=10)
+        ax.legend(fontsize=7)
+        plots.append(render(f"scaling-{quantity.stem}", "scaling", quantity.stem,
+                            f"scaling: {label}", fig))  # fmt: skip
+    return plots
+
+
+def _html_table(result: dict[str, Any], key: str) -> str:
+    lengths = _lengths(result)
+    head = "".join(f"<th>{escape(h)}</th>" for h in ["mixer", *map(str, lengths), "exponent"])
+    body = "".join(
+        f"<tr><td>{escape(name)}</td>"
+        + "".join(f"<td class=num>{escape(c)}</td>" for c in [*cells, slope])
+        + "</tr>"
+        for name, cells, slope in relative_rows(result, key)
+    )
+    caption = f"<caption>{escape(_label(result, key))}; {escape(_caption(result))}</caption>"
+    return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _html_figure(plot: Plot) -> str:
+    data = base64.b64encode(plot.png).decode("ascii")
+    return (
+        f'<figure><img alt="{escape(plot.title)}" width={round(plot.width * 100 / DPI)} '
+        f'height={round(plot.height * 100 / DPI)} src="data:image/png;base64,{data}">'
+        f"<figcaption>{escape(plot.title)} (also <code>plots/{escape(plot.name)}.png</code>)"
+        "</figcaption></figure>"
+    )
+
+
+def scaling_section(out_dir: Path, plots: Sequence[Plot] | None = None) -> str:
+    """The HTML section "Cost against sequence length" from ``OUT/scaling.json``, or "" when
+    there is none (``plots``: the figures when already drawn by :func:`scaling_plots`)."""
+    result = load_scaling(out_dir)
+    if result is None:
+        return ""
+    by_stem = {p.kind: p for p in (scaling_plots(result) if plots is None else plots)}
+    parts = [
+        '<h2 id="scaling">Cost against sequence length</h2>',
+        f"<p>From <code>benchsuite scale</code> ({escape(str(result['environment']['date']))}): "
+        "one training step of each mixer as the token count doubles. Cells are relative to the "
+        "baseline at the same length; the exponent is the log-log slope over the upper half of "
+        f"the ladder (1: linear in the length, 2: quadratic).</p><p class=muted>"
+        f"{escape(setup_line(result))}</p>",
+    ]
+    for key, quantity in QUANTITIES.items():
+        parts.append(_html_table(result, key))
+        if quantity.stem in by_stem:
+            parts.append(_html_figure(by_stem[quantity.stem]))
+    missing = notes(result)
+    if missing:
+        parts.append("<ul>" + "".join(f"<li>{escape(line)}</li>" for line in missing) + "</ul>")
+    return "\n".join(parts)

@@ -1,0 +1,97 @@
+"""``COLUMNS=80 benchsuite report OUT`` splits no verdict, word or number across lines.
+
+The real CLI prints the report of the tiny run of test_html.py at 80 columns; the same report
+printed 250 columns wide is the reference. Every number of the wide print must appear whole in
+the narrow one and the narrow one may hold no other (a number folded across lines leaves
+fragments such as ``0.0`` and ``3``); every verdict appears whole; no line is wider than 80. The
+check is shown to catch rich's own folding of the wide table at 80 columns.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+from rich.cells import cell_len
+from rich.console import Console
+from test_html import finished_run
+
+from benchsuite.output import tables
+from benchsuite.output.palette import verdict
+
+NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?(?:e[+-]\d+)?[kMGT%]?")
+BOX = re.compile(r"[│┃┆┊║|]")
+
+
+def numbers_in(text: str) -> set[str]:
+    return set(NUMBER.findall(text))
+
+
+def words_in(text: str) -> set[str]:
+    return {word for line in text.splitlines() for word in BOX.sub(" ", line).split()}
+
+
+def printed(renderable, width: int) -> str:
+    console = Console(file=io.StringIO(), width=width)
+    console.print(renderable)
+    return console.file.getvalue()
+
+
+@pytest.fixture(scope="module")
+def narrow(tmp_path_factory) -> tuple[str, dict]:
+    """``benchsuite report`` at COLUMNS=80 on a copy of the run's store, and its report.json."""
+    out = tmp_path_factory.mktemp("narrow")
+    shutil.copy(finished_run(tmp_path_factory) / "benchsuite.sqlite", out)
+    env = {**os.environ, "COLUMNS": "80"}
+    done = subprocess.run([sys.executable, "-m", "benchsuite.cli", "report", str(out)],
+                          capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout, json.loads((out / "report.json").read_text())
+
+
+def test_no_line_is_wider_than_80(narrow):
+    text, _ = narrow
+    assert text.count("\n") > 20
+    assert max(cell_len(line) for line in text.splitlines()) <= 80
+
+
+def test_every_number_appears_whole(narrow):
+    text, report = narrow
+    buffer = Console(file=io.StringIO(), width=250)
+    tables.print_report(report, buffer)
+    wide = buffer.file.getvalue()
+    assert "significant_" in wide or "inconclusive" in wide  # the wide layout, full names
+    assert numbers_in(text) == numbers_in(wide)
+
+
+def test_every_verdict_appears_whole(narrow):
+    text, report = narrow
+    rows = [[cell.strip() for cell in BOX.split(line)] for line in text.splitlines()]
+    for track, entry in report["tracks"].items():
+        for mixer, cell in entry["comparisons"].items():
+            look = verdict(cell["comparison"]["verdict"])
+            shown = {
+                f"{look.symbol} {look.short}",
+                f"{look.symbol} {cell['comparison']['verdict']}",
+            }
+            assert any(row[0] == mixer and shown & set(row) for row in rows), (track, mixer)
+    labels = {w for v in ("significant_win", "significant_loss", "equivalent_within_margin",
+                          "inconclusive") for w in verdict(v).short.split()}  # fmt: skip
+    fragments = {w for w in words_in(text) if any(
+        label.startswith(w) and w != label for label in labels) and len(w) > 2}  # fmt: skip
+    assert not fragments
+
+
+def test_the_check_catches_folding(narrow):
+    """rich's own sizing of the wide track table at 80 columns folds numbers: caught."""
+    _, report = narrow
+    for name, entry in report["tracks"].items():
+        folded = printed(tables.track_table(name, entry), 80)
+        whole = printed(tables.track_table(name, entry), 250)
+        assert numbers_in(folded) != numbers_in(whole)
