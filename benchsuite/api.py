@@ -22,7 +22,7 @@ from typing import Any
 
 from benchsuite.errors import UsageError, one_line
 from benchsuite.execute.events import Events
-from benchsuite.execute.executors import make_executor
+from benchsuite.execute.executors import check_available, make_executor
 from benchsuite.execute.worker import Worker
 from benchsuite.plan.code import changed_modules
 from benchsuite.plan.design import design_check
@@ -56,10 +56,12 @@ class RunSummary:
 def prepare(
     settings: RunSettings, registry: Registry | None = None, events: Events | None = None
 ) -> tuple[RunSettings, Registry, dict[str, Any]]:
-    """Check everything a run needs before it starts: the executor settings, the plugins, the
-    names and options (one-line usage errors), and the design (reported to ``events``)."""
+    """Check everything a run needs before it starts: the executor settings and that it can start
+    (Ray importable, its address reachable), the plugins, the names and options (one-line usage
+    errors), and the design (reported to ``events``)."""
     events = events or Events()
     check_executor(settings)
+    check_available(settings.executor, settings.address)
     registry = registry or load_registry(settings.plugins_dir)
     for failure in registry.failures:
         events.warning(f"plugin {failure.name!r} not loaded: {failure.reason}")

@@ -1,48 +1,137 @@
 """The ``benchsuite`` command: parsing and printing only; the work is in :mod:`benchsuite.api`.
 
 Start-up imports nothing heavy: torch, plugins and the statistics load only in the commands that
-need them.
+need them. Data (tables, JSON, exported rows, completion scripts) goes to standard output;
+progress, warnings and notes go to standard error (``--quiet``: errors only), so a pipe carries
+data alone, and a pipe closed early (``| head``) ends the command quietly with status 0.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchsuite import __version__
 from benchsuite import settings as run_settings
 from benchsuite.errors import PluginError, RunError, UsageError, one_line
 from benchsuite.settings import RunSettings, parse_assignments, split_names
 
 DEFAULT_OUT = RunSettings.out
+FORMATTER = argparse.RawDescriptionHelpFormatter
+
+# Two examples per command, shown at the end of its --help.
+EXAMPLES = {
+    "benchsuite": [
+        ("benchsuite run --tracks sequence --mixers dense,butterfly", "compare two mixers"),
+        ("benchsuite list", "what can be run, with every option"),
+    ],
+    "run": [
+        ("benchsuite run --tracks sequence --mixers dense,butterfly --seeds 8",
+         "one track, two mixers"),
+        ("benchsuite run --config bench.toml --out my-run -q",
+         "settings from a file, errors only"),
+    ],
+    "list": [
+        ("benchsuite list --json | jq '.mixers | keys'", "the mixer names, as data"),
+        ("benchsuite list --costs --tracks sequence", "parameters, FLOPs, time and memory"),
+    ],
+    "new-mixer": [
+        ("benchsuite new-mixer mymix", "writes ./benchsuite-mymix/"),
+        ("benchsuite new-mixer mymix --path ~/src", "somewhere else"),
+    ],
+    "plugins": [
+        ("benchsuite plugins", "loaded plugins, what they registered, failures"),
+        ("benchsuite plugins --json --plugins-dir ./my_mixers", "the same as data"),
+    ],
+    "scale": [
+        ("benchsuite scale --mixers dense,attention,fnet", "64 to 16384 tokens on the CPU"),
+        ("benchsuite scale --tokens 256,1024,4096 --device cuda --json", "on a GPU, as data"),
+    ],
+    "report": [
+        ("benchsuite report", "re-render benchsuite-results/ from its store"),
+        ("benchsuite report my-run -q", "only rewrite the files"),
+    ],
+    "data": [
+        ("benchsuite data fetch cifar10", "download CIFAR-10 into the data folder"),
+        ("benchsuite data fetch cifar10 --data-dir ~/data", "somewhere else"),
+    ],
+    "export": [
+        ("benchsuite export my-run --format parquet", "writes my-run/results.parquet"),
+        ("benchsuite export my-run --output - | head", "CSV on standard output"),
+    ],
+    "compare": [
+        ("benchsuite compare before/ after/", "B against A, paired by seed"),
+        ("benchsuite compare before/ after/ --mixers mymix --json", "one mixer, as data"),
+    ],
+    "test": [
+        ("benchsuite test dense attention", "every contract check, one line each"),
+        ("benchsuite --plugins-dir ./my_mixers test mymix --tokens 8,64", "a plugins-folder mixer"),
+    ],
+    "completion": [
+        ("benchsuite completion bash > ~/.local/share/bash-completion/completions/benchsuite",
+         "bash"),
+        ("benchsuite completion fish > ~/.config/fish/completions/benchsuite.fish", "fish"),
+    ],
+}  # fmt: skip
+
+
+def examples(name: str) -> str:
+    """The ``examples:`` epilog of a command's help."""
+    width = max(len(command) for command, _ in EXAMPLES[name])
+    lines = [f"  {command:<{width}}  # {why}" for command, why in EXAMPLES[name]]
+    return "examples:\n" + "\n".join(lines)
+
+
+def _add_common(parser: argparse.ArgumentParser, default: Any) -> None:
+    """``--debug``, ``-q/--quiet`` and ``-v/--verbose``; after a command's name ``default`` is
+    SUPPRESS, so the same flag given before the name is kept."""
+    parser.add_argument("--debug", action="store_true", default=default,
+                        help="show full tracebacks")  # fmt: skip
+    loudness = parser.add_mutually_exclusive_group()
+    quiet = "print errors only (and the data a command exists to print)"
+    loudness.add_argument("-q", "--quiet", action="store_true", default=default, help=quiet)
+    verbose = "more detail on standard error (run: one line per job)"
+    loudness.add_argument("-v", "--verbose", action="store_true", default=default, help=verbose)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="benchsuite",
         description="Benchmark token mixers on several tracks with paired-seed statistics.",
+        epilog=examples("benchsuite") + "\n\n`benchsuite COMMAND --help` for a command's flags; "
+        "docs/ has the rest.",
+        formatter_class=FORMATTER,
     )
     plugins_help = run_settings.help_of("plugins_dir")
-    debug = argparse.ArgumentParser(add_help=False)
-    debug.add_argument(
-        "--debug", action="store_true", default=argparse.SUPPRESS, help="show full tracebacks"
-    )
+    common = argparse.ArgumentParser(add_help=False)
+    _add_common(common, argparse.SUPPRESS)
     plugins = argparse.ArgumentParser(add_help=False)
     plugins.add_argument("--plugins-dir", default=argparse.SUPPRESS, help=plugins_help)
-    parser.add_argument("--debug", action="store_true", help="show full tracebacks")
+    parser.add_argument("--version", action="version", version=f"benchsuite {__version__}")
+    _add_common(parser, False)
     parser.add_argument("--plugins-dir", help=plugins_help)
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
 
     def add_command(name: str, **kwargs: Any) -> argparse.ArgumentParser:
-        """A sub-command that also takes --debug and --plugins-dir after its name."""
-        return commands.add_parser(name, parents=[debug, plugins], **kwargs)
+        """A sub-command that also takes --debug, -q/-v and --plugins-dir after its name, with
+        its examples (``EXAMPLES``) at the end of its help."""
+        kwargs.setdefault("parents", [common, plugins])
+        if name in EXAMPLES:
+            kwargs.setdefault("epilog", examples(name))
+        return commands.add_parser(name, formatter_class=FORMATTER, **kwargs)
 
-    run = commands.add_parser("run", parents=[debug],
-                              help="run mixers x tracks under the shared protocol")  # fmt: skip
-    run.add_argument("--config", help="TOML file with run settings (flags override it)")
+    run = add_command("run", parents=[common],
+                      help="run mixers x tracks under the shared protocol")  # fmt: skip
+    run.add_argument("--config", help="TOML file with run settings (flags override it; default: "
+                     f"./{run_settings.CONFIG_FILE}, else [tool.benchsuite] in "
+                     f"./{run_settings.PYPROJECT})")  # fmt: skip
+    run.add_argument("--no-config", action="store_true",
+                     help="ignore the config file of the working folder")  # fmt: skip
     run_settings.add_flags(run)
     listing = add_command("list", help="list registered mixers and tracks")
     listing.add_argument("--json", action="store_true", help="print JSON instead of tables")
@@ -68,61 +157,96 @@ def _parser() -> argparse.ArgumentParser:
     new_mixer = add_command("new-mixer", help="write a mixer plugin distribution")
     new_mixer.add_argument("name", help="the mixer's name: lowercase letters, digits, underscores")
     new_mixer.add_argument("--path", default=".", help="where to write benchsuite-NAME/")
-    add_command("plugins", help="list loaded plugins and plugin failures")
+    plugins_command = add_command("plugins", help="list loaded plugins and plugin failures")
+    plugins_command.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    from benchsuite.commands.scale import add_scale_flags
+
+    add_scale_flags(add_command("scale", help="time, memory and FLOPs of a training step "
+                                "against sequence length, per mixer"))  # fmt: skip
     report = add_command("report", help="re-render tables and files from a run's store")
     report.add_argument("out", nargs="?", default=DEFAULT_OUT)
     data = add_command("data", help="manage real datasets")
-    data_commands = data.add_subparsers(dest="action", required=True)
-    fetch = data_commands.add_parser("fetch", help="download a dataset (needs a network)")
+    data_commands = data.add_subparsers(dest="action", required=True, metavar="ACTION")
+    fetch = data_commands.add_parser(
+        "fetch", help="download a dataset (needs a network)", epilog=examples("data"),
+        formatter_class=FORMATTER,
+    )  # fmt: skip
     fetch.add_argument("dataset", help="a dataset a track can fetch (e.g. cifar10)")
     fetch.add_argument("--data-dir", help="where to put it (default: the data folder)")
     export = add_command("export", help="write every training run as one row")
     export.add_argument("out", nargs="?", default=DEFAULT_OUT)
     export.add_argument("--format", choices=("csv", "parquet", "json"), default="csv")
-    export.add_argument("--output", help="file to write (default: OUT/results.FORMAT)")
+    export.add_argument("--output", help="file to write, - for standard output "
+                        "(default: OUT/results.FORMAT)")  # fmt: skip
     export.add_argument("--failures", action="store_true", help="add failed runs (status=failed)")
     compare = add_command("compare", help="compare two finished runs seed by seed")
     compare.add_argument("a", help="output folder (or store file) of run A, the reference")
     compare.add_argument("b", help="output folder (or store file) of run B")
     compare.add_argument("--mixers", type=split_names, help="only these mixers")
     compare.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    contract = add_command("test", help="run the mixer contract kit (benchsuite.testing) on "
+                           "mixers, one line per check")  # fmt: skip
+    contract.add_argument("mixers", nargs="+", metavar="MIXER", help="registered mixer names")
+    contract.add_argument("--tokens", type=split_names, default="8,16",
+                          help="token counts to build the mixer with (default 8,16)")  # fmt: skip
+    contract.add_argument("--dims", type=split_names, default="16,32",
+                          help="model widths to build the mixer with (default 16,32)")  # fmt: skip
+    completion = add_command("completion", help="print a shell completion script")
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell")
     return parser
 
 
-def _console():
-    """A rich console; when printing to a file or pipe, wide enough that tables do not fold."""
-    import os
+def _console(*, quiet: bool = False, stderr: bool = False):
+    """A rich console on standard output (data) or standard error (progress, warnings, notes)."""
+    from benchsuite.output.progress import console
 
-    from rich.console import Console
+    return console(quiet=quiet, stderr=stderr)
 
-    wide = not sys.stdout.isatty() and "COLUMNS" not in os.environ
-    return Console(width=140 if wide else None)
+
+def _status(args: argparse.Namespace):
+    """The console for progress, warnings and notes: standard error, silent under ``--quiet``."""
+    return _console(quiet=getattr(args, "quiet", False), stderr=True)
+
+
+def config_file(args: argparse.Namespace) -> tuple[Path | None, str]:
+    """The config file a run reads, and the design's line saying which and why."""
+    if getattr(args, "config", None):
+        return Path(args.config), f"{args.config} (--config; flags override it)"
+    found = None if getattr(args, "no_config", False) else run_settings.find_config(Path())
+    if found is None:
+        return None, "none (defaults and flags)"
+    return found, f"{found} (found in the working folder; flags override it)"
 
 
 def settings_from(args: argparse.Namespace) -> RunSettings:
-    """The run settings: flags over the ``--config`` file over the defaults."""
-    from_file = run_settings.load_config(args.config) if args.config else {}
+    """The run settings: flags over the config file (``--config``, else the one found in the
+    working folder) over the defaults."""
+    path, _ = config_file(args)
+    from_file = run_settings.load_config(path) if path else {}
     flags = run_settings.from_flags(args)
     return run_settings.merge(from_file, flags)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
     from benchsuite import api
     from benchsuite.output.progress import progress_events
     from benchsuite.output.tables import print_report
 
     settings = settings_from(args)
     args.out = settings.out
-    console = _console()
-    with progress_events(console) as events:
+    console, status = _console(quiet=args.quiet), _status(args)
+    verbose = args.verbose and not args.quiet
+    with progress_events(console, status, config=config_file(args)[1], verbose=verbose) as events:
         summary = api.run(settings, events=events)
     print_report(summary.report, console)
     if summary.interrupted:
-        console.print("[yellow]interrupted:[/] the tables above hold what finished; "
-                      "run the same command again to resume")  # fmt: skip
+        _console(stderr=True).print("[yellow]interrupted:[/] the tables above hold what finished; "
+                                    "run the same command again to resume")  # fmt: skip
         return summary.exit_code
     for warning in summary.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+        status.print(f"[yellow]warning:[/] {escape(warning)}")
     console.print(
         f"jobs: {summary.trained} trained, {summary.reused} reused, {summary.failed} failed; "
         f"report: {Path(settings.out) / 'report.html'}"
@@ -155,15 +279,21 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(listing(registry), indent=2, default=str))
     else:
-        print_listing(registry, _console())
+        print_listing(registry, _console(), _status(args))
     return 0
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
-    from benchsuite.output.listing import print_plugins
+    import json
+
+    from benchsuite.output.listing import plugins_data, print_plugins
     from benchsuite.registry import load_registry
 
-    print_plugins(load_registry(args.plugins_dir), _console())
+    registry = load_registry(args.plugins_dir)
+    if args.json:
+        print(json.dumps(plugins_data(registry), indent=2))
+    else:
+        print_plugins(registry, _console())
     return 0
 
 
@@ -171,7 +301,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from benchsuite import api
     from benchsuite.output.tables import print_report
 
-    print_report(api.report(args.out), _console())
+    print_report(api.report(args.out), _console(quiet=args.quiet))
     return 0
 
 
@@ -189,11 +319,45 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_scale(args: argparse.Namespace) -> int:
+    import json
+
+    from rich.console import Console
+
+    from benchsuite.commands.scale import refresh_report, scale, settings_from
+    from benchsuite.output.scaling import point_line, print_scaling, write_scaling
+    from benchsuite.registry import load_registry
+
+    progress = Console(stderr=True, highlight=False, quiet=getattr(args, "quiet", False))
+    result = scale(load_registry(args.plugins_dir), settings_from(args),
+                   on_point=lambda mixer, point: progress.print(point_line(mixer, point),
+                                                                markup=False))  # fmt: skip
+    written = write_scaling(result, args.out)
+    page = refresh_report(args.out)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    console = _console()
+    print_scaling(result, console)
+    updated = f"; updated {page}" if page else ""
+    console.print(f"wrote {written[0]} and {len(written) - 1} plots in plots/{updated}")
+    return 0
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from benchsuite.commands.export import export
 
-    path, rows = export(args.out, args.format, args.output, include_failures=args.failures)
-    print(f"{rows} rows -> {path}")
+    if args.output != "-":
+        path, rows = export(args.out, args.format, args.output, include_failures=args.failures)
+        _status(args).print(f"{rows} rows -> {path}", highlight=False)
+        return 0
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:  # the writers take a path; copy it out whole
+        path, rows = export(args.out, args.format, Path(folder) / f"results.{args.format}",
+                            include_failures=args.failures)  # fmt: skip
+        sys.stdout.buffer.write(path.read_bytes())
+    _status(args).print(f"{rows} rows -> standard output", highlight=False)
     return 0
 
 
@@ -201,7 +365,36 @@ def cmd_new_mixer(args: argparse.Namespace) -> int:
     from benchsuite.registry.scaffold import new_mixer
 
     folder = new_mixer(args.name, args.path)
-    print(f"wrote {folder}; next: pip install -e {folder}, then see {folder / 'README.md'}")
+    _status(args).print(f"wrote {folder}; next: pip install -e {folder}, then see "
+                        f"{folder / 'README.md'}", highlight=False)  # fmt: skip
+    return 0
+
+
+# Arguments that name files or folders, completed as such by the shell.
+PATH_ARGUMENTS = {"out": "dir", "plugins_dir": "dir", "data_dir": "dir", "path": "dir",
+                  "config": "file", "output": "file", "a": "file", "b": "file"}  # fmt: skip
+
+
+def _parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``parser`` and every sub-command parser below it."""
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                found += _parsers(sub)
+    return found
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    import shtab
+
+    parser = _parser()
+    kinds = {"dir": shtab.DIRECTORY, "file": shtab.FILE}
+    for sub in _parsers(parser):
+        for action in sub._actions:
+            if action.dest in PATH_ARGUMENTS:
+                action.complete = kinds[PATH_ARGUMENTS[action.dest]]  # type: ignore[attr-defined]
+    print(shtab.complete(parser, args.shell))
     return 0
 
 
@@ -220,6 +413,30 @@ def cmd_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_test(args: argparse.Namespace) -> int:
+    from benchsuite.errors import check_names
+    from benchsuite.registry import load_registry
+
+    sizes = {"--tokens": args.tokens, "--dims": args.dims}
+    for flag, values in sizes.items():
+        if not values or not all(v.isdigit() and int(v) > 0 for v in values):
+            raise UsageError(f"{flag} takes whole numbers > 0, e.g. 8,16; got {','.join(values)!r}")
+    registry = load_registry(args.plugins_dir)
+    for failure in registry.failures:
+        print(f"warning: plugin {failure.name!r} not loaded: {failure.reason}", file=sys.stderr)
+    check_names("mixer", args.mixers, registry.mixers)
+    from benchsuite.testing import run_contract  # torch: only once the names are known
+
+    tokens, dims = ([int(v) for v in values] for values in sizes.values())
+    failed = 0
+    for name in args.mixers:
+        for outcome in run_contract(registry.mixers[name], tokens=tokens, dims=dims):
+            failed += not outcome.passed
+            verdict = "passed" if outcome.passed else f"FAILED: {outcome.reason}"
+            print(f"{name} {outcome.check}: {verdict}")
+    return 1 if failed else 0
+
+
 COMMANDS = {
     "data": cmd_data,
     "new-mixer": cmd_new_mixer,
@@ -229,32 +446,41 @@ COMMANDS = {
     "plugins": cmd_plugins,
     "report": cmd_report,
     "compare": cmd_compare,
+    "completion": cmd_completion,
+    "scale": cmd_scale,
+    "test": cmd_test,
 }
 
 
-def _log_traceback(args: Any, create: bool = True) -> Path | None:
-    """Save the traceback in the output folder (made only for unexpected errors)."""
-    folder = Path(getattr(args, "out", None) or DEFAULT_OUT)
+def _log_traceback(args: Any) -> Path | None:
+    """Save the traceback of an unexpected error in the run's own output folder: only a folder
+    that already holds a run's store (nothing is created, no other folder is written)."""
+    from benchsuite.results.store import FILENAME
+
+    out = getattr(args, "out", None)
+    if not out or not (Path(out) / FILENAME).is_file():
+        return None
+    path = Path(out) / "benchsuite-error.log"
     try:
-        if not folder.is_dir() and not create:
-            return None
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / "benchsuite-error.log"
         path.write_text(traceback.format_exc())
-        return path
     except OSError:
         return None
+    return path
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``benchsuite`` console script; returns the exit code."""
-    args = _parser().parse_args(argv)
+def _dispatch(argv: Sequence[str] | None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
     try:
         return COMMANDS[args.command](args)
+    except BrokenPipeError:
+        raise
     except (UsageError, PluginError, RunError) as error:
         if args.debug:
             traceback.print_exc()
-        _log_traceback(args, create=False)
         print(f"error: {error}", file=sys.stderr)
         return 1 if isinstance(error, RunError) else 2
     except KeyboardInterrupt:
@@ -265,9 +491,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         log = _log_traceback(args)
-        where = f" (traceback in {log})" if log else ""
-        print(f"error: {one_line(error)}{where}", file=sys.stderr)
+        where = f"traceback in {log}" if log else "--debug shows the traceback"
+        print(f"error: {one_line(error)} ({where})", file=sys.stderr)
         return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``benchsuite`` console script; returns the exit code.
+
+    A pipe closed early (``benchsuite list --json | head -1``) ends quietly with status 0.
+    """
+    try:
+        code = _dispatch(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Python's advice: point standard output at devnull so the flush at exit cannot fail
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    return code
 
 
 if __name__ == "__main__":

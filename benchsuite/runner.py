@@ -2,24 +2,30 @@
 arrives, and record in the plan the config each seed chose.
 
 Every finished job is in the store before the next one is handed out, so an interrupted run
-resumes where it stopped.
+resumes where it stopped. Runs may share an output folder: a job is leased in the store just
+before it is handed out (:mod:`benchsuite.execute.leases`), jobs another run is training are left
+to it, and once its own jobs are done a run waits for theirs, taking over any whose run stopped.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from benchsuite.errors import RunError
 from benchsuite.execute.events import Events
 from benchsuite.execute.executors import Executor
+from benchsuite.execute.leases import POLL_SECONDS, Heartbeat, Owner, waiting_message
 from benchsuite.execute.record import RunRecord
 from benchsuite.execute.worker import Worker
 from benchsuite.plan.jobs import Job
 from benchsuite.plan.plan import Plan
-from benchsuite.results.store import Store
+from benchsuite.results.store import Claim, Store, renew_leases
 
 
 @dataclass
@@ -33,13 +39,22 @@ class Runner:
     events: Events
     logs: Path
     counts: dict[str, int] = field(default_factory=lambda: {"trained": 0, "reused": 0, "failed": 0})
+    owner: Owner = field(default_factory=Owner.here)  # this run, as its leases name it
+    poll: float = POLL_SECONDS  # how often a waiting run looks at the store again
+    _pending: dict[str, Job] = field(default_factory=dict, init=False, repr=False)
+    _since: float = field(default=0.0, init=False, repr=False)
 
     def run(self) -> None:
         """Run every job; the plan is saved first and again, with each seed's chosen config,
         once the jobs are done or the run is interrupted."""
         run_id = self.store.save_plan(self.plan.to_dict())
         try:
-            self.execute("train", self.plan.all_jobs())
+            with Heartbeat(partial(renew_leases, self.store.path, self.owner)):
+                try:
+                    self.execute("train", self.plan.all_jobs())
+                finally:  # leases left by a crash are taken over anyway (the process is gone)
+                    with contextlib.suppress(RunError):
+                        self.store.release(self.owner)
         except BaseException:  # interrupted or failed: keep the choices made so far if possible
             with contextlib.suppress(RunError):
                 self._save_choices(run_id)
@@ -51,41 +66,114 @@ class Runner:
         self.store.update_plan(run_id, self.plan.to_dict())
 
     def execute(self, phase: str, jobs: list[Job]) -> dict[str, RunRecord]:
-        """Run the jobs that have no stored result; return every stored result among ``jobs``."""
+        """Run the jobs that have no stored result, leaving to other runs on the folder the jobs
+        they are training and waiting for those at the end; return every stored result among
+        ``jobs``."""
         keys = [job.key for job in jobs]
         known = self.store.known_keys(keys)
         self.events.start(phase, len(jobs))
         for key in keys:
             if key in known:
-                self.counts["reused"] += 1
-                self.events.advance(RunRecord(key=key, job={}, status="ok"), True)
-        todo = [job for job in jobs if job.key not in known]
-        for record in self._records(todo):
-            if record.status != "ok":
-                self._save_traceback(record)
-                self.counts["failed"] += 1
-            else:
-                self.counts["trained"] += 1
-            self.store.put(record)
-            self.events.advance(record, False)
+                self._reused(key)
+        self._pending = {job.key: job for job in jobs if job.key not in known}
+        self._since = time.time()
+        todo = list(self._pending.values())
+        while todo:
+            for record in self._records(todo):
+                self._keep(record)
+            todo = self._takeovers()
         return self.store.results(keys)
 
+    def _keep(self, record: RunRecord) -> None:
+        """Store a record this run produced (giving back its lease) and count it."""
+        if record.status != "ok":
+            self._save_traceback(record)
+            self.counts["failed"] += 1
+        else:
+            self.counts["trained"] += 1
+        self.store.put(record, self.owner)
+        self._pending.pop(record.key, None)
+        self.events.advance(record, False)
+
+    def _reused(self, key: str) -> None:
+        self.counts["reused"] += 1
+        self.events.advance(RunRecord(key=key, job={}, status="ok"), True)
+
+    def _lease(self, jobs: list[Job]) -> Claim:
+        """Lease those of ``jobs`` nobody else is training; a job another run finished meanwhile
+        counts as reused, one it failed meanwhile as failed (it is not tried again)."""
+        claim = self.store.claim([job.key for job in jobs], self.owner, self._since)
+        for key in sorted(claim.done):
+            if self._pending.pop(key, None) is not None:
+                self._reused(key)
+        for key, record in claim.failed.items():
+            if self._pending.pop(key, None) is not None:
+                self.counts["failed"] += 1
+                self.events.advance(record, False)
+        return claim
+
+    def _claim(self, jobs: list[Job]) -> list[Job]:
+        """Those of ``jobs`` leased to this run now (see :meth:`_lease`)."""
+        mine = set(self._lease(jobs).mine)
+        return [job for job in jobs if job.key in mine]
+
+    def _takeovers(self) -> list[Job]:
+        """Wait until the jobs other runs are training are stored, failed, or free to take over
+        (their run stopped); return those leased to this run now (none: nothing is left)."""
+        told = False
+        while self._pending:
+            pending = list(self._pending.values())
+            claim = self._lease(pending)
+            if mine := set(claim.mine):
+                return [job for job in pending if job.key in mine]
+            if claim.held and not told:
+                self.events.warning(waiting_message(claim.held))
+                told = True
+            if self._pending:
+                time.sleep(self.poll)
+        return []
+
     def _records(self, jobs: list[Job]) -> Iterator[RunRecord]:
-        """Records of ``jobs``: batched cells in this process (it owns the GPU), the rest by the
-        executor."""
+        """Records of ``jobs``, each leased just before it runs: batched cells in this process
+        (it owns the GPU; a cell's free seeds are leased together), the rest by the executor."""
         cells: dict[tuple, list[Job]] = {}
         for job in jobs:
             if job.batched:
                 cells.setdefault((job.track, job.mixer), []).append(job)
         for cell in cells.values():
-            yield from self.worker.batch(cell)
-        yield from self.executor.map([job for job in jobs if not job.batched])
+            if mine := self._claim(cell):
+                yield from self.worker.batch(mine)
+        rest = [job for job in jobs if not job.batched]
+        if getattr(self.executor, "pulls_jobs", False):
+            yield from self.executor.map(_Leasing(rest, self._claim))
+        elif rest:
+            yield from self.executor.map(self._claim(rest))
 
     def _save_traceback(self, record: RunRecord) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)
         path = self.logs / f"{record.key}.txt"
         path.write_text(record.traceback)
         record.traceback = str(path)
+
+
+class _Leasing:
+    """The jobs an executor takes one at a time, each leased as it is taken; a job another run
+    holds is skipped. Its length hint counts the jobs left to try."""
+
+    def __init__(self, jobs: list[Job], claim: Callable[[list[Job]], list[Job]]) -> None:
+        self.jobs, self.claim = deque(jobs), claim
+
+    def __iter__(self) -> _Leasing:
+        return self
+
+    def __next__(self) -> Job:
+        while self.jobs:
+            if mine := self.claim([self.jobs.popleft()]):
+                return mine[0]
+        raise StopIteration
+
+    def __length_hint__(self) -> int:
+        return len(self.jobs)
 
 
 def record_choices(plan: Plan, results: dict[str, RunRecord]) -> None:

@@ -14,8 +14,10 @@ flags hold::
     [mixers.attention]         # as --mixer-option attention.KEY=VALUE
     heads = 2
 
-Flags win over the file, the file over the defaults. Every mistake is a one-line error naming the
-file and the key (and the line and column of a TOML syntax error).
+Flags win over the file, the file over the defaults. Without ``--config`` the file is found in the
+working folder: ``benchsuite.toml``, else the ``[tool.benchsuite]`` table of ``pyproject.toml``
+(the same sections under ``tool.benchsuite``). Every key: docs/configuration.md. Every mistake is
+a one-line error naming the file and the key (and the line and column of a TOML syntax error).
 """
 
 from __future__ import annotations
@@ -160,7 +162,7 @@ def _merge_maps(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[st
 _TYPES = {TEXT: (str,), WHOLE: (int,), NUMBER: (int, float), SWITCH: (bool,)}
 
 
-def _check_value(path: Path, key: str, value: Any, kind: str) -> Any:
+def _check_value(path: Path | str, key: str, value: Any, kind: str) -> Any:
     if kind == NAMES:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise UsageError(f"config {path}: {key} must be a list of names, got {value!r}")
@@ -172,13 +174,13 @@ def _check_value(path: Path, key: str, value: Any, kind: str) -> Any:
     return float(value) if kind == NUMBER else value
 
 
-def _table(path: Path, name: str, value: Any) -> dict[str, Any]:
+def _table(path: Path | str, name: str, value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise UsageError(f"config {path}: [{name}] must be a table, got {value!r}")
     return value
 
 
-def _single_values(path: Path, section: str, table: dict[str, Any]) -> None:
+def _single_values(path: Path | str, section: str, table: dict[str, Any]) -> None:
     for key, value in table.items():
         if isinstance(value, dict | list):
             raise UsageError(
@@ -186,17 +188,48 @@ def _single_values(path: Path, section: str, table: dict[str, Any]) -> None:
             )
 
 
-def load_config(path: Path | str) -> dict[str, Any]:
-    """Read and check a config file; returns the run settings it gives (by field name)."""
-    path = Path(path)
+CONFIG_FILE = "benchsuite.toml"
+PYPROJECT = "pyproject.toml"
+PYPROJECT_TABLE = "tool.benchsuite"
+
+
+def find_config(folder: Path | str) -> Path | None:
+    """The config file a run in ``folder`` uses without ``--config``: ``benchsuite.toml``, else a
+    ``pyproject.toml`` with a ``[tool.benchsuite]`` table, else None."""
+    folder = Path(folder)
+    if (folder / CONFIG_FILE).is_file():
+        return folder / CONFIG_FILE
+    pyproject = folder / PYPROJECT
     try:
-        raw = tomllib.loads(path.read_text())
+        text = pyproject.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return pyproject if f"[{PYPROJECT_TABLE}" in text else None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text())
     except OSError as error:
         raise UsageError(f"config {path}: cannot read ({error.strerror or error})") from None
     except UnicodeDecodeError:
         raise UsageError(f"config {path}: not a text file") from None
     except tomllib.TOMLDecodeError as error:
         raise UsageError(f"config {path}: TOML syntax error: {error}") from None
+
+
+def load_config(path: Path | str) -> dict[str, Any]:
+    """Read and check a config file; returns the run settings it gives (by field name).
+
+    A ``pyproject.toml`` gives the settings of its ``[tool.benchsuite]`` table (named in errors).
+    """
+    path = Path(path)
+    raw = _read_toml(path)
+    where: Path | str = path
+    if path.name == PYPROJECT:
+        where = f"{path} [{PYPROJECT_TABLE}]"
+        tool = _table(where, "tool", raw.get("tool", {}))
+        raw = _table(where, PYPROJECT_TABLE, tool.get("benchsuite", {}))
     by_section = {
         f.metadata["section"]: f for f in fields() if f.metadata["kind"] in (OPTIONS, PAIRS)
     }
@@ -205,32 +238,32 @@ def load_config(path: Path | str) -> dict[str, Any]:
     unknown = sorted(set(raw) - set(sections))
     if unknown:
         raise UsageError(
-            f"config {path}: unknown section [{unknown[0]}]; valid: {', '.join(sections)}"
+            f"config {where}: unknown section [{unknown[0]}]; valid: {', '.join(sections)}"
         )
     given: dict[str, Any] = {}
-    for key, value in _table(path, "run", raw.get("run", {})).items():
+    for key, value in _table(where, "run", raw.get("run", {})).items():
         if key not in scalars:
             valid = ", ".join(sorted(scalars))
-            raise UsageError(f"config {path}: unknown key run.{key}; valid: {valid}")
-        given[key] = _check_value(path, f"run.{key}", value, scalars[key].metadata["kind"])
+            raise UsageError(f"config {where}: unknown key run.{key}; valid: {valid}")
+        given[key] = _check_value(where, f"run.{key}", value, scalars[key].metadata["kind"])
     for section, spec in by_section.items():
-        table = dict(_table(path, section, raw.get(section, {})))
+        table = dict(_table(where, section, raw.get(section, {})))
         if spec.metadata["kind"] == PAIRS:
-            _single_values(path, section, table)
+            _single_values(where, section, table)
         else:
             for name, values in table.items():
-                values = dict(_table(path, f"{section}.{name}", values))
+                values = dict(_table(where, f"{section}.{name}", values))
                 if section == "tracks" and "grid" in values:
-                    grid = _table(path, f"{section}.{name}.grid", values.pop("grid"))
-                    given.setdefault("grids", {})[name] = _grid(path, f"{section}.{name}", grid)
-                _single_values(path, f"{section}.{name}", values)
+                    grid = _table(where, f"{section}.{name}.grid", values.pop("grid"))
+                    given.setdefault("grids", {})[name] = _grid(where, f"{section}.{name}", grid)
+                _single_values(where, f"{section}.{name}", values)
                 table[name] = values
         if any(table.values()):
             given[spec.name] = {name: values for name, values in table.items() if values}
     return given
 
 
-def _grid(path: Path, where: str, table: dict[str, Any]) -> dict[str, tuple[float, ...]]:
+def _grid(path: Path | str, where: str, table: dict[str, Any]) -> dict[str, tuple[float, ...]]:
     axes = {}
     for axis, values in table.items():
         numbers = values if isinstance(values, list) else [values]

@@ -273,6 +273,16 @@ class Track:
     module: str = ""  # the plugin module that registered it
     module_file: str = ""
 
+    def check_options(self, options: dict) -> None:
+        """Raise a one-line :class:`UsageError` when ``options`` (every declared option, parsed)
+        cannot work together, naming the track, the options and the limit, e.g.
+        ``track sequence: lookback (128) + horizon (8) must be ≤ length (128)``.
+
+        Called when a run's settings are resolved, before anything trains or is written, once
+        per rung of the track's ladder. Only impossible combinations are errors; an odd but
+        possible one is not. By default every combination works.
+        """
+
     def load(self, streams: Streams, options: dict, preset: str, data_dir: str | None) -> TrackData:
         """Return the splits for one seed (data drawn from ``streams`` where generated)."""
         raise NotImplementedError

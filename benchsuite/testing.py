@@ -9,6 +9,9 @@ one-line message naming the mixer and the failed check. The checks (in order):
 - ``finite``: no NaN or infinity on random input;
 - ``gradients``: a random loss gives every trainable parameter a non-zero gradient;
 - ``determinism``: seeding torch, building and running twice gives the same output;
+- ``batch-independence``: the output for example 0 does not change when the other examples of the
+  batch do, in train mode and in eval mode (torch is seeded identically before each forward, so
+  dropout draws the same mask for the same batch shape);
 - ``causality`` (when the mixer, or its ``causal`` option, says so): the output at t does not
   change when the inputs after t do;
 - ``signature`` (when the mixer declares one): the predicted probe values hold on the untrained
@@ -21,13 +24,16 @@ In pytest, parametrise over ``mixer_contract_tests``::
         check[1]()
 
 A mixer is given as a registered name, a :class:`~benchsuite.Mixer`, or a bare build function.
-The checks leave torch's global RNG state as they found it.
+The checks leave torch's global RNG state as they found it. ``run_contract`` runs every check and
+returns one :class:`Outcome` per check instead of stopping at the first failure (``benchsuite
+test`` prints them).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, NoReturn
 
@@ -40,6 +46,25 @@ from benchsuite.train.probes import probes_for
 
 Check = tuple[str, Callable[[], None]]
 BATCH = 2
+INDEPENDENCE_BATCH = 4  # example 0 and three others that change
+
+
+class ContractFailure(AssertionError):
+    """A failed check: ``str()`` is the whole one-line message; ``check`` names the check and
+    ``reason`` is the message without the mixer and check names."""
+
+    def __init__(self, mixer: str, check: str, reason: str) -> None:
+        super().__init__(f"mixer {mixer!r} failed {check}: {reason}")
+        self.check, self.reason = check, reason
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result of one check of :func:`run_contract`: ``reason`` is empty when it passed."""
+
+    check: str
+    passed: bool
+    reason: str = ""
 
 
 def collect_mixers(module: ModuleType) -> list[Mixer]:
@@ -85,7 +110,7 @@ class _Contract:
 
     def fail(self, check: str, detail: str, shape: tuple[int, int] | None = None) -> NoReturn:
         where = f" (tokens={shape[0]}, dim={shape[1]})" if shape else ""
-        raise AssertionError(f"mixer {self.mixer.name!r} failed {check}: {detail}{where}")
+        raise ContractFailure(self.mixer.name, check, f"{detail}{where}")
 
     def build(self, check: str, shape: tuple[int, int], seed: int = 0) -> nn.Module:
         torch.manual_seed(seed)
@@ -100,12 +125,14 @@ class _Contract:
         except Exception as error:
             self.fail(check, f"forward raised {one_line(error)}", tuple(x.shape[1:]))
 
-    def each(self, check: str) -> list[tuple[tuple[int, int], nn.Module, torch.Tensor]]:
-        """(shape, module, random input) for every supported shape."""
+    def each(
+        self, check: str, batch: int = BATCH
+    ) -> list[tuple[tuple[int, int], nn.Module, torch.Tensor]]:
+        """(shape, module, random input of ``batch`` examples) for every supported shape."""
         out = []
         for index, shape in enumerate(self.shapes):
             generator = torch.Generator().manual_seed(1000 + index)
-            x = torch.randn(BATCH, *shape, generator=generator)
+            x = torch.randn(batch, *shape, generator=generator)
             out.append((shape, self.build(check, shape), x))
         return out
 
@@ -149,6 +176,30 @@ class _Contract:
                     "determinism", "seed, build and forward twice gave different outputs", shape
                 )
 
+    def first_output(self, check: str, module: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        """Example 0's output (NaN and infinities as numbers: ``finite`` reports them), torch
+        seeded first so that random draws (dropout) repeat."""
+        torch.manual_seed(17)
+        return torch.nan_to_num(self.run(check, module, x)[0].detach())
+
+    def check_batch_independence(self) -> None:
+        check = "batch-independence"
+        generator = torch.Generator().manual_seed(13)
+        for shape, module, x in self.each(check, INDEPENDENCE_BATCH):
+            others = x.clone()
+            others[1:] = 3 * torch.randn(others[1:].shape, generator=generator)
+            for mode in ("train", "eval"):
+                module.train(mode == "train")
+                before, after = (self.first_output(check, module, batch) for batch in (x, others))
+                drift = (after - before).abs().max().item()
+                if drift > 1e-5 * (1 + before.abs().max().item()):
+                    self.fail(
+                        check,
+                        f"output of example 0 changed by {drift:.2g} when the other examples of "
+                        f"the batch changed, in {mode} mode",
+                        shape,
+                    )
+
     def check_causality(self) -> None:
         generator = torch.Generator().manual_seed(11)
         for shape, module, x in self.each("causality"):
@@ -176,9 +227,9 @@ class _Contract:
                     self.fail("signature", f"{key} = {observed:.6g}, {expected}", shape)
 
     def checks(self) -> list[Check]:
-        names = ["shapes", "dtype", "finite", "gradients", "determinism"]
+        names = ["shapes", "dtype", "finite", "gradients", "determinism", "batch-independence"]
         names += ["causality"] * self.causal + ["signature"] * (self.mixer.signature is not None)
-        return [(name, _isolated(getattr(self, f"check_{name}"))) for name in names]
+        return [(n, _isolated(getattr(self, "check_" + n.replace("-", "_")))) for n in names]
 
 
 def mixer_contract_tests(
@@ -205,3 +256,25 @@ def check_mixer(
         name_or_factory, tokens=tokens, dims=dims, options=options
     ):
         check()
+
+
+def run_contract(
+    mixer: Mixer,
+    *,
+    tokens: Sequence[int] = (8, 16),
+    dims: Sequence[int] = (16, 32),
+    options: Mapping[str, Any] | None = None,
+) -> list[Outcome]:
+    """Every contract check of ``mixer``, each run whatever the others gave: one outcome per check
+    (a check that crashes outside the module's build and forward fails with its one-line error)."""
+    outcomes = []
+    for name, check in mixer_contract_tests(mixer, tokens=tokens, dims=dims, options=options):
+        try:
+            check()
+        except ContractFailure as failure:
+            outcomes.append(Outcome(name, False, failure.reason))
+        except Exception as error:
+            outcomes.append(Outcome(name, False, one_line(error)))
+        else:
+            outcomes.append(Outcome(name, True))
+    return outcomes

@@ -1,4 +1,5 @@
-"""Every built-in mixer passes the contract kit; broken mixers fail it with a clear message."""
+"""Every built-in mixer passes the contract kit; broken mixers (one that mixes across the batch
+among them) fail it with a clear message."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import torch
 from torch import nn
 
 from benchsuite import Mixer, Signature, UsageError
-from benchsuite.testing import check_mixer, collect_mixers, mixer_contract_tests
+from benchsuite.testing import check_mixer, collect_mixers, mixer_contract_tests, run_contract
 
 BUILT_IN = [
     "dense", "attention", "butterfly", "mlp", "fnet", "monarch",
@@ -147,6 +148,15 @@ def mix(module, x):
             broken("noisy", lambda m, x: mix(m, x) + random.random()),
             "'noisy' failed determinism",
         ),
+        (
+            broken("batchmean", lambda m, x: mix(m, x - x.mean(dim=0, keepdim=True))),
+            "'batchmean' failed batch-independence: output of example 0 changed by [0-9.]+ when "
+            "the other examples of the batch changed, in train mode",
+        ),
+        (
+            broken("evalmean", lambda m, x: mix(m, x if m.training else x - x.mean(dim=0))),
+            "'evalmean' failed batch-independence: .* in eval mode",
+        ),
         (broken("peeks", mix, causal=True), "'peeks' failed causality: output at token 0"),
         (
             broken("boast", mix, signature=Signature("isometric", {"norm_ratio": 1.0})),
@@ -163,9 +173,26 @@ def test_broken_mixer_fails_with_a_clear_message(mixer, message):
     assert "\n" not in text and "(tokens=8, dim=12)" in text
 
 
+def test_dropout_is_not_mistaken_for_mixing_across_the_batch():
+    """Train mode draws dropout masks; the kit seeds torch alike before each forward."""
+    dropout = broken("dropout", lambda m, x: nn.functional.dropout(mix(m, x), 0.5, m.training))
+    check_mixer(dropout, tokens=(8,), dims=(12,))
+
+
+def test_run_contract_reports_every_check_and_goes_on_after_a_failure():
+    both = broken("both", lambda m, x: mix(m, x - x.mean(dim=0, keepdim=True)).double())
+    outcomes = {o.check: o for o in run_contract(both, tokens=(8,), dims=(12,))}
+    assert list(outcomes) == CHECKS
+    assert [name for name, o in outcomes.items() if not o.passed] == ["dtype", "batch-independence"]
+    assert outcomes["dtype"].reason == "float32 input gave torch.float64 (tokens=8, dim=12)"
+
+
+CHECKS = ["shapes", "dtype", "finite", "gradients", "determinism", "batch-independence"]
+
+
 def test_contract_tests_are_named_and_include_causality_only_when_declared():
     names = [name for name, _ in mixer_contract_tests(built_in("ssm"))]
-    assert names == ["shapes", "dtype", "finite", "gradients", "determinism", "causality"]
+    assert names == [*CHECKS, "causality"]
     names = [name for name, _ in mixer_contract_tests(built_in("longconv"), options={"causal": 0})]
     assert "causality" not in names
     assert "signature" in [name for name, _ in mixer_contract_tests(built_in("butterfly"))]

@@ -65,7 +65,7 @@ def test_plugins_dir_mixer_is_listed_and_runs(tmp_path):
     assert listed.returncode == 0, listed.stderr
     mixers = json.loads(listed.stdout)["mixers"]
     assert mixers["shift"]["distribution"] == "plugins-dir"
-    assert mixers["shift"]["options"] == {"shift": 1}
+    assert mixers["shift"]["options"]["shift"]["default"] == 1
 
     out = tmp_path / "out"
     ran = run_cli("--plugins-dir", str(plugins), "run", "--tracks", "sequence",

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import tempfile
 from collections.abc import Callable
@@ -28,7 +29,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from benchsuite import Budget, ForecastTrack, Metric, Option, TrackData, hookimpl, lr_grid
+from benchsuite import (
+    Budget,
+    ForecastTrack,
+    Metric,
+    Option,
+    TrackData,
+    UsageError,
+    hookimpl,
+    lr_grid,
+)
 from benchsuite.paths import cache_dir
 
 if TYPE_CHECKING:
@@ -211,6 +221,16 @@ class DynamicsTrack(ForecastTrack):
         "quick": Budget(steps=150, batch_size=16, dim=16, depth=2, grid=QUICK_GRID, clip=1.0),
         "full": Budget(steps=5000, batch_size=128, dim=128, depth=4, grid=FULL_GRID, clip=1.0),
     }
+
+    def check_options(self, options: dict) -> None:
+        """A valid prediction time needs a positive, finite error threshold (the context and
+        horizon are the preset's, see ``SIZES``, so no option can outgrow a trajectory)."""
+        threshold = options["vpt_threshold"]
+        if not 0 < threshold < math.inf:
+            raise UsageError(
+                f"track {self.name}: vpt_threshold ({threshold:g}) must be > 0 and finite "
+                "(≤ 0 makes every forecast step invalid, infinity every one valid)"
+            )
 
     def load(self, streams: Streams, options: dict, preset: str, data_dir: str | None) -> TrackData:
         self.budget(preset)  # an unknown preset is a usage error

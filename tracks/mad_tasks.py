@@ -16,6 +16,7 @@ mixing (it measures what the weights can store).
 from __future__ import annotations
 
 import inspect
+import math
 
 import numpy as np
 
@@ -203,6 +204,61 @@ def vocabulary(task: str, difficulty: dict) -> tuple[int, int]:
     if task == "compression":
         return d["vocab"] + 2, d["vocab"]
     return d["num_keys"] + 2, d["num_values"]
+
+
+AT_LEAST_ONE = ("seq_len", "num_pairs", "num_keys", "num_values", "num_queries", "key_len",
+                "value_len", "num_data", "vocab")  # fmt: skip
+
+
+def difficulty_problem(task: str, difficulty: dict) -> str | None:
+    """The first limit ``difficulty`` (the generator's keywords) breaks for ``task``, worded with
+    the option names and values, or None when the generator can make the task."""
+    d = {**DEFAULTS[task], **difficulty}
+    for name, value in d.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{name} ({value}) must be finite"
+        if name in AT_LEAST_ONE and value < 1:
+            return f"{name} ({value}) must be ≥ 1"
+    length = d["seq_len"]
+    if "num_pairs" in d and d["num_pairs"] > d["num_keys"]:  # the three recall tasks
+        why = "keys of an example are distinct"
+        if task == "fuzzy_in_context_recall":
+            why = "key spans of an example are distinct and may be one token long"
+        return f"num_pairs ({d['num_pairs']}) must be ≤ num_keys ({d['num_keys']}): the {why}"
+    if task in ("in_context_recall", "noisy_in_context_recall"):
+        if 2 * d["num_pairs"] + d["num_queries"] > length:
+            return (
+                f"2 × num_pairs ({d['num_pairs']}) + num_queries ({d['num_queries']}) must be "
+                f"≤ seq_len ({length})"
+            )
+        ratio = d["noise_ratio"]
+        if ratio >= 1:
+            return f"noise_ratio ({ratio:g}) must be < 1, else no query is ever asked"
+        if ratio > 0 and d["noise_vocab"] < 1:
+            return f"noise_ratio ({ratio:g}) > 0 needs noise_vocab ≥ 1 (got {d['noise_vocab']})"
+    if task == "fuzzy_in_context_recall":
+        queried = round(d["query_fraction"] * length)
+        span = d["key_len"] + d["value_len"]
+        if queried < 2:
+            return (
+                f"round(query_fraction ({d['query_fraction']:g}) × seq_len ({length})) = "
+                f"{queried} must be ≥ 2, room for a one-token key and value"
+            )
+        if d["num_pairs"] * span > length - queried:
+            return (
+                f"num_pairs ({d['num_pairs']}) × (key_len + value_len) ({span}) must be ≤ the "
+                f"context, seq_len − round(query_fraction × seq_len) = {length - queried}"
+            )
+    if task == "selective_copying" and 2 * d["num_data"] > length:
+        return (
+            f"2 × num_data ({d['num_data']}) must be ≤ seq_len ({length}): the data tokens sit "
+            "among the first seq_len − num_data positions, each copied into one of the last"
+        )
+    if task == "compression" and length < 3:
+        return f"seq_len ({length}) must be ≥ 3: data tokens, then BLANK and COMPRESS"
+    if task == "memorization" and length < 2:
+        return f"seq_len ({length}) must be ≥ 2: a key and its INSERT"
+    return None
 
 
 MAKERS = {

@@ -10,6 +10,7 @@ with periods up to 128 steps, so a forecast improves by reading several periods 
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 QUICK_GRID = lr_grid(0.01, 0.0215, 0.0464, 0.1, 0.215)
 FULL_GRID = lr_grid(3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
+MIN_SERIES = 7  # the fewest series whose 70/15/15 split (rounded down) leaves each split one
 
 
 def generate_series(
@@ -91,15 +93,31 @@ class SequenceTrack(ForecastTrack):
     }
 
     def check_options(self, options: dict) -> None:
-        """A series must hold one window, and periods must be ordered and positive."""
+        """A series holds one window, every split gets a series, periods are ordered and positive,
+        and the noise is a number."""
+        for name in ("lookback", "horizon", "channels"):
+            if options[name] < 1:
+                raise UsageError(f"track {self.name}: {name} ({options[name]}) must be ≥ 1")
         span = options["lookback"] + options["horizon"]
         if span > options["length"]:
             raise UsageError(
-                f"track {self.name}: lookback + horizon ({span}) exceeds the series length "
-                f"({options['length']})"
+                f"track {self.name}: lookback ({options['lookback']}) + horizon "
+                f"({options['horizon']}) must be ≤ length ({options['length']})"
             )
-        if not 0 < options["min_period"] <= options["max_period"]:
-            raise UsageError(f"track {self.name}: needs 0 < min_period <= max_period")
+        if options["series"] < MIN_SERIES:
+            raise UsageError(
+                f"track {self.name}: series ({options['series']}) must be ≥ {MIN_SERIES}, so that "
+                "the 70/15/15 split gives every split a series"
+            )
+        low, high = options["min_period"], options["max_period"]
+        if not low > 0:
+            raise UsageError(f"track {self.name}: min_period ({low:g}) must be > 0")
+        if not low <= high:
+            raise UsageError(
+                f"track {self.name}: min_period ({low:g}) must be ≤ max_period ({high:g})"
+            )
+        if not math.isfinite(options["noise"]):
+            raise UsageError(f"track {self.name}: noise ({options['noise']:g}) must be finite")
 
     def load(self, streams: Streams, options: dict, preset: str, data_dir: str | None) -> TrackData:
         lookback, horizon = options["lookback"], options["horizon"]

@@ -273,6 +273,22 @@ class TabularTrack(Track):
         "full": Budget(steps=4000, batch_size=256, dim=192, depth=3, grid=FULL_GRID, clip=1.0),
     }
 
+    def check_options(self, options: dict) -> None:
+        """Without ``csv``, a bundled table's task is fixed and so is its target column."""
+        if options["csv"]:
+            return
+        dataset, task = options["dataset"], options["task"]
+        kind = DATASETS[dataset][0]
+        if task not in ("auto", kind):
+            raise UsageError(
+                f"track {self.name}: task ({task}) contradicts dataset ({dataset}), a {kind} table"
+            )
+        if options["target"]:
+            raise UsageError(
+                f"track {self.name}: target ({options['target']}) names a CSV column, but csv "
+                f"is not set (dataset {dataset} has its own target)"
+            )
+
     def _csv_path(self, options: dict, data_dir_option: str | None) -> Path:
         path = Path(options["csv"]).expanduser()
         found = path if path.is_file() or path.is_absolute() else data_dir(data_dir_option) / path
@@ -292,14 +308,11 @@ class TabularTrack(Track):
 
     def load(self, streams: Streams, options: dict, preset: str, data_dir: str | None) -> TrackData:
         self.budget(preset)  # an unknown preset is a usage error
+        self.check_options(options)
         if options["csv"]:
             table = read_csv(self._csv_path(options, data_dir), options["target"], options["task"])
         else:
-            task, loader = DATASETS[options["dataset"]]
-            if options["task"] not in ("auto", task):
-                raise UsageError(f"tabular.task={options['task']}, but tabular.dataset="
-                                 f"{options['dataset']} is {task}")  # fmt: skip
-            table = loader()
+            table = DATASETS[options["dataset"]][1]()
         try:
             parts = _split(len(table.target), streams, preset)
         except ValueError:

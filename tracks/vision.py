@@ -29,6 +29,7 @@ CIFAR_PATCH = {"quick": 4, "full": 2}  # 64 and 256 tokens
 CIFAR_SIZES = {"quick": (2000, 500, 1000), "full": (45000, 5000, 10000)}
 DIGITS_PATCH, DIGITS_HALO = 1, 1  # 64 tokens: every pixel with its 3×3 neighbourhood
 DIGITS_FRACTIONS = (0.6, 0.2)  # train, val; the rest is test
+IMAGE_SIDE = {"cifar10": 32, "digits": 8}  # square images, in pixels
 
 
 @lru_cache(maxsize=1)
@@ -107,6 +108,24 @@ class VisionTrack(Track):
         if dataset not in self.fetchable:
             return super().fetch(dataset, data_dir)
         return cifar.fetch_cifar10(data_dir)
+
+    def check_options(self, options: dict) -> None:
+        """``patch`` and ``halo`` are in range and a patch tiles the images: the chosen dataset's,
+        or with ``dataset=auto`` CIFAR-10's (a patch that tiles CIFAR-10 but not the digits is
+        reported when ``auto`` falls back to the digits, at load)."""
+        patch, halo, dataset = options["patch"], options["halo"], options["dataset"]
+        if patch < 0:
+            raise UsageError(f"track {self.name}: patch ({patch}) must be ≥ 0 (0: the default)")
+        if halo < -1:
+            raise UsageError(f"track {self.name}: halo ({halo}) must be ≥ -1 (-1: the default)")
+        side = IMAGE_SIDE["digits" if dataset == "digits" else "cifar10"]
+        if patch and side % patch:
+            tiles = ", ".join(str(p) for p in range(1, side + 1) if side % p == 0)
+            images = "digits" if dataset == "digits" else "CIFAR-10"
+            raise UsageError(
+                f"track {self.name}: patch ({patch}) must divide the {side}×{side} {images} "
+                f"images ({tiles}) with dataset={dataset}"
+            )
 
     def _source(self, options: dict, data_dir: str | None) -> str:
         """``"cifar10"`` or ``"digits"``: which data ``load`` will use."""

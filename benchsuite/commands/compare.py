@@ -2,7 +2,7 @@
 
 Typical use: a mixer before and after a change. Run B is the "mixer", run A the "baseline" of each
 paired comparison, so improvement > 0 means B is better. Runs whose budget signatures or seeds
-differ are refused: their numbers do not mean the same thing.
+differ are refused, naming the settings that differ: their numbers do not mean the same thing.
 """
 
 from __future__ import annotations
@@ -27,13 +27,38 @@ def _values(report: dict, track: str, mixer: str) -> list[float] | None:
     return arm["full"]["per_seed"] if arm else None
 
 
+def budget_terms(report: dict, track: str) -> dict[str, Any]:
+    """The settings a track's budget signature covers, read back from a report (the terms of
+    :func:`benchsuite.plan.jobs.budget_terms`)."""
+    entry, settings = report["tracks"][track], report["settings"]
+    return {
+        "grid": entry.get("grid"),
+        **entry.get("budget", {}),
+        "preset": settings.get("preset"),
+        "track_options": settings.get("track_options", {}).get(track, {}),
+    }
+
+
+def differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """``name (A vs B)`` for every setting whose value differs between ``a`` and ``b``."""
+    return [
+        f"{name} ({a.get(name)!r} vs {b.get(name)!r})"
+        for name in dict.fromkeys([*a, *b])
+        if a.get(name) != b.get(name)
+    ]
+
+
 def _check_comparable(a: dict, b: dict, track: str) -> None:
     sig_a, sig_b = a["tracks"][track]["budget_signature"], b["tracks"][track]["budget_signature"]
     if sig_a != sig_b:
-        raise UsageError(
-            f"track {track!r}: budget signatures differ ({sig_a} vs {sig_b}): the runs used "
-            "different grids, steps, seeds or options and cannot be compared"
-        )
+        differ = differences(budget_terms(a, track), budget_terms(b, track))
+        what = (
+            f"in {'; '.join(differ)}" if differ
+            else f"({sig_a} vs {sig_b}) though every recorded setting agrees (made by different "
+            "benchsuite versions?)"
+        )  # fmt: skip
+        raise UsageError(f"track {track!r}: budget signatures differ {what}: the runs cannot be "
+                         "compared seed by seed")  # fmt: skip
     for key in ("seeds", "salt", "preset"):
         if a["settings"].get(key) != b["settings"].get(key):
             raise UsageError(

@@ -132,6 +132,7 @@ def _load(track: Track, options: dict, preset: str,
           data_dir: str | None) -> tuple[TrackData | None, str | None]:  # fmt: skip
     """The track's data for the first sweep seed (as a run probes it), or why there is none."""
     try:
+        track.check_options(options)
         streams = Streams(DEFAULT_SALT, track.name, evaluation_seeds(1)[0])
         return track.load(streams, options, preset, data_dir), None
     except Exception as error:  # a track without its data still lists the others

@@ -56,6 +56,15 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
+def check_available(name: str, address: str | None = None) -> None:
+    """A one-line usage error if executor ``name`` cannot start here (Ray not importable, its
+    ``address`` not reachable); cheap enough to run before anything is printed or written."""
+    if name == "ray":
+        from benchsuite.execute.ray_cluster import check_ray
+
+        check_ray(address)
+
+
 def make_executor(
     name: str,
     worker: Worker,

@@ -6,6 +6,10 @@ pipe, and the driver waits on all pipes and all process sentinels at once; it th
 finished job, a dead worker and a passed deadline alike, kills what must die, and starts a new
 worker in its place while the others keep working.
 
+Jobs are taken from the caller's iterable one at a time, only when a worker is free for one, so the
+caller may decide as late as that which job to hand out (the runner leases each job then, and skips
+those another run is training).
+
 Protocol, one duplex pipe per worker (``spawn`` context, the same on every OS):
   worker -> driver   ``("ready", pid)``     once, after importing torch and loading the plugins
   driver -> worker   a :class:`Job`         run it;  ``None``: exit
@@ -24,12 +28,13 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import operator
 import os
 import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
@@ -75,7 +80,30 @@ def exit_reason(exitcode: int | None) -> str:
     return f"killed by signal {-exitcode}{name}"
 
 
-_Queue = deque[tuple[Job, int]]  # jobs waiting, with their attempt number
+class _Supply:
+    """The jobs still to hand out, with their attempt number: those to run again after their
+    worker died first, then fresh ones, taken from the caller's iterable one at a time."""
+
+    def __init__(self, jobs: Iterable[Job]) -> None:
+        self.fresh: Iterator[Job] = iter(jobs)
+        self.again: deque[tuple[Job, int]] = deque()
+        self.exhausted = False
+
+    def take(self) -> tuple[Job, int] | None:
+        if self.again:
+            return self.again.popleft()
+        if not self.exhausted:
+            job = next(self.fresh, None)
+            if job is not None:
+                return job, 1
+            self.exhausted = True
+        return None
+
+    def waiting(self, unknown: int) -> int:
+        """How many jobs may be left: those to run again and the fresh iterable's length hint
+        (``unknown`` when it gives none)."""
+        fresh = 0 if self.exhausted else operator.length_hint(self.fresh, unknown)
+        return len(self.again) + fresh
 
 
 @dataclass
@@ -91,6 +119,8 @@ class _Worker:
 class ProcessExecutor:
     """Runs jobs on ``workers`` persistent processes with crash isolation and hard timeouts."""
 
+    pulls_jobs = True  # map takes each job from its iterable only when a worker is free for it
+
     def __init__(self, worker: Worker, workers: int, *, timeout: float | None = None,
                  retries: int = 1) -> None:  # fmt: skip
         self.worker, self.size = worker, workers
@@ -99,15 +129,19 @@ class ProcessExecutor:
         self._workers: list[_Worker] = []
         self._earlier: dict[str, str] = {}  # job key -> why its previous attempt died
 
-    def map(self, jobs: Sequence[Job]) -> Iterator[RunRecord]:
-        """Yield one record per job, in completion order."""
-        queue = deque((job, 1) for job in jobs)
+    def map(self, jobs: Iterable[Job]) -> Iterator[RunRecord]:
+        """Yield one record per job, in completion order. ``jobs``: a sequence, or an iterator
+        whose length hint counts the jobs it may still give (it may give fewer)."""
+        supply = _Supply(jobs)
         finished = False
         try:
-            while queue or any(w.job is not None for w in self._workers):
-                self._grow(len(queue))
-                self._dispatch(queue)
-                yield from self._collect(queue)
+            while True:
+                self._grow(supply.waiting(self.size))
+                self._dispatch(supply)
+                busy = any(w.job is not None for w in self._workers)
+                if not busy and not supply.waiting(self.size):
+                    break
+                yield from self._collect(supply)
             finished = True
         finally:
             if not finished:  # Ctrl-C or an abandoned iteration: running jobs have no taker
@@ -148,15 +182,18 @@ class ProcessExecutor:
             child.close()
             self._workers.append(_Worker(process, parent))
 
-    def _dispatch(self, queue: _Queue) -> None:
+    def _dispatch(self, supply: _Supply) -> None:
         for worker in self._workers:
-            if queue and worker.ready and worker.job is None:
-                worker.job, worker.attempt = queue.popleft()
+            if worker.ready and worker.job is None:
+                taken = supply.take()
+                if taken is None:
+                    return
+                worker.job, worker.attempt = taken
                 worker.started = time.monotonic()
                 with contextlib.suppress(OSError):  # if it just died, its sentinel says so next
                     worker.conn.send(worker.job)
 
-    def _collect(self, queue: _Queue) -> Iterator[RunRecord]:
+    def _collect(self, supply: _Supply) -> Iterator[RunRecord]:
         """Wait for the next event (a message, a death, a deadline) and handle what happened."""
         wake = None
         if self.timeout is not None:
@@ -170,12 +207,12 @@ class ProcessExecutor:
                 if record is not None:
                     yield record
             if worker.process.exitcode is not None:
-                record = self._bury(worker, exit_reason(worker.process.exitcode), queue)
+                record = self._bury(worker, exit_reason(worker.process.exitcode), supply)
             elif self._overdue(worker):
                 worker.process.kill()
                 worker.process.join()
                 reason = f"timed out after {self.timeout:g} s"
-                record = self._bury(worker, reason, queue, retry=False)
+                record = self._bury(worker, reason, supply, retry=False)
             else:
                 continue
             if record is not None:
@@ -202,7 +239,7 @@ class ProcessExecutor:
             and time.monotonic() - worker.started >= self.timeout
         )
 
-    def _bury(self, worker: _Worker, reason: str, queue: _Queue, retry: bool = True
+    def _bury(self, worker: _Worker, reason: str, supply: _Supply, retry: bool = True
               ) -> RunRecord | None:  # fmt: skip
         """Remove a dead worker; queue its job again (``retry``), or return its failure record."""
         worker.process.join()
@@ -215,7 +252,7 @@ class ProcessExecutor:
             return None
         if retry and worker.attempt <= self.retries:
             self._earlier[job.key] = reason
-            queue.appendleft((job, worker.attempt + 1))
+            supply.again.appendleft((job, worker.attempt + 1))
             return None
         earlier = self._earlier.pop(job.key, None)
         details = (

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -47,6 +48,26 @@ def _import_ray() -> Any:
             "--executor ray needs Ray: pip install 'benchsuite[ray]' (or use --executor process)"
         ) from None
     return ray
+
+
+def check_ray(address: str | None) -> None:
+    """A one-line usage error unless Ray imports and ``address`` (``HOST:PORT`` or
+    ``ray://HOST:PORT``) accepts a connection; checked before a run prints or writes anything.
+    Ray's own keywords (``auto``, ``local``) are left to Ray."""
+    _import_ray()
+    if not address or address in ("auto", "local"):
+        return
+    host, colon, port = address.removeprefix("ray://").rpartition(":")
+    if not (host and colon and port.isdigit()):
+        raise UsageError(f"--address {address!r}: expected HOST:PORT (e.g. 10.0.0.5:6379)")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise UsageError(
+            f"cannot reach the Ray cluster at {address} ({reason}): is `ray start --head` "
+            "running there, and is the port open?"
+        ) from None
 
 
 class RayExecutor:

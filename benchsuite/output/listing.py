@@ -3,9 +3,11 @@ costs, and which plugins failed."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from benchsuite.registry import Registry
@@ -18,13 +20,22 @@ def _options(options: tuple[Option, ...]) -> str:
     )
 
 
+def _option_data(options: tuple[Option, ...]) -> dict[str, dict[str, Any]]:
+    return {
+        o.name: {"type": o.type.__name__, "default": o.default, "help": o.help,
+                 "choices": list(o.choices)}
+        for o in options
+    }  # fmt: skip
+
+
 def listing(registry: Registry) -> dict[str, Any]:
-    """Plain data of every mixer and track (for ``list --json``)."""
+    """Plain data of every mixer and track, with each option's type, default and help, and the
+    plugins that failed to load (for ``list --json``)."""
     return {
         "mixers": {
             m.name: {
                 "description": m.description,
-                "options": {o.name: o.default for o in m.options},
+                "options": _option_data(m.options),
                 "fixed_tokens": m.fixed_tokens,
                 "causal": m.causal,
                 "signature": m.signature.prediction if m.signature else None,
@@ -38,18 +49,50 @@ def listing(registry: Registry) -> dict[str, Any]:
                 "description": t.description,
                 "metric": t.metric.name,
                 "direction": t.metric.direction,
-                "options": {o.name: o.default for o in t.options},
+                "options": _option_data(t.options),
                 "presets": sorted(t.budgets),
                 "plugin": t.plugin,
                 "distribution": f"{t.distribution} {t.version}".strip(),
             }
             for t in registry.tracks.values()
         },
+        "failures": [dataclasses.asdict(f) for f in registry.failures],
     }
 
 
-def print_listing(registry: Registry, console: Console) -> None:
-    """Rich tables of mixers and tracks with their options and providing distribution."""
+def plugins_data(registry: Registry) -> list[dict[str, Any]]:
+    """Every plugin tried, for ``plugins --json``: where it came from, the mixers and tracks it
+    registered, and its failure (None when it loaded cleanly; ``loaded`` is false for a plugin
+    that could not even be imported)."""
+    reasons: dict[str, list[str]] = {}
+    for f in registry.failures:
+        reasons.setdefault(f.name, []).append(f.reason)
+    rows = [
+        {
+            "name": p.name, "loaded": True, "distribution": p.distribution, "version": p.version,
+            "source": p.origin, "module": p.module, "source_hash": p.source_hash,
+            "mixers": sorted(m.name for m in registry.mixers.values() if m.plugin == p.name),
+            "tracks": sorted(t.name for t in registry.tracks.values() if t.plugin == p.name),
+            "failure": "; ".join(reasons.get(p.name, [])) or None,
+        }
+        for p in registry.plugins
+    ]  # fmt: skip
+    loaded = {p.name for p in registry.plugins}
+    rows += [
+        {
+            "name": f.name, "loaded": False, "distribution": f.distribution, "version": f.version,
+            "source": f.origin, "module": "", "source_hash": "", "mixers": [], "tracks": [],
+            "failure": f.reason,
+        }
+        for f in registry.failures
+        if f.name not in loaded
+    ]  # fmt: skip
+    return rows
+
+
+def print_listing(registry: Registry, console: Console, status: Console) -> None:
+    """Rich tables of mixers and tracks with their options and providing distribution on
+    ``console``; a note of failed plugins on ``status``."""
     mixers = Table(title="[bold]mixers[/]")
     for column in ("name", "description", "options", "fixed T", "causal", "signature", "from"):
         mixers.add_column(column, overflow="fold")
@@ -70,24 +113,29 @@ def print_listing(registry: Registry, console: Console) -> None:
     console.print(mixers)
     console.print(tracks)
     if registry.failures:
-        console.print(f"[yellow]{len(registry.failures)} plugin(s) failed to load: see "
-                      "`benchsuite plugins`[/]")  # fmt: skip
+        status.print(f"[yellow]warning:[/] {len(registry.failures)} plugin(s) failed to load: "
+                     "see `benchsuite plugins`")  # fmt: skip
 
 
 def print_plugins(registry: Registry, console: Console) -> None:
-    """Loaded plugins with their origin, and failures with their one-line reason."""
+    """Loaded plugins with their origin and what they registered, and failures with their
+    one-line reason."""
     table = Table(title="[bold]plugins[/]")
-    for column in ("plugin", "distribution", "origin", "source hash"):
+    for column in ("plugin", "distribution", "source", "registered", "source hash"):
         table.add_column(column, overflow="fold")
-    for p in registry.plugins:
-        table.add_row(p.name, f"{p.distribution} {p.version}".strip(), p.origin, p.source_hash)
+    for row in plugins_data(registry):
+        if row["loaded"]:
+            registered = [f"mixer {m}" for m in row["mixers"]]
+            registered += [f"track {t}" for t in row["tracks"]]
+            table.add_row(row["name"], f"{row['distribution']} {row['version']}".strip(),
+                          row["source"], ", ".join(registered), row["source_hash"])  # fmt: skip
     console.print(table)
     if registry.failures:
         failed = Table(title="[bold red]plugin failures[/]")
-        for column in ("plugin", "origin", "reason"):
+        for column in ("plugin", "source", "reason"):
             failed.add_column(column, overflow="fold")
         for f in registry.failures:
-            failed.add_row(f.name, f.origin, f.reason)
+            failed.add_row(f.name, f.origin, escape(f.reason))
         console.print(failed)
 
 

@@ -1,20 +1,21 @@
 """Checking run settings against the registry and filling in every "decide for me" value.
 
 The result is again a :class:`~benchsuite.settings.RunSettings`, with names checked, the baseline
-first among the mixers, options parsed to their declared types, budget overrides as whole numbers,
-the seed count decided and the device checked. Every mistake is a one-line usage error.
+first among the mixers, options parsed to their declared types (a track's options also checked
+together: ``Track.check_options``), budget overrides as whole numbers, the seed count decided and
+the device checked. Every mistake is a one-line usage error.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from benchsuite.errors import UsageError, check_names, did_you_mean
+from benchsuite.errors import PluginError, UsageError, check_names, did_you_mean, one_line
 from benchsuite.plan.jobs import GRID_AXES, OVERRIDABLE
 from benchsuite.plan.power import default_seeds
 from benchsuite.registry import Registry
 from benchsuite.settings import EXECUTORS, RunSettings
-from benchsuite.specs import resolve_options
+from benchsuite.specs import Track, resolve_options
 
 
 def resolve(settings: RunSettings, registry: Registry) -> RunSettings:
@@ -44,11 +45,14 @@ def resolve(settings: RunSettings, registry: Registry) -> RunSettings:
             raise UsageError(
                 f"track {name!r} has an empty sweep grid for preset {settings.preset!r}"
             )
+    track_options = _options(registry.tracks, settings.track_options, "track", track_names)
+    for name, options in track_options.items():
+        check_track_options(registry.tracks[name], options, settings.preset)
     return settings.replace(
         tracks=tuple(track_names),
         mixers=tuple(mixer_names),
         seeds=seeds,
-        track_options=_options(registry.tracks, settings.track_options, "track", track_names),
+        track_options=track_options,
         mixer_options=_options(registry.mixers, settings.mixer_options, "mixer", mixer_names),
         budget=budget_overrides(settings.budget),
         device=check_device(settings.device),
@@ -83,6 +87,24 @@ def _options(pool: dict[str, Any], given: Any, group: str, names: list[str]) -> 
         if name not in pool:
             raise UsageError(f"option given for unknown {group} {name!r}{did_you_mean(name, pool)}")
     return {n: resolve_options(pool[n].options, given.get(n, {}), n) for n in names}
+
+
+def check_track_options(track: Track, options: dict, preset: str) -> None:
+    """The track's ``check_options`` on every rung of its ladder under ``preset``: a combination
+    that cannot work is a one-line usage error (naming the rung when there are several), and a
+    check that crashes is the plugin's error."""
+    rungs = track.ladder(options, preset)
+    for number, rung in enumerate(rungs, start=1):
+        try:
+            track.check_options(rung)
+        except UsageError as error:
+            if len(rungs) == 1:
+                raise
+            raise UsageError(f"{error} (rung {number} of the {preset} ladder)") from None
+        except Exception as error:
+            raise PluginError(
+                f"track {track.name}: check_options raised {one_line(error)}"
+            ) from error
 
 
 def budget_overrides(given: Any) -> dict[str, int]:

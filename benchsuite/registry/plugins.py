@@ -50,11 +50,14 @@ class PluginInfo:
 
 @dataclass(frozen=True)
 class PluginFailure:
-    """A plugin that could not be used, with a one-line reason."""
+    """A plugin that could not be used, with a one-line reason and the distribution it came from
+    (``plugins-dir`` for a file of the plugins folder)."""
 
     name: str
     origin: str
     reason: str
+    distribution: str = ""
+    version: str = ""
 
 
 @dataclass
@@ -160,7 +163,7 @@ def load_registry(plugins_dir: str | None = None) -> Registry:
         except Exception as error:
             if manager.get_plugin(name) is not None:
                 manager.unregister(name=name)
-            registry.failures.append(PluginFailure(name, origin, one_line(error)))
+            registry.failures.append(PluginFailure(name, origin, one_line(error), dist, version))
             continue
         file = _file_of(module)
         info = PluginInfo(name, dist, version, origin, module.__name__, file, _source_hash(file))
@@ -184,7 +187,9 @@ def _collect(manager: pluggy.PluginManager, registry: Registry,
                 for item in collected:
                     _check_kind(item, kind)
             except Exception as error:
-                registry.failures.append(PluginFailure(info.name, info.origin, one_line(error)))
+                failure = PluginFailure(info.name, info.origin, one_line(error),
+                                        info.distribution, info.version)  # fmt: skip
+                registry.failures.append(failure)
                 continue
             for item in collected:
                 _add(registry, item, info)
