@@ -340,7 +340,7 @@ def cmd_scale(args: argparse.Namespace) -> int:
     console = _console()
     print_scaling(result, console)
     updated = f"; updated {page}" if page else ""
-    console.print(f"wrote {written[0]} and {len(written) - 1} plots in plots/{updated}")
+    _status(args).print(f"wrote {written[0]} and {len(written) - 1} plots in plots/{updated}")
     return 0
 
 
@@ -484,8 +484,9 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1 if isinstance(error, RunError) else 2
     except KeyboardInterrupt:
-        print("interrupted: finished jobs are saved; run the same command again to resume",
-              file=sys.stderr)  # fmt: skip
+        resumable = args.command == "run"
+        print("interrupted" + (": finished jobs are saved; run the same command again to resume"
+                               if resumable else ""), file=sys.stderr)  # fmt: skip
         return 130
     except Exception as error:
         if args.debug:

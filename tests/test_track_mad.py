@@ -30,7 +30,6 @@ def track_at_quick_size(name: str) -> mad.MadTrack:
     return mad.MadTrack(
         name, task, description, mad.QUICK.get(name, rung), mad.LADDERS[name],
         metric=mad.SCORED_BY.get(name, mad.ACCURACY),
-        quick_budget=mad.QUICK_BUDGETS.get(name, mad.QUICK_BUDGET),
     )  # fmt: skip
 
 
