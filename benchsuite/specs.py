@@ -249,6 +249,9 @@ class TrackData:
     identity: str = ""
     verified: bool = True
     metric: Metric | None = None  # how this data is scored, when not the track's ``metric``
+    # a fixed pool's test examples, as row numbers in it (with ``identity``, they name the test
+    # set: its arrays may differ between seeds once preprocessed with training statistics)
+    test_rows: np.ndarray | None = None
 
 
 class Track:

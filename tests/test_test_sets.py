@@ -14,6 +14,7 @@ from test_track_vision import write_cifar
 from benchsuite.seeds import Streams
 from benchsuite.specs import resolve_options
 from benchsuite.tracks import cifar, tabular, vision
+from benchsuite.train.job import digest, identity_of_test_set
 
 SEEDS = range(13)
 
@@ -49,7 +50,7 @@ def test_digits_test_images_are_in_no_seeds_training_or_validation_split(tmp_pat
     images = load_digits().images
     track = vision.VisionTrack()
     options = resolve_options(track.options, {}, "vision")
-    tests = []
+    tests, digests = [], set()
     for seed in SEEDS:
         streams = Streams("salt", "vision", seed)
         data = track.load(streams, options, "quick", str(tmp_path))
@@ -57,7 +58,9 @@ def test_digits_test_images_are_in_no_seeds_training_or_validation_split(tmp_pat
         np.testing.assert_array_equal(data.y_test, load_digits().target[test])  # these rows
         tests.append(test)
         assert not set(test) & (set(train) | set(val))
+        digests.add(digest(*identity_of_test_set(data)))
     assert all(np.array_equal(t, tests[0]) for t in tests)
+    assert len(digests) == 1  # report.json: test_set.fixed, although x_test is normalised per seed
 
 
 def test_diabetes_and_csv_test_rows_are_fixed_and_never_trained_or_tuned_on(tmp_path):
@@ -66,6 +69,7 @@ def test_diabetes_and_csv_test_rows_are_fixed_and_never_trained_or_tuned_on(tmp_
     for given in ({"dataset": "diabetes"}, {"csv": str(path), "target": "price"}):
         options = resolve_options(track.options, given, "tabular")
         seen_test: set[bytes] | None = None
+        digests = set()
         for seed in SEEDS:
             data = track.load(Streams("salt", "tabular", seed), options, "quick", None)
             target = data.y_test * data.info["target_std"]  # unscaled up to the train mean
@@ -74,17 +78,21 @@ def test_diabetes_and_csv_test_rows_are_fixed_and_never_trained_or_tuned_on(tmp_
             assert test == seen_test
             # within one seed's encoding, no test row equals a training or validation row
             assert not rows(data.x_test) & (rows(data.x_train) | rows(data.x_val))
+            digests.add(digest(*identity_of_test_set(data)))
+        assert len(digests) == 1, given  # the records' test digest: one test set
 
 
 def test_cifar_test_subset_is_the_same_for_every_seed(tmp_path):
     write_cifar(tmp_path)
     track = vision.VisionTrack()
     options = resolve_options(track.options, {"verify": False}, "vision")
-    labels = None
+    labels, digests = None, set()
     for seed in range(4):
         data = track.load(Streams("salt", "vision", seed), options, "quick", str(tmp_path))
         labels = data.y_test if labels is None else labels
         np.testing.assert_array_equal(data.y_test, labels)
+        digests.add(digest(*identity_of_test_set(data)))
+    assert len(digests) == 1
     assert (tmp_path / cifar.FOLDER).is_dir()
 
 

@@ -347,6 +347,7 @@ class TabularTrack(Track):
             cap=cap,
             identity=table.identity,
             metric=metric,
+            test_rows=parts[2],
         )  # fmt: skip
 
     def tokenizer(self, data: TrackData, dim: int, options: dict) -> nn.Module:

@@ -180,6 +180,7 @@ class VisionTrack(Track):
             f"CIFAR-10 ({folder}, {status})",
             identity=data.identity,
             verified=data.verified,
+            test_rows=test,
         )
 
     def _load_digits(self, streams: Streams, options: dict, data_dir: str | None) -> TrackData:
@@ -199,10 +200,11 @@ class VisionTrack(Track):
             f"digits 8×8 (scikit-learn) — {why}",
             identity=f"scikit-learn {version('scikit-learn')} load_digits",
             verified=True,
+            test_rows=test,
         )
 
     def _finish(self, xs, ys, patch: int, halo: int, source: str, identity: str,
-                verified: bool) -> TrackData:  # fmt: skip
+                verified: bool, test_rows: np.ndarray) -> TrackData:  # fmt: skip
         x_train, x_val, x_test = (patchify(x, patch, halo) for x in xs)
         y_train, y_val, y_test = ys
         classes = 10
@@ -221,6 +223,7 @@ class VisionTrack(Track):
             cap=float(np.mean(y_test == majority)),
             identity=identity,
             verified=verified,
+            test_rows=test_rows,
         )  # fmt: skip
 
     def tokenizer(self, data: TrackData, dim: int, options: dict) -> nn.Module:

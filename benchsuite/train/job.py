@@ -149,6 +149,14 @@ def to_device(array: np.ndarray, device: torch.device) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(array)).to(device)
 
 
+def identity_of_test_set(data: TrackData) -> tuple[np.ndarray, ...]:
+    """What names a record's test set: a fixed pool's identity and test row numbers, else the
+    test arrays themselves."""
+    if data.test_rows is None:
+        return data.x_test, data.y_test
+    return np.frombuffer(data.identity.encode(), dtype=np.uint8), np.asarray(data.test_rows)
+
+
 def digest(*arrays: np.ndarray) -> str:
     """A short hash of arrays' contents (the test set a record was scored on)."""
     hashed = hashlib.sha256()
@@ -277,7 +285,7 @@ def score(ready: Prepared, track: Track, mixer: Mixer, traces: list[list[Trace]]
         "data_description": described,
         "data_verified": all(rung.data.verified for rung in rungs),
         "cap": cap,
-        "test_digest": digest(*[a for r in rungs for a in (r.data.x_test, r.data.y_test)]),
+        "test_digest": digest(*[a for r in rungs for a in identity_of_test_set(r.data)]),
     }
 
 
