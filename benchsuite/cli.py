@@ -161,8 +161,7 @@ def _parser() -> argparse.ArgumentParser:
     plugins_command.add_argument("--json", action="store_true", help="print JSON instead of tables")
     from benchsuite.commands.scale import add_scale_flags
 
-    add_scale_flags(add_command("scale", help="time, memory and FLOPs of a training step "
-                                "against sequence length, per mixer"))  # fmt: skip
+    add_scale_flags(add_command("scale", help="step time, memory and FLOPs against tokens"))
     report = add_command("report", help="re-render tables and files from a run's store")
     report.add_argument("out", nargs="?", default=DEFAULT_OUT)
     data = add_command("data", help="manage real datasets")
@@ -184,8 +183,7 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("b", help="output folder (or store file) of run B")
     compare.add_argument("--mixers", type=split_names, help="only these mixers")
     compare.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    contract = add_command("test", help="run the mixer contract kit (benchsuite.testing) on "
-                           "mixers, one line per check")  # fmt: skip
+    contract = add_command("test", help="check mixers against the plugin contract kit")
     contract.add_argument("mixers", nargs="+", metavar="MIXER", help="registered mixer names")
     contract.add_argument("--tokens", type=split_names, default="8,16",
                           help="token counts to build the mixer with (default 8,16)")  # fmt: skip

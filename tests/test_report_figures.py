@@ -8,6 +8,7 @@ import copy
 import itertools
 import json
 import sqlite3
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -116,14 +117,19 @@ def test_the_rule_on_known_curves(curve, flagged):
     assert (drop > curves.MIN_DROP and share > curves.MIN_SHARE) == flagged, (drop, share)
 
 
-def test_a_diverged_seed_is_left_out_of_the_curve(out, report):
-    """A seed whose chosen curve holds a non-finite value is counted, not averaged in."""
+def stored(out: Path) -> tuple[Plan, dict, list]:
+    """The last plan of a run folder, its results and its failures, read from the store."""
     store = Store(out / "benchsuite.sqlite")
     try:
         plan = Plan.from_dict(store.last_plan())
-        results, failures = store.results(plan.keys()), store.failures()
+        return plan, store.results(plan.keys()), store.failures()
     finally:
         store.close()
+
+
+def test_a_diverged_seed_is_left_out_of_the_curve(out, report):
+    """A seed whose chosen curve holds a non-finite value is counted, not averaged in."""
+    plan, results, failures = stored(out)
     key = next(
         k
         for k, r in results.items()
@@ -228,12 +234,7 @@ def test_report_html_has_every_new_figure(report):
 def test_plots_say_which_tracks_they_leave_out(out):
     """Without the baseline's runs on one track, the IQM and rank figures and their captions say
     that track was left out, and why."""
-    store = Store(out / "benchsuite.sqlite")
-    try:
-        plan = Plan.from_dict(store.last_plan())
-        results, failures = store.results(plan.keys()), store.failures()
-    finally:
-        store.close()
+    plan, results, failures = stored(out)
     kept = {k: r for k, r in results.items()
             if (r.job["track"], r.job["mixer"]) != ("sequence_b", "dense")}  # fmt: skip
     report = analyse(plan, kept, failures)
