@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 from conftest import TINY, run_cli
+from test_resume import interruptible
 
 from benchsuite import __version__
 from benchsuite import settings as run_settings
@@ -167,7 +168,7 @@ def test_interrupted_is_said_on_stderr(tmp_path):
     command = [sys.executable, "-m", "benchsuite.cli", *RUN, "--out", str(tmp_path / "out")]
     env = {**os.environ, "COLUMNS": "200"}
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          env=env, cwd=tmp_path) as process:  # fmt: skip
+                          env=env, cwd=tmp_path, preexec_fn=interruptible) as process:  # fmt: skip
         head = process.stdout.readline()  # the design: the run has started
         process.send_signal(signal.SIGINT)  # Ctrl-C
         stdout, stderr = process.communicate(timeout=300)

@@ -36,11 +36,19 @@ def stored(out: Path) -> int:
         return 0
 
 
+def interruptible() -> None:
+    """In the child, before exec: Ctrl-C at its default, so Python turns it into
+    KeyboardInterrupt even when this test run inherited SIGINT ignored (a background job of a
+    non-interactive shell does; Python then keeps ignoring it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(out: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "benchsuite.cli", *RUN, "--out", str(out)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True,  # its own process group, like a job started from a shell
+        preexec_fn=interruptible,
     )  # fmt: skip
 
 
