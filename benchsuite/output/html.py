@@ -7,16 +7,15 @@ explains each section.
 
 from __future__ import annotations
 
-import base64
 import statistics
 from collections.abc import Iterable, Sequence
 from html import escape
 from pathlib import Path
-from typing import Any
 
 from benchsuite.output import numbers
-from benchsuite.output.canvas import DPI, Plot, slug
-from benchsuite.output.numbers import finite
+from benchsuite.output.canvas import Plot, slug
+from benchsuite.output.canvas import figure_html as _figure
+from benchsuite.output.numbers import finite, num, pct
 from benchsuite.output.palette import verdict as verdict_look
 from benchsuite.output.plots import make_plots, write_plots
 from benchsuite.results.curves import RULE
@@ -39,14 +38,6 @@ figcaption{color:#555;font-size:12px}
 pre{white-space:pre-wrap;background:#f7f7f7;padding:.5em;max-height:20em;overflow:auto}
 .verdict{padding:1px 6px;border-radius:3px;white-space:nowrap}
 """
-
-
-def _num(value: Any, digits: int = 4) -> str:
-    return numbers.num(value, digits)
-
-
-def _pct(value: Any, sign: str = "+") -> str:
-    return numbers.pct(value, signed=sign == "+")
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[str]], caption: str = "",
@@ -73,20 +64,6 @@ def _verdict(verdict: str | None) -> str:
             f"{escape(verdict)}</span>")  # fmt: skip
 
 
-def _figure(plot: Plot | None, caption: str) -> str:
-    """A figure with its caption, then what the figure leaves out (``plot.note``)."""
-    if plot is None:
-        return ""
-    data = base64.b64encode(plot.png).decode("ascii")
-    note = f" <b>{escape(plot.note[:1].upper() + plot.note[1:])}.</b>" if plot.note else ""
-    return (
-        f'<figure><img alt="{escape(plot.title)}" width={round(plot.width * 100 / DPI)} '
-        f'height={round(plot.height * 100 / DPI)} src="data:image/png;base64,{data}">'
-        f"<figcaption>{escape(caption)}{note} (also "
-        f"<code>plots/{escape(plot.name)}.png</code>)</figcaption></figure>"
-    )
-
-
 def _mde_text(entry: dict) -> str:
     values = [
         v for c in entry.get("comparisons", {}).values()
@@ -95,10 +72,10 @@ def _mde_text(entry: dict) -> str:
     if not values:
         return "–"
     if len(values) == 1:
-        return _pct(values[0], "")
+        return pct(values[0], signed=False)
     return (
-        f"{_pct(statistics.median(values), '')} (range {_pct(min(values), '')}–"
-        f"{_pct(max(values), '')})"
+        f"{pct(statistics.median(values), signed=False)} (range {pct(min(values), signed=False)}–"
+        f"{pct(max(values), signed=False)})"
     )
 
 
@@ -122,7 +99,7 @@ def summary_section(report: dict) -> str:
         ("tracks", ", ".join(settings.get("tracks") or [])),
         ("evaluation seeds", settings.get("seeds")),
         ("tuning", "each evaluation seed chooses its config on its own validation split"),
-        ("equivalence margin", _pct(100 * (finite(settings.get("margin")) or 0), "")),
+        ("equivalence margin", pct(100 * (finite(settings.get("margin")) or 0), signed=False)),
         ("family size (Holm)", design.get("comparisons")),
         ("min seeds for Holm significance", design.get("min_seeds_for_significance")),
     ]  # fmt: skip
@@ -166,7 +143,7 @@ def comparison_table(entry: dict) -> str:
     for mixer in names:
         arm = entry["mixers"][mixer]
         full = arm.get("full") or {}
-        spread = f"{_num(full.get('mean'))} ± {_num(full.get('std'), 2)}"
+        spread = f"{num(full.get('mean'))} ± {num(full.get('std'), 2)}"
         diverged = f"{arm.get('diverged', 0)}/{full.get('n', '–')}"
         cell = entry.get("comparisons", {}).get(mixer)
         label = escape(mixer) + (" <span class=muted>(baseline)</span>" if mixer == baseline
@@ -182,9 +159,9 @@ def comparison_table(entry: dict) -> str:
         lo, hi = c.get("ci95_rel_pct") or (None, None)
         rows.append((
             label, config, escape(spread), diverged,
-            escape(f"{_pct(c.get('improvement_rel_pct'))} [{_pct(lo)}, {_pct(hi)}]"),
-            escape(_num(c.get("p_value"), 3)), escape(_num(c.get("p_holm"), 3)),
-            escape(_pct(c.get("mde_rel_pct"), "")),
+            escape(f"{pct(c.get('improvement_rel_pct'))} [{pct(lo)}, {pct(hi)}]"),
+            escape(num(c.get("p_value"), 3)), escape(num(c.get("p_holm"), 3)),
+            escape(pct(c.get("mde_rel_pct"), signed=False)),
             escape(f"{c.get('wins', '–')}/{c.get('ties', '–')}/{c.get('losses', '–')}"),
             _verdict(c.get("verdict")), escape(", ".join(c.get("flags") or [])),
         ))  # fmt: skip
@@ -210,7 +187,7 @@ def sweep_table(entry: dict) -> str:
         row = [escape(str(index)), escape(numbers.config(config))]
         for name in names:
             sweep = entry["mixers"][name]["sweep"]
-            value = _num(sweep[index].get("mean")) if index < len(sweep) else "–"
+            value = num(sweep[index].get("mean")) if index < len(sweep) else "–"
             chosen = entry["mixers"][name].get("best_index") == index
             row.append(f"<b>{escape(value)} ★</b>" if chosen else escape(value))
         rows.append(row)
@@ -230,10 +207,10 @@ def signature_table(entry: dict) -> str:
             continue
         for probe, predicted in (signature.get("predicted") or {}).items():
             rows.append((
-                escape(mixer), escape(probe), escape(_num(predicted, 6)),
-                escape(_num((signature.get("observed") or {}).get(probe), 6)),
-                escape(_num((signature.get("baseline_observed") or {}).get(probe), 6)),
-                escape(_num(signature.get("tolerance"), 3)),
+                escape(mixer), escape(probe), escape(num(predicted, 6)),
+                escape(num((signature.get("observed") or {}).get(probe), 6)),
+                escape(num((signature.get("baseline_observed") or {}).get(probe), 6)),
+                escape(num(signature.get("tolerance"), 3)),
                 "yes" if signature.get("confirmed") else "<b>no</b>",
             ))  # fmt: skip
     if not rows:
@@ -317,11 +294,11 @@ def across_section(report: dict, plots: dict[tuple[str, str], Plot]) -> str:
         )
         rows.append((
             escape(mixer), escape(str(row.get("n_tracks", "–"))),
-            escape(f"{_num(row.get('iqm'), 3)} [{_num(lo, 3)}, {_num(hi, 3)}]"),
-            escape(f"{_num(row.get('iqm_diff'), 3)} [{_num(dlo, 3)}, {_num(dhi, 3)}]"),
-            escape(f"{_num(row.get('prob_improvement'), 2)} [{_num(plo, 2)}, {_num(phi, 2)}]"),
-            escape(f"{_num(suite.get('p_value'), 3)} ({_num(suite.get('p_holm'), 3)})"),
-            escape(counts), escape(_num(average.get(mixer), 3)),
+            escape(f"{num(row.get('iqm'), 3)} [{num(lo, 3)}, {num(hi, 3)}]"),
+            escape(f"{num(row.get('iqm_diff'), 3)} [{num(dlo, 3)}, {num(dhi, 3)}]"),
+            escape(f"{num(row.get('prob_improvement'), 2)} [{num(plo, 2)}, {num(phi, 2)}]"),
+            escape(f"{num(suite.get('p_value'), 3)} ({num(suite.get('p_holm'), 3)})"),
+            escape(counts), escape(num(average.get(mixer), 3)),
         ))  # fmt: skip
     parts.append(_table(
         ("mixer", "tracks", "IQM [95% CI]", "IQM − baseline [95% CI]", "P(improvement) [95% CI]",
@@ -347,8 +324,8 @@ def across_section(report: dict, plots: dict[tuple[str, str], Plot]) -> str:
                          "≥ 3 mixers and ≥ 2 tracks, Nemenyi's critical difference (CD) and bars "
                          "joining mixers that do not differ by more than it."))  # fmt: skip
     facts = (
-        f"Friedman statistic {_num(ranks.get('friedman_statistic'), 4)}, p "
-        f"{_num(ranks.get('friedman_p'), 3)}, CD {_num(ranks.get('nemenyi_cd'), 3)}"
+        f"Friedman statistic {num(ranks.get('friedman_statistic'), 4)}, p "
+        f"{num(ranks.get('friedman_p'), 3)}, CD {num(ranks.get('nemenyi_cd'), 3)}"
     )
     if ranks.get("reason"):
         facts += f" — {ranks['reason']}"

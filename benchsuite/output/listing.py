@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from benchsuite.output import numbers
 from benchsuite.registry import Registry
 from benchsuite.specs import Option
 
@@ -140,12 +141,8 @@ def print_plugins(registry: Registry, console: Console) -> None:
 
 
 def _count(value: float | None, unit: str = "") -> str:
-    if value is None:
-        return ""
-    for scale, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g}{prefix}{unit}"
-    return f"{value:.3g}{unit}"
+    """A count as everywhere else (:func:`~benchsuite.output.numbers.count`), blank when missing."""
+    return "" if value is None else f"{numbers.count(value)}{unit}"
 
 
 def print_costs(rows: list[dict[str, Any]], console: Console) -> None:

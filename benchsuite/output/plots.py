@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchsuite.output import numbers
-from benchsuite.output.canvas import DPI, Plot, new_figure, render, slug, titled, to_png
+from benchsuite.output.canvas import Plot, new_figure, render, slug, titled
 from benchsuite.output.diagnostics import (
     cost_figure,
     cost_note,
@@ -39,18 +39,7 @@ from benchsuite.output.palette import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-
-# also the names other output modules (scaling, html) import from here
-__all__ = ["DPI", "VERDICT_COLOURS", "Plot", "finite", "make_plots", "slug", "to_png",
-           "write_plots"]  # fmt: skip
-
-
-def _figure(width: float, height: float) -> tuple[Figure, Axes]:
-    """A figure with one axes (:func:`~benchsuite.output.canvas.new_figure`, one column)."""
-    fig, (ax,) = new_figure(width, height)
-    return fig, ax
 
 
 def _ordered_mixers(entry: dict) -> list[str]:

@@ -7,14 +7,13 @@ Everything here reads the scaling record of :func:`benchsuite.commands.scale.sca
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from benchsuite.output.canvas import DPI, Plot, new_figure, render
+from benchsuite.output.canvas import Plot, figure_html, new_figure, render
 from benchsuite.output.numbers import count, finite, seconds
 from benchsuite.output.palette import mixer_styles
 
@@ -241,19 +240,10 @@ def _html_table(result: dict[str, Any], key: str) -> str:
     return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _html_figure(plot: Plot) -> str:
-    data = base64.b64encode(plot.png).decode("ascii")
-    return (
-        f'<figure><img alt="{escape(plot.title)}" width={round(plot.width * 100 / DPI)} '
-        f'height={round(plot.height * 100 / DPI)} src="data:image/png;base64,{data}">'
-        f"<figcaption>{escape(plot.title)} (also <code>plots/{escape(plot.name)}.png</code>)"
-        "</figcaption></figure>"
-    )
-
-
 def scaling_section(out_dir: Path, plots: Sequence[Plot] | None = None) -> str:
     """The HTML section "Cost against sequence length" from ``OUT/scaling.json``, or "" when
     there is none (``plots``: the figures when already drawn by :func:`scaling_plots`)."""
+
     result = load_scaling(out_dir)
     if result is None:
         return ""
@@ -269,7 +259,7 @@ def scaling_section(out_dir: Path, plots: Sequence[Plot] | None = None) -> str:
     for key, quantity in QUANTITIES.items():
         parts.append(_html_table(result, key))
         if quantity.stem in by_stem:
-            parts.append(_html_figure(by_stem[quantity.stem]))
+            parts.append(figure_html(by_stem[quantity.stem], by_stem[quantity.stem].title))
     missing = notes(result)
     if missing:
         parts.append("<ul>" + "".join(f"<li>{escape(line)}</li>" for line in missing) + "</ul>")

@@ -89,11 +89,17 @@ def _new(title: str, caption: str, columns: list[str], no_wrap: tuple[str, ...] 
     return table
 
 
+def _title(name: str, entry: dict) -> str:
+    """The track's name, then its data (whose description may itself start with the name)."""
+    dataset = entry["dataset"].removeprefix(f"{name}: ")
+    return f"[bold]{escape(name)}[/] — {escape(dataset)}"
+
+
 def track_table(name: str, entry: dict) -> Table:
     """The comparison table of one track (baseline first), wide layout."""
     scale = SCALE_NOTE.get(entry.get("scale", "difference"), "")
     table = _new(
-        f"[bold]{escape(name)}[/] — {escape(entry['dataset'])}",
+        _title(name, entry),
         f"{entry['metric']} ({entry['direction']}); improvement > 0 means better than "
         f"{entry['baseline']}; {scale}; MDE at alpha {_mde_alpha(entry)} (Holm's first step); "
         f"config: the one most seeds chose on their validation split (seeds agreeing / seeds); "
@@ -118,7 +124,7 @@ def track_table(name: str, entry: dict) -> Table:
 def track_tables_narrow(name: str, entry: dict) -> list[Table]:
     """The same figures in two narrower tables: each mixer's result, then its comparison."""
     results = _new(
-        f"[bold]{escape(name)}[/] — {escape(entry['dataset'])}",
+        _title(name, entry),
         f"{entry['metric']} ({entry['direction']}) on the test split; config: the one most seeds "
         f"chose on their validation split (seeds agreeing / seeds); budget "
         f"{entry['budget_signature']}",
@@ -294,12 +300,18 @@ def _problem_rows(report: dict) -> list[tuple[str, str, str, str, str, str]]:
 PROBLEMS = "[bold red]skipped, failed and undertrained[/]"
 
 
+def _logs_note(rows: list[tuple[str, ...]]) -> str:
+    """The caption pointing to the tracebacks, when a job failed."""
+    failed = any(row[2] == "failed" for row in rows)
+    return "every failed job's traceback is in logs/ in the output folder" if failed else ""
+
+
 def problems_table(report: dict) -> Table | None:
     """Skipped cells, failed jobs and undertrained cells with their reason (wide layout)."""
     rows = _problem_rows(report)
     if not rows:
         return None
-    table = _new(PROBLEMS, "logs/ is in the output folder",
+    table = _new(PROBLEMS, _logs_note(rows),
                  ["track", "mixer", "what", "jobs", "reason", "traceback (first)"])  # fmt: skip
     for row in rows:
         table.add_row(*map(escape, row))
@@ -308,9 +320,10 @@ def problems_table(report: dict) -> Table | None:
 
 def problems_table_narrow(report: dict) -> Table:
     """The same rows with the cell, what happened and its reason in three columns."""
-    table = _new(PROBLEMS, "logs/ is in the output folder", ["cell", "what", "reason"],
-                 narrow=True)  # fmt: skip
-    for track, mixer, what, jobs, reason, log in _problem_rows(report):
+    rows = _problem_rows(report)
+    table = _new(PROBLEMS, _logs_note(rows), ["cell", "what", "reason"], narrow=True)
+    table.show_lines = True  # a cell spans two lines (track, mixer): rules keep rows apart
+    for track, mixer, what, jobs, reason, log in rows:
         table.add_row(
             f"{escape(track)}\n{escape(mixer)}",
             f"{what} {jobs}".strip(),
