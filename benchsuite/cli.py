@@ -216,10 +216,9 @@ def config_file(args: argparse.Namespace) -> tuple[Path | None, str]:
     return found, f"{found} (found in the working folder; flags override it)"
 
 
-def settings_from(args: argparse.Namespace) -> RunSettings:
-    """The run settings: flags over the config file (``--config``, else the one found in the
-    working folder) over the defaults."""
-    path, _ = config_file(args)
+def settings_from(args: argparse.Namespace, path: Path | None) -> RunSettings:
+    """The run settings: flags over the config file ``path`` (see :func:`config_file`) over the
+    defaults."""
     from_file = run_settings.load_config(path) if path else {}
     flags = run_settings.from_flags(args)
     return run_settings.merge(from_file, flags)
@@ -232,11 +231,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from benchsuite.output.progress import progress_events
     from benchsuite.output.tables import print_report
 
-    settings = settings_from(args)
+    path, config_line = config_file(args)
+    settings = settings_from(args, path)
     args.out = settings.out
     console, status = _console(quiet=args.quiet), _status(args)
     verbose = args.verbose and not args.quiet
-    with progress_events(console, status, config=config_file(args)[1], verbose=verbose) as events:
+    with progress_events(console, status, config=config_line, verbose=verbose) as events:
         summary = api.run(settings, events=events)
     print_report(summary.report, console)
     if summary.interrupted:
@@ -320,25 +320,24 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_scale(args: argparse.Namespace) -> int:
     import json
 
-    from rich.console import Console
-
     from benchsuite.commands.scale import refresh_report, scale, settings_from
     from benchsuite.output.scaling import point_line, print_scaling, write_scaling
     from benchsuite.registry import load_registry
 
-    progress = Console(stderr=True, highlight=False, quiet=getattr(args, "quiet", False))
-    result = scale(load_registry(args.plugins_dir), settings_from(args),
-                   on_point=lambda mixer, point: progress.print(point_line(mixer, point),
-                                                                markup=False))  # fmt: skip
+    status = _status(args)
+
+    def on_point(mixer: str, point: dict[str, Any]) -> None:
+        status.print(point_line(mixer, point), markup=False, highlight=False)
+
+    result = scale(load_registry(args.plugins_dir), settings_from(args), on_point=on_point)
     written = write_scaling(result, args.out)
     page = refresh_report(args.out)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    console = _console()
-    print_scaling(result, console)
+    print_scaling(result, _console())
     updated = f"; updated {page}" if page else ""
-    _status(args).print(f"wrote {written[0]} and {len(written) - 1} plots in plots/{updated}")
+    status.print(f"wrote {written[0]} and {len(written) - 1} plots in plots/{updated}")
     return 0
 
 

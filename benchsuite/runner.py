@@ -65,10 +65,9 @@ class Runner:
         record_choices(self.plan, self.store.results(self.plan.keys()))
         self.store.update_plan(run_id, self.plan.to_dict())
 
-    def execute(self, phase: str, jobs: list[Job]) -> dict[str, RunRecord]:
+    def execute(self, phase: str, jobs: list[Job]) -> None:
         """Run the jobs that have no stored result, leaving to other runs on the folder the jobs
-        they are training and waiting for those at the end; return every stored result among
-        ``jobs``."""
+        they are training and waiting for those at the end."""
         keys = [job.key for job in jobs]
         known = self.store.known_keys(keys)
         self.events.start(phase, len(jobs))
@@ -82,7 +81,6 @@ class Runner:
             for record in self._records(todo):
                 self._keep(record)
             todo = self._takeovers()
-        return self.store.results(keys)
 
     def _keep(self, record: RunRecord) -> None:
         """Store a record this run produced (giving back its lease) and count it."""
@@ -144,7 +142,7 @@ class Runner:
             if mine := self._claim(cell):
                 yield from self.worker.batch(mine)
         rest = [job for job in jobs if not job.batched]
-        if getattr(self.executor, "pulls_jobs", False):
+        if self.executor.pulls_jobs:
             yield from self.executor.map(_Leasing(rest, self._claim))
         elif rest:
             yield from self.executor.map(self._claim(rest))

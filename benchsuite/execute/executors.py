@@ -21,7 +21,13 @@ from benchsuite.plan.jobs import Job
 
 
 class Executor(Protocol):
-    """Runs jobs and yields their records in completion order; ``close`` frees its workers."""
+    """Runs jobs and yields their records in completion order; ``close`` frees its workers.
+
+    ``pulls_jobs``: ``map`` takes each job from its iterable only when it can start it, so the
+    caller may decide that late which job to hand out; otherwise ``map`` needs a sequence.
+    """
+
+    pulls_jobs: bool
 
     def map(self, jobs: Sequence[Job]) -> Iterator[RunRecord]: ...
 
@@ -30,6 +36,8 @@ class Executor(Protocol):
 
 class LocalExecutor:
     """In the driver's process and sequential (a crash or a hang here stops the run)."""
+
+    pulls_jobs = False  # the runner leases all its jobs at once
 
     def __init__(self, worker: Worker) -> None:
         self.worker = worker

@@ -73,6 +73,8 @@ def check_ray(address: str | None) -> None:
 class RayExecutor:
     """Runs jobs as Ray tasks, ``jobs`` at a time (default: the cluster's CPUs / ``threads``)."""
 
+    pulls_jobs = False  # map needs the whole sequence
+
     def __init__(self, worker: Worker, address: str | None = None, *, jobs: int | None = None,
                  timeout: float | None = None, retries: int = 1) -> None:  # fmt: skip
         self.worker, self.address, self.jobs = worker, address, jobs
