@@ -286,6 +286,13 @@ class Track:
         possible one is not. By default every combination works.
         """
 
+    def check_at_least(self, options: dict, limits: Mapping[str, float]) -> None:
+        """For :meth:`check_options`: a :class:`UsageError` naming the first option of ``limits``
+        (name -> least value) that is below its least value."""
+        for name, least in limits.items():
+            if options[name] < least:
+                raise UsageError(f"track {self.name}: {name} ({options[name]}) must be ≥ {least}")
+
     def load(self, streams: Streams, options: dict, preset: str, data_dir: str | None) -> TrackData:
         """Return the splits for one seed (data drawn from ``streams`` where generated)."""
         raise NotImplementedError

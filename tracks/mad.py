@@ -72,18 +72,19 @@ class MadTrack(Track):
             return [{**options, **rung} for rung in self.rungs]
         return [options]
 
+    def _difficulty(self, options: dict) -> dict:
+        """The generator's keywords among the options."""
+        return {k: options[k] for k in mad_tasks.DEFAULTS[self.task]}
+
     def check_options(self, options: dict) -> None:
         """The generator's limits (:func:`mad_tasks.difficulty_problem`), and example counts."""
-        for name, least in (("train", 0), ("val", 1), ("test", 1)):
-            if options[name] < least:
-                raise UsageError(f"track {self.name}: {name} ({options[name]}) must be ≥ {least}")
-        difficulty = {k: options[k] for k in mad_tasks.DEFAULTS[self.task]}
-        if problem := mad_tasks.difficulty_problem(self.task, difficulty):
+        self.check_at_least(options, {"train": 0, "val": 1, "test": 1})
+        if problem := mad_tasks.difficulty_problem(self.task, self._difficulty(options)):
             raise UsageError(f"track {self.name}: {problem}")
 
     def load(self, streams: Streams, options: dict, preset: str, data_dir: str | None) -> TrackData:
         budget = self.budget(preset)
-        difficulty = {k: options[k] for k in mad_tasks.DEFAULTS[self.task]}
+        difficulty = self._difficulty(options)
         sizes = [options["train"] or budget.steps * budget.batch_size, options["val"],
                  options["test"]]  # fmt: skip
         try:

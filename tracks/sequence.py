@@ -95,9 +95,7 @@ class SequenceTrack(ForecastTrack):
     def check_options(self, options: dict) -> None:
         """A series holds one window, every split gets a series, periods are ordered and positive,
         and the noise is a number."""
-        for name in ("lookback", "horizon", "channels"):
-            if options[name] < 1:
-                raise UsageError(f"track {self.name}: {name} ({options[name]}) must be ≥ 1")
+        self.check_at_least(options, {"lookback": 1, "horizon": 1, "channels": 1})
         span = options["lookback"] + options["horizon"]
         if span > options["length"]:
             raise UsageError(

@@ -135,10 +135,14 @@ class Trace:
     stopped: dict[int, int]  # member -> steps done when its loss was found non-finite
     seconds_per_step: float
 
+    def _done(self, index: int) -> torch.Tensor:
+        """One member's losses (0 if unstacked), up to the step its loss was found non-finite."""
+        trace = self.losses if self.losses.dim() == 1 else self.losses[:, index]
+        return trace[: self.stopped.get(index, len(trace))]
+
     def member(self, index: int) -> tuple[float, bool]:
         """(mean loss of the last 10 steps, every loss finite) of one member (0 if unstacked)."""
-        trace = self.losses if self.losses.dim() == 1 else self.losses[:, index]
-        trace = trace[: self.stopped.get(index, len(trace))]
+        trace = self._done(index)
         done = len(trace)
         return float(trace[-min(10, done) :].mean()), bool(torch.isfinite(trace).all())
 
@@ -149,8 +153,7 @@ class Trace:
 
     def curve(self, index: int, points: int = 64) -> list[float]:
         """The member's training loss, averaged over at most ``points`` equal windows."""
-        trace = self.losses if self.losses.dim() == 1 else self.losses[:, index]
-        trace = trace[: self.stopped.get(index, len(trace))]
+        trace = self._done(index)
         windows = torch.tensor_split(trace, min(points, max(len(trace), 1)))
         return [float(w.mean()) for w in windows if len(w)]
 

@@ -201,8 +201,9 @@ def prepare(job: Job, track: Track, mixer: Mixer) -> Prepared:
         streams = Streams(job.salt, job.track, job.seed)
         x, y = to_device(data.x_train, device), to_device(data.y_train, device)
         order = batch_order(streams.rng("order"), len(x), budget.steps, budget.batch_size)
+        order = order.to(device)  # one tensor for every config: the stack sees shared batches
         models = [model] + [copy.deepcopy(model) for _ in job.grid[1:]]
-        members = [Member(m, x, y, order.to(device), dict(config))
+        members = [Member(m, x, y, order, dict(config))
                    for m, config in zip(models, job.grid, strict=True)]  # fmt: skip
         rungs.append(Rung(options, data, members))
     return Prepared(job, budget, rungs)
