@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -57,7 +58,11 @@ class RunSettings:
     """What a run is asked to do; ``None`` means "decide for me" (see each help)."""
 
     tracks: tuple[str, ...] | None = setting(None, "comma-separated tracks (default: all)", NAMES)
-    mixers: tuple[str, ...] | None = setting(None, "comma-separated mixers (default: all)", NAMES)
+    mixers: tuple[str, ...] | None = setting(
+        None,
+        "comma-separated mixers, variants NAME[KEY=VALUE,...] or tag:NAME (default: all)",
+        NAMES,
+    )
     baseline: str = setting("dense", "the mixer every other one is compared with", TEXT)
     seeds: int | None = setting(
         None, "paired evaluation seeds (default: enough for Holm significance)", WHOLE
@@ -282,8 +287,9 @@ def _is_number(value: Any) -> bool:
 
 
 def split_names(text: str) -> tuple[str, ...]:
-    """``"a, b,"`` -> ``("a", "b")``."""
-    return tuple(part.strip() for part in text.split(",") if part.strip())
+    """``"a, b,"`` -> ``("a", "b")``; a comma inside brackets does not split (mixer variants):
+    ``"dense,attention[heads=2,x=1]"`` -> ``("dense", "attention[heads=2,x=1]")``."""
+    return tuple(part.strip() for part in re.split(r",(?![^\[]*\])", text) if part.strip())
 
 
 def parse_assignments(items: Sequence[str], flag: str) -> dict[str, dict[str, str]]:

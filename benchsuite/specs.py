@@ -6,6 +6,7 @@ Nothing here imports torch: a plugin's metadata must be readable without buildin
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -131,6 +132,10 @@ class Mixer:
     ``build`` may be a callable or a ``"module:attribute"`` string imported only when a model is
     built, so that listing plugins never imports torch or the mixer's code.
     ``supports(tokens, dim)`` returns None when the mixer can run on that shape, else the reason.
+    ``fixed_tokens`` (default true) says the module is built for one token count and may hold
+    parameters shaped by it; set it false for a length-agnostic layer. ``tags`` name families a
+    run can select (``--mixers tag:recurrent``). ``unavailable``, when set, is why the mixer cannot
+    run here (a missing package or device): it is listed with that reason and never built.
     """
 
     name: str
@@ -141,6 +146,8 @@ class Mixer:
     causal: bool = False
     signature: Signature | None = None
     supports: Callable[[int, int], str | None] | None = None
+    tags: tuple[str, ...] = ()
+    unavailable: str = ""
     # filled in by the registry
     plugin: str = ""
     distribution: str = ""
@@ -157,6 +164,53 @@ class Mixer:
     def reason_unsupported(self, tokens: int, dim: int) -> str | None:
         """Why this mixer cannot run on ``tokens`` x ``dim``, or None when it can."""
         return self.supports(tokens, dim) if self.supports else None
+
+
+def wrap(factory: Callable[..., nn.Module], output: int | str | None = 0,
+         **call_kwargs: Any) -> Callable[..., nn.Module]:  # fmt: skip
+    """A ``Mixer.build`` for a third-party layer whose forward returns a tuple, a dict or an
+    object, or takes extra arguments: ``factory(tokens, dim, **options)`` makes the layer, and the
+    built module calls ``layer(x, **call_kwargs)`` and returns item ``output`` of the result (an
+    index of a tuple or list, a key of a dict or the name of an attribute; None: the result as it
+    is). E.g. ``build=wrap(lambda tokens, dim, heads=4: GLA(dim, heads), output=0)``."""
+
+    def build(tokens: int, dim: int, **options: Any) -> nn.Module:
+        return _wrapper()(factory(tokens, dim, **options), output, call_kwargs)
+
+    return build
+
+
+@functools.cache
+def _wrapper() -> type:
+    """The module :func:`wrap` builds (defined on first use: this module never imports torch)."""
+    from torch import Tensor, nn
+
+    class Wrapped(nn.Module):
+        """A layer called with fixed extra arguments, one item of its result kept."""
+
+        def __init__(self, layer: nn.Module, output: int | str | None,
+                     call_kwargs: Mapping[str, Any]) -> None:  # fmt: skip
+            super().__init__()
+            self.layer, self.output, self.call_kwargs = layer, output, dict(call_kwargs)
+
+        def forward(self, x: Tensor) -> Tensor:
+            result = self.layer(x, **self.call_kwargs)
+            if self.output is not None:
+                if isinstance(self.output, str) and not isinstance(result, Mapping):
+                    result = getattr(result, self.output)
+                else:
+                    result = result[self.output]
+            if not isinstance(result, Tensor):
+                raise PluginError(
+                    f"wrapped {type(self.layer).__name__} gave {type(result).__name__} at "
+                    f"output={self.output!r}, not a tensor: pick the output tensor with output="
+                )
+            return result
+
+        def extra_repr(self) -> str:
+            return f"output={self.output!r}, call_kwargs={self.call_kwargs!r}"
+
+    return Wrapped
 
 
 def _import_attribute(spec: str, owner: str) -> Any:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from benchsuite.errors import PluginError, one_line
 from benchsuite.execute.record import RunRecord
 from benchsuite.plan.jobs import Job
+from benchsuite.registry.variants import base_of, lookup
 
 if TYPE_CHECKING:
     from benchsuite.registry import Registry
@@ -80,13 +81,13 @@ class Worker:
     def _parts(self, job: Job) -> tuple[Any, Any]:
         registry = self.plugins()
         for kind, name, pool in (("track", job.track, registry.tracks),
-                                 ("mixer", job.mixer, registry.mixers)):  # fmt: skip
+                                 ("mixer", base_of(job.mixer), registry.mixers)):  # fmt: skip
             if name not in pool:
                 raise PluginError(
                     f"{kind} {name!r} is not registered in this worker process: register it "
                     "through an installed plugin or --plugins-dir, or use --executor local"
                 )
-        return registry.tracks[job.track], registry.mixers[job.mixer]
+        return registry.tracks[job.track], lookup(registry.mixers, job.mixer)
 
     def __call__(self, job: Job) -> RunRecord:
         """Run one job; any exception becomes a failure record with its reason and traceback."""

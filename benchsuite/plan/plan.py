@@ -18,6 +18,7 @@ from benchsuite.errors import one_line
 from benchsuite.plan import jobs as jobs_
 from benchsuite.plan.environment import describe
 from benchsuite.plan.jobs import Job
+from benchsuite.registry.variants import lookup
 from benchsuite.seeds import Streams, evaluation_seeds
 from benchsuite.settings import RunSettings
 from benchsuite.specs import Mixer, Track
@@ -178,11 +179,12 @@ def mixer_facts(mixer: Mixer) -> MixerFacts:
 
 def plan_run(settings: RunSettings, tracks: dict[str, Track], mixers: dict[str, Mixer]) -> Plan:
     """The plan of a run of resolved ``settings`` (see :func:`benchsuite.plan.resolve.resolve`):
-    each track probed (a broken track is skipped with its reason), each supported cell's jobs."""
+    each track probed (a broken track is skipped with its reason), each supported cell's jobs; a
+    mixer variant runs its base mixer under its own name."""
     plan = Plan(
         settings=settings.to_dict(),
         environment=describe(settings.device, settings.threads),
-        mixers={name: mixer_facts(mixers[name]) for name in settings.mixers or ()},
+        mixers={name: mixer_facts(lookup(mixers, name)) for name in settings.mixers or ()},
         tracks={},
         cells={},
         skipped=[],
@@ -198,7 +200,7 @@ def plan_run(settings: RunSettings, tracks: dict[str, Track], mixers: dict[str, 
         plan.tracks[name] = facts
         plan.code[f"track {name}"] = jobs_.plugin_code(track)
         for mixer_name in settings.mixers or ():
-            mixer = mixers[mixer_name]
+            mixer = lookup(mixers, mixer_name)
             reasons = [mixer.reason_unsupported(t, facts.budget["dim"]) for t in tokens]
             reason = next((r for r in reasons if r), None)
             if reason:

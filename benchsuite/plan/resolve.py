@@ -1,9 +1,11 @@
 """Checking run settings against the registry and filling in every "decide for me" value.
 
-The result is again a :class:`~benchsuite.settings.RunSettings`, with names checked, the baseline
-first among the mixers, options parsed to their declared types (a track's options also checked
-together: ``Track.check_options``), budget overrides as whole numbers, the seed count decided and
-the device checked. Every mistake is a one-line usage error.
+The result is again a :class:`~benchsuite.settings.RunSettings`, with names checked (mixer
+variants such as ``attention[heads=2]`` in their canonical spelling and ``tag:NAME`` selections
+expanded: :mod:`benchsuite.registry.variants`), the baseline first among the mixers, options
+parsed to their declared types (a track's options also checked together:
+``Track.check_options``), budget overrides as whole numbers, the seed count decided and the
+device checked. Every mistake is a one-line usage error.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 from benchsuite.errors import PluginError, UsageError, check_names, did_you_mean, one_line
 from benchsuite.plan.jobs import GRID_AXES, OVERRIDABLE
 from benchsuite.plan.power import default_seeds
-from benchsuite.registry import Registry
+from benchsuite.registry import Registry, variants
 from benchsuite.settings import EXECUTORS, RunSettings
 from benchsuite.specs import Track, resolve_options
 
@@ -27,13 +29,17 @@ def resolve(settings: RunSettings, registry: Registry) -> RunSettings:
     if not track_names:
         presets = sorted({p for track in registry.tracks.values() for p in track.budgets})
         raise UsageError(f"no track has preset {settings.preset!r}; valid: {', '.join(presets)}")
-    mixer_names = list(settings.mixers) if settings.mixers else sorted(registry.mixers)
     check_names("track", track_names, list(registry.tracks))
-    check_names("mixer", mixer_names, list(registry.mixers))
-    check_names("baseline", [settings.baseline], list(registry.mixers))
-    mixer_names = [settings.baseline, *[m for m in mixer_names if m != settings.baseline]]
+    mixers, unavailable = registry.mixers, registry.unavailable
+    asked = variants.select(settings.mixers or sorted(mixers), mixers, unavailable)
+    try:
+        baseline = variants.parse(settings.baseline, mixers, unavailable)
+    except UsageError as error:
+        raise UsageError(f"baseline: {error}") from None
+    chosen = [baseline, *[v for v in asked if v.name != baseline.name]]
+    mixer_names = [v.name for v in chosen]
     if len(mixer_names) < 2:
-        raise UsageError(f"nothing to compare: only the baseline {settings.baseline!r} was given")
+        raise UsageError(f"nothing to compare: only the baseline {baseline.name!r} was given")
     check_grids(settings.grids, list(registry.tracks))
     seeds = settings.seeds
     if seeds is None:
@@ -53,7 +59,8 @@ def resolve(settings: RunSettings, registry: Registry) -> RunSettings:
         mixers=tuple(mixer_names),
         seeds=seeds,
         track_options=track_options,
-        mixer_options=_options(registry.mixers, settings.mixer_options, "mixer", mixer_names),
+        baseline=baseline.name,
+        mixer_options=variants.variant_options(chosen, mixers, settings.mixer_options),
         budget=budget_overrides(settings.budget),
         device=check_device(settings.device),
         batch_seeds=(

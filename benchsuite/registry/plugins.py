@@ -66,10 +66,12 @@ class Registry:
 
     ``add`` registers a mixer or track from Python (for example in a notebook); such an item runs
     with the ``local`` executor, since a fresh worker process only loads installed plugins and the
-    plugins folder.
+    plugins folder. A mixer registered with ``unavailable`` set (a missing package or device) is
+    kept apart in ``unavailable``: listed with its reason, never run.
     """
 
     mixers: dict[str, Mixer] = field(default_factory=dict)
+    unavailable: dict[str, Mixer] = field(default_factory=dict)
     tracks: dict[str, Track] = field(default_factory=dict)
     plugins: list[PluginInfo] = field(default_factory=list)
     failures: list[PluginFailure] = field(default_factory=list)
@@ -214,6 +216,8 @@ def _add(registry: Registry, item: Any, info: PluginInfo) -> Any:
     naming both plugins."""
     kind = "mixer" if isinstance(item, Mixer) else "track"
     pool = registry.mixers if isinstance(item, Mixer) else registry.tracks
+    if isinstance(item, Mixer) and item.unavailable:
+        pool = registry.unavailable
     if item.name in pool:
         owner = pool[item.name].plugin
         previous = next((p for p in registry.plugins if p.name == owner), None)
