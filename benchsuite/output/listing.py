@@ -57,6 +57,10 @@ def listing(registry: Registry) -> dict[str, Any]:
             }
             for t in registry.tracks.values()
         },
+        "unavailable": {
+            m.name: {"description": m.description, "reason": m.unavailable, "plugin": m.plugin}
+            for m in registry.unavailable.values()
+        },
         "failures": [dataclasses.asdict(f) for f in registry.failures],
     }
 
@@ -91,10 +95,16 @@ def plugins_data(registry: Registry) -> list[dict[str, Any]]:
     return rows
 
 
+VARIANTS = (
+    "variants in one run: --mixers 'dense,attention[heads=2],attention[heads=8]' "
+    "(options in brackets win over --mixer-option); by tag: --mixers tag:NAME"
+)
+
+
 def print_listing(registry: Registry, console: Console, status: Console) -> None:
     """Rich tables of mixers and tracks with their options and providing distribution on
     ``console``; a note of failed plugins on ``status``."""
-    mixers = Table(title="[bold]mixers[/]")
+    mixers = Table(title="[bold]mixers[/]", caption=escape(VARIANTS))
     for column in ("name", "description", "options", "fixed T", "causal", "signature", "from"):
         mixers.add_column(column, overflow="fold")
     for m in sorted(registry.mixers.values(), key=lambda m: m.name):
@@ -103,6 +113,9 @@ def print_listing(registry: Registry, console: Console, status: Console) -> None
             "yes" if m.causal else "no", m.signature.prediction if m.signature else "",
             f"{m.distribution} {m.version}".strip(),
         )  # fmt: skip
+    for m in sorted(registry.unavailable.values(), key=lambda m: m.name):
+        mixers.add_row(m.name, f"[dim]unavailable: {escape(m.unavailable)}[/]", "", "", "", "",
+                       f"{m.distribution} {m.version}".strip())  # fmt: skip
     tracks = Table(title="[bold]tracks[/]")
     for column in ("name", "description", "metric", "options", "presets", "from"):
         tracks.add_column(column, overflow="fold")
