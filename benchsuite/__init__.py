@@ -1,10 +1,10 @@
 """benchsuite: a multi-track benchmark suite for neural token mixers.
 
 This module is a plugin author's whole import surface, exactly what docs/writing-a-mixer.md and
-docs/tracks.md point to: the hook marker, the mixer and track contracts and their parts, the
-forecasting track base, the seed streams a track draws its data from, and the two errors a
-plugin raises. It never imports torch. Running benchmarks from Python: :mod:`benchsuite.api`;
-testing a mixer: :mod:`benchsuite.testing`.
+docs/tracks.md point to: the hook marker, the mixer and track contracts and their parts,
+``wrap`` for a third-party layer, the forecasting track base, the seed streams a track draws its
+data from, and the two errors a plugin raises. It never imports torch. Running benchmarks from
+Python: :mod:`benchsuite.api`; testing a mixer: :mod:`benchsuite.testing`.
 """
 
 from benchsuite.errors import PluginError, UsageError
@@ -20,6 +20,7 @@ from benchsuite.specs import (
     Track,
     TrackData,
     lr_grid,
+    wrap,
 )
 from benchsuite.train.forecasting import ForecastTrack
 
@@ -41,4 +42,5 @@ __all__ = [
     "__version__",
     "hookimpl",
     "lr_grid",
+    "wrap",
 ]

@@ -99,7 +99,7 @@ def test_the_plugin_author_surface_is_what_the_docs_name_and_imports_no_torch():
     assert set(benchsuite.__all__) == {
         "ISOMETRY", "Budget", "ForecastTrack", "Metric", "Mixer", "Option", "PluginError",
         "Signature", "Streams", "Track", "TrackData", "UsageError", "__version__", "hookimpl",
-        "lr_grid",
+        "lr_grid", "wrap",
     }  # fmt: skip
     docs = (PACKAGE.parent / "docs" / "writing-a-mixer.md").read_text()
     docs += (PACKAGE.parent / "docs" / "tracks.md").read_text()
