@@ -11,6 +11,7 @@ import pytest
 from conftest import run_cli
 
 from benchsuite import Mixer, UsageError, api
+from benchsuite.output.listing import listing
 from benchsuite.plan.resolve import resolve
 from benchsuite.registry import load_registry
 from benchsuite.settings import RunSettings, load_config, merge, split_names
@@ -95,6 +96,7 @@ def test_a_tag_selects_every_mixer_that_declares_it():
     settings = RunSettings(tracks=("sequence",), seeds=2, mixers=("tag:recurrent", "attention"))
     done = resolve(settings, registry)
     assert done.mixers == ("dense", "recur_a", "recur_b", "attention")
+    assert listing(registry)["mixers"]["recur_a"]["tags"] == ["recurrent"]
 
 
 def test_the_config_file_names_variants(tmp_path, registry):

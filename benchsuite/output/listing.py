@@ -39,6 +39,7 @@ def listing(registry: Registry) -> dict[str, Any]:
                 "options": _option_data(m.options),
                 "fixed_tokens": m.fixed_tokens,
                 "causal": m.causal,
+                "tags": list(m.tags),
                 "signature": m.signature.prediction if m.signature else None,
                 "plugin": m.plugin,
                 "distribution": f"{m.distribution} {m.version}".strip(),
@@ -104,7 +105,9 @@ VARIANTS = (
 def print_listing(registry: Registry, console: Console, status: Console) -> None:
     """Rich tables of mixers and tracks with their options and providing distribution on
     ``console``; a note of failed plugins on ``status``."""
-    mixers = Table(title="[bold]mixers[/]", caption=escape(VARIANTS))
+    tags = sorted({tag for m in registry.mixers.values() for tag in m.tags})
+    caption = VARIANTS + (f" ({', '.join(tags)})" if tags else "")
+    mixers = Table(title="[bold]mixers[/]", caption=escape(caption))
     for column in ("name", "description", "options", "fixed T", "causal", "signature", "from"):
         mixers.add_column(column, overflow="fold")
     for m in sorted(registry.mixers.values(), key=lambda m: m.name):
