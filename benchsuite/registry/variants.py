@@ -132,8 +132,8 @@ def variant_options(
     with ``--mixer-option BASE.KEY`` values, overlaid with the variant's own options."""
     for name in given:
         if "[" in name:
-            raise UsageError(f"--mixer-option for {name!r}: give a variant's options inside its "
-                             f"brackets, or name the mixer ({base_of(name)!r})")  # fmt: skip
+            raise UsageError(f"option given for variant {name!r}: give a variant's options "
+                             f"inside its brackets, or to its mixer {base_of(name)!r}")  # fmt: skip
         if name not in mixers:
             hint = did_you_mean(name, mixers)
             raise UsageError(f"option given for unknown mixer {name!r}{hint}")
