@@ -120,7 +120,8 @@ TINY_RUN = """[run]
 tracks = ["sequence"]
 mixers = ["dense", "attention[heads=2]", "attention[heads={heads}]"]
 seeds = 2
-executor = "local"
+executor = "{executor}"
+jobs = 1
 out = "{out}"
 [budget]
 steps = 8
@@ -136,14 +137,14 @@ lr = [0.01]
 @pytest.mark.slow
 def test_two_variants_are_two_comparisons_and_changing_one_retrains_only_it(tmp_path):
     out, config = tmp_path / "out", tmp_path / "bench.toml"
-    config.write_text(TINY_RUN.format(heads=8, out=out))
+    config.write_text(TINY_RUN.format(heads=8, out=out, executor="local"))
     first = api.run(merge(load_config(config)))
     assert (first.trained, first.reused, first.failed) == (6, 0, 0)  # 3 mixers x 2 seeds
     comparisons = first.report["tracks"]["sequence"]["comparisons"]
     assert set(comparisons) == {"attention[heads=2]", "attention[heads=8]"}
     assert (out / "sequence" / "attention[heads=8].json").is_file()
-    config.write_text(TINY_RUN.format(heads=4, out=out))
-    again = api.run(merge(load_config(config)))
+    config.write_text(TINY_RUN.format(heads=4, out=out, executor="process"))
+    again = api.run(merge(load_config(config)))  # a fresh worker process runs the variant
     assert (again.trained, again.reused, again.failed) == (2, 4, 0)  # only attention[heads=4]
     assert set(again.report["tracks"]["sequence"]["comparisons"]) == {
         "attention[heads=2]", "attention[heads=4]"
