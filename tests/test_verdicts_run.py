@@ -12,11 +12,16 @@ import math
 import numpy as np
 import pytest
 from conftest import run_cli
+from rich.console import Console
 from scipy import stats as sps
 
 from benchsuite.output import numbers
+from benchsuite.output.tables import print_report
+from benchsuite.plan.plan import Plan
 from benchsuite.results.aggregate import normalised
+from benchsuite.results.analysis import analyse
 from benchsuite.results.stats import excludes_zero, holm
+from benchsuite.results.store import Store
 
 PLUGIN = """
 from benchsuite import hookimpl
@@ -171,3 +176,23 @@ def test_captions_state_the_alpha_scale_and_family_of_report_json(report, run):
                   "on log-ratios, Holm"):  # fmt: skip
         assert stale not in page
     assert "★ = the config most seeds chose" in page
+
+
+def test_partial_tables_use_the_planned_family_and_say_so(run):
+    """One cell's jobs missing, as after an interruption: Holm still over all 3 comparisons."""
+    store = Store(run[0] / "benchsuite.sqlite")
+    plan = Plan.from_dict(store.last_plan())
+    results = store.results(plan.keys())
+    store.close()
+    missing = set(plan.cells["tabular"]["identity"].jobs)
+    partial = analyse(plan, {k: r for k, r in results.items() if k not in missing}, [])
+    design = partial["design"]
+    assert design["partial"] and design["finished"] == 2 and design["comparisons"] == 3
+    cells = [c["comparison"] for e in partial["tracks"].values() for c in e["comparisons"].values()]
+    assert [c["family"] for c in cells] == [3, 3]
+    assert [c["p_holm"] for c in cells] == pytest.approx(holm([c["p_value"] for c in cells], 3))
+    console = Console(record=True, width=200)
+    print_report(partial, console)
+    text = " ".join(console.export_text().split())
+    assert "partial: 2 of the design's 3 comparisons finished; Holm over all 3" in text
+    assert "Holm over 3 comparisons (partial: 2 of 3 finished)" in text
