@@ -494,3 +494,24 @@ def test_nothing_is_detectable_when_the_seeds_cannot_reach_alpha():
     apply_holm(comps)  # 2/256 = 0.0078 is not below 0.05/60
     assert not comps[0].detectable and math.isnan(comps[0].mde)
     assert comps[0].to_dict()["mde"] is None
+
+
+def test_the_design_line_says_when_nothing_is_detectable(tmp_path):
+    from rich.console import Console
+
+    from benchsuite.output.tables import print_design
+    from benchsuite.plan.design import design_check
+    from benchsuite.registry.plugins import load_registry
+    from benchsuite.settings import RunSettings
+
+    tracks = load_registry(None).tracks
+    pair = {"tracks": ("sequence",), "mixers": ("dense", "identity"), "out": str(tmp_path)}
+    few = RunSettings(**pair, seeds=5)
+    design = design_check(few, tracks)
+    assert not design["detectable"] and design["tracks"]["sequence"]["planned_mde_rel_pct"] is None
+    console = Console(record=True, width=300)
+    print_design(design, console)
+    text = console.export_text()
+    assert "sequence: nothing detectable: the smallest sign-flip p of 5 seeds" in text
+    planned = design_check(RunSettings(**pair, seeds=6), tracks)["tracks"]["sequence"]
+    assert planned["planned_mde_rel_pct"] > 0 and planned["scale"] == "log"
