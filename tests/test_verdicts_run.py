@@ -165,6 +165,10 @@ def test_captions_state_the_alpha_scale_and_family_of_report_json(report, run):
     assert text.count("Δ pt") >= 2
     assert f"Holm across 1 mixers; better/worse: Holm p < {numbers.num(0.05, 2)}" in text
     assert "Stouffer" not in text
+    row = report["across_tracks"]["mixers"]["identity"]
+    direction = row["suite_test"]["direction"]
+    shown = f"mixed ({direction})" if row["verdict"] == "mixed" else row["verdict"]
+    assert f"{numbers.num(row['suite_effect'], 2)} " in text and f"│ {shown} " in text
     page = " ".join(html.unescape((out / "report.html").read_text(encoding="utf-8")).split())
     assert f"at α = {alpha} (Holm's first step over {design['comparisons']} comparisons" in page
     assert page.count(f"Holm over {design['comparisons']} comparisons; MDE and first Holm step "

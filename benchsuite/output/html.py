@@ -18,7 +18,7 @@ from benchsuite.output.canvas import figure_html as _figure
 from benchsuite.output.numbers import finite, num, pct
 from benchsuite.output.palette import verdict as verdict_look
 from benchsuite.output.plots import make_plots, write_plots
-from benchsuite.output.tables import POINTS_NOTE, in_points
+from benchsuite.output.tables import POINTS_NOTE, in_points, suite_verdict
 from benchsuite.results.curves import RULE
 
 FILENAME = "report.html"
@@ -346,7 +346,7 @@ def across_section(report: dict, plots: dict[tuple[str, str], Plot]) -> str:
             escape(mixer), escape(str(row.get("n_tracks", "–"))),
             escape(f"{num(row.get('suite_effect'), 3)} [{num(elo, 3)}, {num(ehi, 3)}]"),
             escape(f"{num(suite.get('p_value'), 3)} ({num(suite.get('p_holm'), 3)})"),
-            escape(str(row.get("verdict", "–"))),
+            escape(suite_verdict(row)),
             escape(f"{num(row.get('iqm'), 3)} [{num(lo, 3)}, {num(hi, 3)}]"),
             escape(f"{num(row.get('iqm_diff'), 3)} [{num(dlo, 3)}, {num(dhi, 3)}]"),
             escape(f"{num(row.get('prob_improvement'), 2)} [{num(plo, 2)}, {num(phi, 2)}]"),

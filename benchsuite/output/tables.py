@@ -279,9 +279,17 @@ def _across_caption(across: dict) -> str:
         "with a stratified bootstrap 95% CI; p: two-sided sign-flip test of that same suite "
         f"effect (its sign is the direction tested), Holm across {len(across['mixers'])} mixers; "
         f"better/worse: Holm p < {num(across['alpha'], 2)} and the CI excludes 0; robust: the "
-        "verdict holds with any one track left out (mixed: it does not); * ran on fewer "
+        "verdict holds with any one track left out (mixed: it does not; its direction in "
+        "brackets); * ran on fewer "
         f"tracks; ranks: docs/statistics.md{dropped}"
     )
+
+
+def suite_verdict(row: dict) -> str:
+    """A mixer's across-tracks verdict; ``mixed`` with the direction its effect tested."""
+    verdict_ = row.get("verdict", "")
+    direction = (row.get("suite_test") or {}).get("direction")
+    return f"mixed ({direction})" if verdict_ == "mixed" and direction else verdict_
 
 
 def _across_row(mixer: str, row: dict) -> list[str]:
@@ -292,7 +300,7 @@ def _across_row(mixer: str, row: dict) -> list[str]:
         f"{num(row.get('suite_effect'), 2)} "
         f"{interval(row.get('suite_effect_ci95'), lambda v: num(v, 2))}",
         f"{num(suite.get('p_value'), 2)} ({num(suite.get('p_holm'), 2)})",
-        f"[{SUITE_STYLE.get(verdict_, '')}]{verdict_}[/]",
+        f"[{SUITE_STYLE.get(verdict_, '')}]{escape(suite_verdict(row))}[/]",
         "yes" if row.get("robust_without_any_track") else "no",
     ]
 
