@@ -1,5 +1,6 @@
 """Tests of benchsuite.results.aggregate on constructed suites with known answers: bounded scores,
-equal track weights, the combined sign-flip test, leave-one-track-out robustness, ranks."""
+equal track weights, the sign-flip test of the suite effect, leave-one-track-out robustness,
+ranks."""
 
 import itertools
 import json
@@ -84,8 +85,9 @@ def test_one_heavy_tailed_track_cannot_make_a_mixer_better_across_tracks():
     assert heavy["without_track"]["dynamics"] == "worse"
 
 
-def test_combined_test_matches_exhaustive_sign_flips():
-    """Two tracks of 5 seeds: 2**10 sign patterns enumerated by hand against the Monte Carlo p."""
+def test_suite_test_is_the_sign_flip_test_of_the_printed_effect():
+    """Two tracks of 5 seeds: 2**10 sign patterns of the equal-weight mean enumerated by hand
+    against the Monte Carlo p; the statistic tested is the suite effect itself."""
     d1, d2 = np.array([0.3, 0.1, -0.05, 0.2, 0.15]), np.array([0.05, -0.1, 0.2, 0.1, 0.3])
     suite = {
         "a": track(np.full(5, 0.5), {"m": 0.5 - d1}, [1.0] * 5),
@@ -93,17 +95,36 @@ def test_combined_test_matches_exhaustive_sign_flips():
     }
     out = aggregate_across_tracks(suite, baseline_name="base", n_boot=50, seed=7)
 
-    def t(d):
-        return d.mean() / (d.std(ddof=1) / math.sqrt(len(d)))
-
-    observed = (t(d1) + t(d2)) / math.sqrt(2)
+    observed = (d1.mean() + d2.mean()) / 2
     patterns = itertools.product((-1.0, 1.0), repeat=10)
-    combined = [(t(d1 * s[:5]) + t(d2 * s[5:])) / math.sqrt(2) for s in map(np.array, patterns)]
+    combined = [((d1 * s[:5]).mean() + (d2 * s[5:]).mean()) / 2 for s in map(np.array, patterns)]
     exact = np.mean(np.abs(combined) >= abs(observed) - 1e-12)
     test = out["mixers"]["m"]["suite_test"]
     assert test["statistic"] == pytest.approx(observed)
+    assert out["mixers"]["m"]["suite_effect"] == pytest.approx(test["statistic"])
+    assert test["direction"] == "better" and test["alternative"] == "two-sided"
     assert test["p_value"] == pytest.approx(exact, abs=0.01)  # 20000 draws: sd about 0.002
     assert test["mc_seed"] == 7
+
+
+def test_a_large_precise_track_cannot_outvote_the_printed_effect():
+    """One track with a tiny, very precise loss (t about -19) and one with a large, noisy win:
+    a combination of t-values called this 'worse'; the equal-weight effect is positive and its
+    own test is not significant, so the verdict agrees with the interval."""
+    rng = np.random.default_rng(3)
+    base = rng.uniform(0.4, 0.6, 12)
+    precise = track(base, {"m": base + 0.01 + rng.normal(0, 0.002, 12)}, [1.0] * 12)
+    base2 = rng.uniform(0.4, 0.6, 12)
+    noisy = track(base2, {"m": base2 - rng.normal(0.05, 0.3, 12).clip(-0.4, 0.4)}, [1.0] * 12)
+    out = aggregate_across_tracks({"precise": precise, "noisy": noisy}, baseline_name="base",
+                                  n_boot=500)  # fmt: skip
+    m = out["mixers"]["m"]
+    lo, hi = m["suite_effect_ci95"]
+    significant = m["verdict"] in ("better", "worse", "mixed")
+    assert not (significant and lo <= 0 <= hi)
+    assert m["suite_test"]["statistic"] == pytest.approx(m["suite_effect"])
+    if significant:
+        assert (m["verdict"] == "better") == (m["suite_effect"] > 0) or m["verdict"] == "mixed"
 
 
 def test_seeded_and_fewer_tracks_marked():

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
 from conftest import TINY, run_cli
+
+from benchsuite.commands.compare import compare_runs
+from benchsuite.results.analysis import analyse_store
 
 FLAKY = """
 from benchsuite import Mixer, hookimpl
@@ -123,3 +127,21 @@ def test_compare_pairs_two_runs_and_refuses_different_budgets(runs, tmp_path):
     refused = run_cli("compare", str(root / "plain"), str(tmp_path / "other"))
     assert refused.returncode == 2
     assert "budget signatures differ" in refused.stderr and refused.stderr.count("\n") == 1
+
+
+def test_compare_analyses_a_log_ratio_track_as_run_does(runs):
+    """Run B's dense seeds replaced by identity's: compare's dense row is then run's identity
+    comparison (the same seeds, the same log-ratio scale and margin)."""
+    root, _ = runs
+    a = analyse_store(root / "plain" / "benchsuite.sqlite")
+    entry = a["tracks"]["sequence"]
+    assert entry["scale"] == "log"
+    run_says = entry["comparisons"]["identity"]
+    b = copy.deepcopy(a)
+    b["tracks"]["sequence"]["comparisons"]["identity"]["baseline_values"] = run_says["mixer_values"]
+    row = next(r for r in compare_runs(a, b)["rows"] if r["mixer"] == "dense")["comparison"]
+    want = run_says["comparison"]
+    assert row["scale"] == "log" and row["margin"] == pytest.approx(want["margin"])
+    for key in ("improvement", "improvement_rel_pct", "p_value", "p_tost"):
+        assert row[key] == pytest.approx(want[key]), key
+    assert row["ci95"] == pytest.approx(want["ci95"])

@@ -1,4 +1,5 @@
-"""Tests of benchsuite.stats: the PROTOCOL §6 worked example, p-values, Holm, degenerate inputs."""
+"""Tests of benchsuite.stats: the worked example of docs/statistics.md, p-values, Holm,
+degenerate inputs, caps at float32 precision, ties, the attainable p."""
 
 import json
 import math
@@ -11,10 +12,12 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestPower
 
+from benchsuite.execute.record import RunRecord
 from benchsuite.plan.power import (
     default_seeds,
     design_warning,
     min_seeds_for_significance,
+    min_sign_flip_p,
     planned_mde,
 )
 from benchsuite.plan.selection import divergence, select_best_config
@@ -25,6 +28,7 @@ from benchsuite.results.stats import (
     compare_paired,
     divergence_summary,
     flag_comparison,
+    holm,
     impute_diverged,
 )
 
@@ -180,7 +184,10 @@ def test_degenerate_inputs():
     assert math.isnan(one.ci95[0]) and math.isnan(one.mde)
     assert one.to_dict()["ci95"] == [None, None]
     same = compare_paired([1.0, 2.0, 3.0], [1.0, 2.0, 3.0])
-    assert same.p_value == 1.0 and same.ties == 3 and same.mde == 0.0
+    assert same.p_value == 1.0 and same.ties == 3
+    assert not same.detectable and math.isnan(same.mde)  # 3 seeds: p >= 2/8 > alpha
+    six = compare_paired([1.0, 2.0, 3.0] * 2, [1.0, 2.0, 3.0] * 2)
+    assert six.detectable and six.mde == 0.0
     assert same.ci95 == (0.0, 0.0)
     assert same.verdict == "equivalent_within_margin"  # zero difference, zero spread
 
@@ -423,3 +430,88 @@ def test_a_cell_at_chance_is_not_flagged_for_the_edge_of_its_grid():
     assert at_edge["edge_of_grid"] and at_edge["modal_on_edge"]
     noise_edge = selection(grid, chosen, {}, "accuracy", chance=True)
     assert not noise_edge["edge_of_grid"] and noise_edge["modal_on_edge"]
+
+
+def test_float32_rounding_of_a_cap_is_not_divergence():
+    """A majority-class predictor's float32 accuracy equals its float64 cap: not diverged."""
+    cap = 0.687
+    rounded = float(np.float32(cap))  # 0.6869999766...
+    assert rounded < cap
+    assert divergence(rounded, cap, higher_is_better=True, finite=True) == ""
+    assert divergence(float(np.float32(1.25)), 1.25, higher_is_better=False, finite=True) == ""
+    assert divergence(0.68, cap, True, True) == "no_better_than_trivial"  # a real shortfall
+    assert divergence(1.01, 1.0, False, True) == "no_better_than_trivial"
+
+
+def _records(val: dict[int, list[float]]) -> dict[int, RunRecord]:
+    """Records whose sweep holds one validation accuracy per grid config."""
+    return {
+        seed: RunRecord(key=str(seed), job={"seed": seed}, status="ok",
+                        sweep=[{"metrics": {"val.accuracy": v}} for v in values])
+        for seed, values in val.items()
+    }  # fmt: skip
+
+
+def test_a_tie_for_the_most_chosen_config_goes_to_the_best_mean_and_never_makes_an_edge():
+    grid = [{"lr": lr} for lr in (0.01, 0.03, 0.1)]
+    chosen = {0: 0, 1: 1, 2: 2}  # a three-way tie, the lowest lr first in grid order
+    val = {0: [0.60, 0.70, 0.65], 1: [0.61, 0.72, 0.66], 2: [0.59, 0.69, 0.70]}
+    picked = selection(grid, chosen, _records(val), "accuracy", higher=True)
+    assert picked["modal"] == 1 and picked["tied"] == [0, 1, 2]
+    assert not picked["edge_of_grid"]
+    lower = selection(grid, chosen, _records(val), "accuracy", higher=False)
+    assert lower["modal"] == 0  # lower is better: the smallest mean wins the tie
+    assert not lower["edge_of_grid"]  # config 1 is tied too: the tie-break made the edge
+    ends = selection(grid, {0: 0, 1: 2}, _records(val), "accuracy", higher=True)
+    assert ends["edge_of_grid"]  # every tied config is on an end: a real edge
+
+
+def test_holm_over_the_planned_family_counts_unfinished_comparisons():
+    done = [0.001, 0.02]
+    padded = multipletests([*done, 1.0, 1.0, 1.0], method="holm")[1][:2]
+    assert holm(done, family=5) == pytest.approx(padded)
+    assert holm(done) == pytest.approx(multipletests(done, method="holm")[1])
+    comps = [compare_paired(np.zeros(12), np.arange(1, 13.0), True) for _ in range(2)]
+    apply_holm(comps, family=5)
+    assert comps[0].family == 5 and comps[0].mde_alpha == pytest.approx(0.01)
+    with pytest.raises(ValueError, match="family of 1"):
+        holm(done, family=1)
+
+
+def test_a_significant_verdict_needs_its_interval_to_exclude_zero():
+    """Sign-flip p below alpha with a t interval that still contains 0 (one huge seed)."""
+    d = np.array([0.01] * 5 + [10.0])  # every seed better: p = 2/64 (exact); sd large
+    comp = compare_paired(np.zeros(6), d, higher_is_better=True)
+    assert comp.p_value == pytest.approx(2 / 64)
+    assert comp.ci95[0] < 0 < comp.ci95[1]
+    assert comp.verdict == "inconclusive"
+
+
+def test_nothing_is_detectable_when_the_seeds_cannot_reach_alpha():
+    assert min_sign_flip_p(5) == 2 / 32
+    assert math.isnan(planned_mde(5, 1.0, 0.05)) and planned_mde(6, 1.0, 0.05) > 0
+    comps = [compare_paired(np.zeros(8), np.arange(1, 9.0), True) for _ in range(60)]
+    apply_holm(comps)  # 2/256 = 0.0078 is not below 0.05/60
+    assert not comps[0].detectable and math.isnan(comps[0].mde)
+    assert comps[0].to_dict()["mde"] is None
+
+
+def test_the_design_line_says_when_nothing_is_detectable(tmp_path):
+    from rich.console import Console
+
+    from benchsuite.output.tables import print_design
+    from benchsuite.plan.design import design_check
+    from benchsuite.registry.plugins import load_registry
+    from benchsuite.settings import RunSettings
+
+    tracks = load_registry(None).tracks
+    pair = {"tracks": ("sequence",), "mixers": ("dense", "identity"), "out": str(tmp_path)}
+    few = RunSettings(**pair, seeds=5)
+    design = design_check(few, tracks)
+    assert not design["detectable"] and design["tracks"]["sequence"]["planned_mde_rel_pct"] is None
+    console = Console(record=True, width=300)
+    print_design(design, console)
+    text = console.export_text()
+    assert "sequence: nothing detectable: the smallest sign-flip p of 5 seeds" in text
+    planned = design_check(RunSettings(**pair, seeds=6), tracks)["tracks"]["sequence"]
+    assert planned["planned_mde_rel_pct"] > 0 and planned["scale"] == "log"

@@ -1,7 +1,9 @@
 """``benchsuite compare A B``: the same mixers on the same tracks in two runs, paired by seed.
 
 Typical use: a mixer before and after a change. Run B is the "mixer", run A the "baseline" of each
-paired comparison, so improvement > 0 means B is better. Runs whose budget signatures or seeds
+paired comparison, so improvement > 0 means B is better. Each comparison is analysed as ``run``
+analyses the track: on its scale (log-ratios or differences) with run A's equivalence margin, and
+Holm over every row. Runs whose budget signatures or seeds
 differ are refused, naming the settings that differ: their numbers do not mean the same thing.
 """
 
@@ -82,8 +84,10 @@ def compare_runs(a: dict, b: dict, *, mixers: list[str] | None = None) -> dict[s
             if not before or not after or len(before) != len(after):
                 continue
             comparison = stats.compare_paired(
-                before, after, higher_is_better=entry_a["higher_is_better"]
-            )
+                before, after, higher_is_better=entry_a["higher_is_better"],
+                scale=entry_a.get("scale", "difference"),
+                margin_rel=a["settings"].get("margin", 0.05),
+            )  # fmt: skip
             family.append(comparison)
             rows.append({"track": track, "mixer": mixer, "metric": entry_a["metric"],
                          "comparison": comparison})  # fmt: skip

@@ -147,7 +147,9 @@ def forest_figure(track: str, entry: dict) -> Figure | None:
         ax.annotate(text, (1.01, y), xycoords=("axes fraction", "data"), va="center", fontsize=7)
     ax.set_yticks(range(len(rows)), labels=[mixer for mixer, _ in rows])
     ax.set_ylim(-0.7, len(rows) - 0.3)
-    ax.set_xlabel(f"improvement over {entry.get('baseline')} (% of its mean; > 0 is better) "
+    scale = ("1 − geometric-mean ratio, %" if entry.get("scale") == "log"
+             else "% of its mean")  # fmt: skip
+    ax.set_xlabel(f"improvement over {entry.get('baseline')} ({scale}; > 0 is better) "
                   "with 95% CI")  # fmt: skip
     used = dict.fromkeys(c.get("verdict") for _, c in rows)
     handles = [

@@ -18,6 +18,7 @@ from benchsuite.output.canvas import figure_html as _figure
 from benchsuite.output.numbers import finite, num, pct
 from benchsuite.output.palette import verdict as verdict_look
 from benchsuite.output.plots import make_plots, write_plots
+from benchsuite.output.tables import POINTS_NOTE, in_points, suite_verdict
 from benchsuite.results.curves import RULE
 
 FILENAME = "report.html"
@@ -64,11 +65,37 @@ def _verdict(verdict: str | None) -> str:
             f"{escape(verdict)}</span>")  # fmt: skip
 
 
+def _first(entry: dict) -> dict:
+    """The track's first comparison (every comparison of a run shares its alpha and family)."""
+    return next(iter((entry.get("comparisons") or {}).values()), {}).get("comparison") or {}
+
+
+def _scale_text(entry: dict) -> str:
+    """How the improvement, CI and MDE columns of a track are scaled."""
+    if entry.get("scale") == "log":
+        return ("improvement, CI and MDE from paired log-ratios, shown as 1 − the geometric-mean "
+                "ratio mixer/baseline in % (never beyond +100%)")  # fmt: skip
+    text = "improvement, CI and MDE from paired differences, as % of the baseline mean"
+    return f"{text}; {POINTS_NOTE}" if in_points(entry) else text
+
+
+def _family_text(report: dict) -> str:
+    """The Holm family and alpha the verdicts use, as report.json records them."""
+    design = report.get("design") or {}
+    alpha = design.get("verdict_alpha")
+    partial = (f" (partial: {design.get('finished')} of {design.get('comparisons')} finished)"
+               if design.get("partial") else "")  # fmt: skip
+    return (f"Holm over {design.get('comparisons', '–')} comparisons{partial}; MDE and first "
+            f"Holm step at α = {num(alpha, 2)}")  # fmt: skip
+
+
 def _mde_text(entry: dict) -> str:
     values = [
         v for c in entry.get("comparisons", {}).values()
         if (v := finite((c.get("comparison") or {}).get("mde_rel_pct"))) is not None
     ]  # fmt: skip
+    if _first(entry).get("detectable") is False:
+        return "none (the seeds cannot reach α)"
     if not values:
         return "–"
     if len(values) == 1:
@@ -128,15 +155,19 @@ def summary_section(report: dict) -> str:
             ("track", "dataset actually used", "verified", "metric", "tokens", "budget",
              "sweep configs", "MDE (median over comparisons)", "budget signature"),
             datasets,
-            "MDE: the smallest improvement the paired test would detect with 80% power "
-            "(α = 0.05, observed spread of the per-seed differences), as % of the baseline mean.",
+            "MDE: the smallest improvement the paired test would detect with 80% power at "
+            f"α = {num((design or {}).get('verdict_alpha'), 2)} (Holm's first step over "
+            f"{design.get('comparisons', '–')} comparisons; observed spread of the per-seed "
+            "differences), on each track's scale: 1 − the geometric-mean ratio for log-ratio "
+            "tracks, % of the baseline mean otherwise; none: the seeds cannot reach that α.",
         ))  # fmt: skip
     return "\n".join(parts)
 
 
-def comparison_table(entry: dict) -> str:
-    """The track's comparison table, baseline first."""
+def comparison_table(entry: dict, family: str = "") -> str:
+    """The track's comparison table, baseline first (``family``: the Holm sentence)."""
     rows = []
+    points = in_points(entry)
     baseline = entry.get("baseline")
     names = list(entry.get("mixers", {}))
     names = ([baseline] if baseline in names else []) + [n for n in names if n != baseline]
@@ -153,26 +184,39 @@ def comparison_table(entry: dict) -> str:
             config += " <span class=muted>(edge)</span>"
         if cell is None:
             flags = "undertrained" if arm.get("undertrained") else "–"
-            rows.append((label, config, escape(spread), diverged, *["–"] * 6, flags))
+            rows.append((label, config, escape(spread), diverged,
+                         *["–"] * (7 if points else 6), flags))  # fmt: skip
             continue
         c = cell.get("comparison") or {}
         lo, hi = c.get("ci95_rel_pct") or (None, None)
+        dlo, dhi = (100 * v if v is not None else None for v in c.get("ci95_diff") or (None, None))
+        diff = c.get("improvement_diff")
+        in_pt = escape(f"{num(None if diff is None else 100 * diff, 3)} [{num(dlo, 3)}, "
+                       f"{num(dhi, 3)}]")  # fmt: skip
+        mde = ("none" if c.get("detectable") is False
+               else pct(c.get("mde_rel_pct"), signed=False))  # fmt: skip
         rows.append((
             label, config, escape(spread), diverged,
             escape(f"{pct(c.get('improvement_rel_pct'))} [{pct(lo)}, {pct(hi)}]"),
+            *([in_pt] if points else []),
             escape(num(c.get("p_value"), 3)), escape(num(c.get("p_holm"), 3)),
-            escape(pct(c.get("mde_rel_pct"), signed=False)),
+            escape(mde),
             escape(f"{c.get('wins', '–')}/{c.get('ties', '–')}/{c.get('losses', '–')}"),
             _verdict(c.get("verdict")), escape(", ".join(c.get("flags") or [])),
         ))  # fmt: skip
+    shift = 1 if points else 0
+    first = _first(entry)
     return _table(
         ("mixer", "chosen config", f"test {entry.get('metric')} mean ± sd", "diverged",
-         "improvement [95% CI]", "p", "Holm p", "MDE", "wins/ties/losses", "verdict", "flags"),
+         "improvement [95% CI]", *(["Δ pt [95% CI]"] if points else []), "p", "Holm p", "MDE",
+         "wins/ties/losses", "verdict", "flags"),
         rows,
         f"{entry.get('metric')} ({entry.get('direction')}); improvement > 0 means better than "
-        f"{baseline}, as % of the baseline mean; p: paired sign-flip test; Holm p: adjusted over "
-        "every comparison of the run.",
-        numeric=(2, 5, 6, 7),
+        f"{baseline}; {_scale_text(entry)}; p: paired sign-flip test; Holm p: adjusted over "
+        f"every comparison of the run ({family}); significant: Holm p < "
+        f"{num(first.get('alpha'), 2)} and the 95% CI excludes 0; chosen config: the one most "
+        "seeds chose on their own validation split (a tie goes to the best validation mean).",
+        numeric=(2, 5 + shift, 6 + shift, 7 + shift),
     )  # fmt: skip
 
 
@@ -193,7 +237,9 @@ def sweep_table(entry: dict) -> str:
         rows.append(row)
     return _table(
         ("#", "config", *names), rows,
-        f"mean val.{entry.get('metric')} over the sweep seeds; ★ = config chosen for evaluation",
+        f"mean val.{entry.get('metric')} over the evaluation seeds (each tunes on its own "
+        "validation split); ★ = the config most seeds chose (ties: the best validation mean), "
+        "not necessarily the best mean in its column",
         numeric=tuple(range(2, 2 + len(names))),
     )  # fmt: skip
 
@@ -224,7 +270,8 @@ def signature_table(entry: dict) -> str:
     )  # fmt: skip
 
 
-def track_section(track: str, entry: dict, plots: dict[tuple[str, str], Plot]) -> str:
+def track_section(track: str, entry: dict, plots: dict[tuple[str, str], Plot],
+                  family: str = "") -> str:  # fmt: skip
     """One track: comparison table, per-seed plot, sweep plot and table, signatures."""
     parts = [
         f'<h2 id="track-{slug(track)}">Track {escape(track)}</h2>',
@@ -237,7 +284,7 @@ def track_section(track: str, entry: dict, plots: dict[tuple[str, str], Plot]) -
         return "\n".join(parts)
     if not entry.get("comparisons"):
         parts.append("<p class=warning>no comparisons: the baseline has no results here.</p>")
-    parts.append(comparison_table(entry))
+    parts.append(comparison_table(entry, family))
     parts.append(_figure(plots.get((track, "forest")),
                          "Every comparison's improvement with its 95% CI, ordered; the line at 0 "
                          "is the baseline, the grey band the equivalence margin; marker shape, "
@@ -256,15 +303,17 @@ def track_section(track: str, entry: dict, plots: dict[tuple[str, str], Plot]) -
                          f"one rule for every mixer: {RULE}."))  # fmt: skip
     parts.append("<h3>Quality against cost</h3>")
     parts.append(_figure(plots.get((track, "cost")),
-                         "Improvement over the baseline (% of its mean, 95% CI; the baseline at "
-                         "0) against parameters, forward FLOPs per example and training step "
-                         "time (medians over the evaluation runs), log scale; ringed and joined: "
+                         "Improvement over the baseline (95% CI, on the track's scale: "
+                         f"{_scale_text(entry)}; the baseline at 0) against parameters, "
+                         "forward FLOPs per example and training step time (medians over the "
+                         "evaluation runs), log scale; ringed and joined: "
                          "the Pareto front, mixers no other beats on both axes."))  # fmt: skip
     parts.append("<h3>Sweep</h3>")
     parts.append(_figure(plots.get((track, "sweep")),
-                         "Validation metric of every shared grid config per mixer: dots are "
-                         "sweep seeds, the line joins their means, the ring marks the chosen "
-                         "config."))  # fmt: skip
+                         "Validation metric of every grid config per mixer: dots are the "
+                         "evaluation seeds (each tunes on its own validation split), the line "
+                         "joins their means, the ring marks the config most seeds "
+                         "chose."))  # fmt: skip
     parts.append(sweep_table(entry))
     parts.append(signature_table(entry))
     return "\n".join(parts)
@@ -288,25 +337,34 @@ def across_section(report: dict, plots: dict[tuple[str, str], Plot]) -> str:
         dlo, dhi = row.get("iqm_diff_ci95") or (None, None)
         plo, phi = row.get("prob_improvement_ci95") or (None, None)
         suite = row.get("suite_test") or {}
+        elo, ehi = row.get("suite_effect_ci95") or (None, None)
         counts = "/".join(
             "–" if row.get(f"tracks_{k}") is None else str(row[f"tracks_{k}"])
             for k in ("won", "lost", "equivalent", "inconclusive")
         )
         rows.append((
             escape(mixer), escape(str(row.get("n_tracks", "–"))),
+            escape(f"{num(row.get('suite_effect'), 3)} [{num(elo, 3)}, {num(ehi, 3)}]"),
+            escape(f"{num(suite.get('p_value'), 3)} ({num(suite.get('p_holm'), 3)})"),
+            escape(suite_verdict(row)),
             escape(f"{num(row.get('iqm'), 3)} [{num(lo, 3)}, {num(hi, 3)}]"),
             escape(f"{num(row.get('iqm_diff'), 3)} [{num(dlo, 3)}, {num(dhi, 3)}]"),
             escape(f"{num(row.get('prob_improvement'), 2)} [{num(plo, 2)}, {num(phi, 2)}]"),
-            escape(f"{num(suite.get('p_value'), 3)} ({num(suite.get('p_holm'), 3)})"),
             escape(counts), escape(num(average.get(mixer), 3)),
         ))  # fmt: skip
     parts.append(_table(
-        ("mixer", "tracks", "IQM [95% CI]", "IQM − baseline [95% CI]", "P(improvement) [95% CI]",
-         "suite p (Holm)", "won/lost/equivalent/inconclusive", "mean rank"),
+        ("mixer", "tracks", "suite effect [95% CI]", "p of the effect (Holm)", "verdict",
+         "IQM [95% CI]", "IQM − baseline [95% CI]", "P(improvement) [95% CI]",
+         "won/lost/equivalent/inconclusive", "mean rank"),
         rows,
-        "normalised score: baseline mean = 1 on each track, higher is better; CIs by stratified "
-        "bootstrap; suite p: stratified sign-flip test on log-ratios, Holm across mixers.",
-        numeric=(2, 3, 4, 5, 7),
+        "score: the fraction of the gap from the trivial predictor (0) to the ideal value (1) "
+        "closed, higher is better; suite effect: the mean over tracks (each weighing the same) "
+        "of the mean paired score difference with the baseline, 95% CI by stratified bootstrap; "
+        "p: two-sided sign-flip test of that same suite effect (its sign is the direction "
+        f"tested), Holm across {len(across.get('mixers') or {})} mixers; better/worse: Holm p < "
+        f"{num(across.get('alpha'), 2)} and the CI excludes 0, holding with any one track left "
+        "out (else mixed); IQM and P(improvement): descriptive, stratified bootstrap CIs.",
+        numeric=(2, 3, 5, 6, 7, 9),
     ))  # fmt: skip
     parts.append(_figure(plots.get(("across", "iqm")),
                          "IQM of normalised scores (0 = trivial predictor, 1 = ideal) with its 95% "
@@ -399,7 +457,7 @@ def render_html(report: dict, plots: Sequence[Plot], scaling: str = "") -> str:
         f"{escape(str((report.get('settings') or {}).get('baseline', '–')))}</p>",
         f"<nav><ul>{nav}</ul></nav>",
         summary_section(report),
-        *(track_section(t, e, by_key) for t, e in tracks.items()),
+        *(track_section(t, e, by_key, _family_text(report)) for t, e in tracks.items()),
         across_section(report, by_key),
         cost_section(report),
         problems_section(report),

@@ -145,7 +145,8 @@ def sweep_figure(track: str, entry: dict, styles: dict[str, Style]) -> Figure | 
     )
     ax.set_xticks(range(grid), labels=[numbers.config(c, "\n") for c in configs[:grid]], fontsize=7)
     ax.set_ylabel(_metric_label(entry, "val"))
-    ax.set_title(titled(fig, f"{track}: sweep", "(mean over sweep seeds; ring = chosen config)"),
+    ax.set_title(titled(fig, f"{track}: sweep",
+                        "(mean over the seeds; ring = the config most seeds chose)"),
                  fontsize=9)  # fmt: skip
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.grid(axis="y", alpha=0.3)

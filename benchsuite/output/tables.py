@@ -23,9 +23,12 @@ from benchsuite.output.palette import VERDICTS, verdict
 from benchsuite.output.widths import FirstFitting, fit
 
 SCALE_NOTE = {
-    "log": "effects from paired log-ratios (1 − geometric-mean ratio; never beyond +100%)",
-    "difference": "effects from paired differences, relative to the baseline's mean",
+    "log": "improvement, CI and MDE on the log-ratio scale, shown as 1 − the geometric-mean "
+    "ratio mixer/baseline in % (never beyond +100%)",
+    "difference": "improvement, CI and MDE on the difference scale, shown as % of the "
+    "baseline's mean",
 }
+POINTS_NOTE = "Δ pt: the same paired difference in percentage points, with its 95% CI"
 SUITE_STYLE = {"better": "bold blue", "worse": "bold red", "mixed": "magenta",
                "inconclusive": "yellow"}  # fmt: skip
 
@@ -59,6 +62,45 @@ def _improvement(c: dict) -> str:
     return f"{pct(c['improvement_rel_pct'])} {interval(c['ci95_rel_pct'], pct)}"
 
 
+def in_points(entry: dict) -> bool:
+    """An accuracy-type metric (higher is better, ideal 1): effects also in percentage points."""
+    return bool(entry.get("higher_is_better")) and entry.get("ideal") == 1.0
+
+
+def _points(c: dict) -> str:
+    lo, hi = c.get("ci95_diff") or (None, None)
+    scaled = [None if v is None else 100 * v for v in (lo, hi)]
+    value = c.get("improvement_diff")
+    shown = num(None if value is None else 100 * value, 3)
+    return f"{shown} {interval(scaled, lambda v: num(v, 3))}"
+
+
+def _mde(c: dict) -> str:
+    """The MDE, or ``none`` when no sign pattern of the seeds reaches the verdict's alpha."""
+    return "none" if c.get("detectable") is False else pct(c["mde_rel_pct"], signed=False)
+
+
+def _scale(entry: dict) -> str:
+    note = SCALE_NOTE.get(entry.get("scale", "difference"), "")
+    return f"{note}; {POINTS_NOTE}" if in_points(entry) else note
+
+
+def _family(entry: dict, design: dict | None) -> str:
+    """The Holm family and the alpha of the verdicts, as the comparisons record them."""
+    first = next(iter(entry["comparisons"].values()), None)
+    if first is None:
+        return ""
+    c = first["comparison"]
+    partial = ""
+    if design and design.get("partial"):
+        partial = f" (partial: {design['finished']} of {design['comparisons']} finished)"
+    return (
+        f"Holm over {c.get('family', '–')} comparisons{partial}; significant: Holm p < "
+        f"{num(c['alpha'], 2)} and the 95% CI excludes 0; MDE at alpha {num(c['mde_alpha'], 2)} "
+        "(Holm's first step), none: the seeds cannot reach that alpha"
+    )
+
+
 def _flags(entry: dict, mixer: str) -> str:
     cell = entry["comparisons"].get(mixer)
     if cell is not None:
@@ -73,11 +115,6 @@ def _spread(arm: dict) -> str:
 def _label(entry: dict, mixer: str) -> str:
     name = escape(mixer)
     return f"[bold]{name}[/] (baseline)" if mixer == entry["baseline"] else name
-
-
-def _mde_alpha(entry: dict) -> str:
-    first = next(iter(entry["comparisons"].values()), None)
-    return num(first["comparison"]["mde_alpha"], 2) if first else numbers.MISSING
 
 
 def _new(title: str, caption: str, columns: list[str], no_wrap: tuple[str, ...] = (),
@@ -95,38 +132,42 @@ def _title(name: str, entry: dict) -> str:
     return f"[bold]{escape(name)}[/] — {escape(dataset)}"
 
 
-def track_table(name: str, entry: dict) -> Table:
+CONFIG_NOTE = (
+    "config: the one most seeds chose on their validation split (seeds agreeing / seeds; a tie "
+    "goes to the best validation mean)"
+)
+
+
+def track_table(name: str, entry: dict, design: dict | None = None) -> Table:
     """The comparison table of one track (baseline first), wide layout."""
-    scale = SCALE_NOTE.get(entry.get("scale", "difference"), "")
+    points = in_points(entry)
     table = _new(
         _title(name, entry),
         f"{entry['metric']} ({entry['direction']}); improvement > 0 means better than "
-        f"{entry['baseline']}; {scale}; MDE at alpha {_mde_alpha(entry)} (Holm's first step); "
-        f"config: the one most seeds chose on their validation split (seeds agreeing / seeds); "
+        f"{entry['baseline']}; {_scale(entry)}; {_family(entry, design)}; {CONFIG_NOTE}; "
         f"budget {entry['budget_signature']}",
-        ["mixer", "config", f"{entry['metric']} mean ± sd", "improvement [95% CI]", "p",
-         "Holm p", "MDE", "verdict", "flags"],
+        ["mixer", "config", f"{entry['metric']} mean ± sd", "improvement [95% CI]",
+         *(["Δ pt [95% CI]"] if points else []), "p", "Holm p", "MDE", "verdict", "flags"],
         no_wrap=("verdict",),
     )  # fmt: skip
     for mixer, arm in entry["mixers"].items():
         cell = entry["comparisons"].get(mixer)
         row = [_label(entry, mixer), _choice(arm, entry["grid"]), _spread(arm)]
         if cell is None:
-            table.add_row(*row, "", "", "", "", "", _flags(entry, mixer))
+            table.add_row(*row, *[""] * (6 if points else 5), _flags(entry, mixer))
             continue
         c = cell["comparison"]
-        table.add_row(*row, _improvement(c), num(c["p_value"], 3), num(c["p_holm"], 3),
-                      pct(c["mde_rel_pct"], signed=False), _verdict(c["verdict"]),
-                      _flags(entry, mixer))  # fmt: skip
+        table.add_row(*row, _improvement(c), *([_points(c)] if points else []),
+                      num(c["p_value"], 3), num(c["p_holm"], 3), _mde(c),
+                      _verdict(c["verdict"]), _flags(entry, mixer))  # fmt: skip
     return table
 
 
-def track_tables_narrow(name: str, entry: dict) -> list[Table]:
+def track_tables_narrow(name: str, entry: dict, design: dict | None = None) -> list[Table]:
     """The same figures in two narrower tables: each mixer's result, then its comparison."""
     results = _new(
         _title(name, entry),
-        f"{entry['metric']} ({entry['direction']}) on the test split; config: the one most seeds "
-        f"chose on their validation split (seeds agreeing / seeds); budget "
+        f"{entry['metric']} ({entry['direction']}) on the test split; {CONFIG_NOTE}; budget "
         f"{entry['budget_signature']}",
         ["mixer", "config", f"{entry['metric']} mean ± sd", "flags"],
         narrow=True,
@@ -137,29 +178,30 @@ def track_tables_narrow(name: str, entry: dict) -> list[Table]:
     tables = [results]
     if entry["comparisons"]:
         shown = [cell["comparison"]["verdict"] for cell in entry["comparisons"].values()]
-        scale = SCALE_NOTE.get(entry.get("scale", "difference"), "")
+        points = in_points(entry)
         against = _new(
             f"[bold]{escape(name)}[/]: against {escape(entry['baseline'])}",
-            f"improvement > 0 means better than {entry['baseline']}; {scale}; MDE at alpha "
-            f"{_mde_alpha(entry)} (Holm's first step); verdicts: {_legend(shown)}",
-            ["mixer", "improvement [95% CI]", "p", "Holm p", "MDE", "verdict"],
+            f"improvement > 0 means better than {entry['baseline']}; {_scale(entry)}; "
+            f"{_family(entry, design)}; verdicts: {_legend(shown)}",
+            ["mixer", "improvement [95% CI]", *(["Δ pt [95% CI]"] if points else []), "p",
+             "Holm p", "MDE", "verdict"],
             no_wrap=("verdict",),
             narrow=True,
         )  # fmt: skip
         for mixer, cell in entry["comparisons"].items():
             c = cell["comparison"]
-            against.add_row(escape(mixer), _improvement(c), num(c["p_value"], 3),
-                            num(c["p_holm"], 3), pct(c["mde_rel_pct"], signed=False),
+            against.add_row(escape(mixer), _improvement(c), *([_points(c)] if points else []),
+                            num(c["p_value"], 3), num(c["p_holm"], 3), _mde(c),
                             _verdict(c["verdict"], short=True))  # fmt: skip
         tables.append(against)
     return tables
 
 
-def track_view(name: str, entry: dict) -> RenderableType:
+def track_view(name: str, entry: dict, design: dict | None = None) -> RenderableType:
     """One track's table, wide or narrow as the terminal allows."""
     return FirstFitting([
-        lambda _width: [track_table(name, entry)],
-        lambda _width: track_tables_narrow(name, entry),
+        lambda _width: [track_table(name, entry, design)],
+        lambda _width: track_tables_narrow(name, entry, design),
     ])  # fmt: skip
 
 
@@ -218,7 +260,8 @@ def across_table(report: dict) -> Table | None:
         "[bold]across tracks[/] (score: fraction of the gap from the trivial predictor to the "
         "ideal value closed)",
         _across_caption(across),
-        ["mixer", "suite effect [95% CI]", *map(escape, tracks), "p (Holm)", "verdict", "robust"],
+        ["mixer", "suite effect [95% CI]", *map(escape, tracks), "p of the effect (Holm)",
+         "verdict", "robust"],
     )  # fmt: skip
     for mixer, row in across["mixers"].items():
         effects = row.get("per_track_effect") or {}
@@ -231,12 +274,22 @@ def _across_caption(across: dict) -> str:
     left = across.get("tracks_left_out") or {}
     dropped = "; left out: " + "; ".join(f"{t} ({why})" for t, why in left.items()) if left else ""
     return (
-        "effect: mean paired score difference with the baseline, per track and (suite) the "
-        "mean over tracks, each track weighing the same, with a stratified bootstrap 95% CI; "
-        "p: the per-track studentised effects combined (Stouffer) under sign flips, Holm "
-        "across mixers; robust: the verdict holds with any one track left out (mixed: it does "
-        f"not); * ran on fewer tracks; ranks: docs/statistics.md{dropped}"
+        "effect: mean paired score difference with the baseline (difference scale of the "
+        "score), per track and (suite) the mean over tracks, each track weighing the same, "
+        "with a stratified bootstrap 95% CI; p: two-sided sign-flip test of that same suite "
+        f"effect (its sign is the direction tested), Holm across {len(across['mixers'])} mixers; "
+        f"better/worse: Holm p < {num(across['alpha'], 2)} and the CI excludes 0; robust: the "
+        "verdict holds with any one track left out (mixed: it does not; its direction in "
+        "brackets); * ran on fewer "
+        f"tracks; ranks: docs/statistics.md{dropped}"
     )
+
+
+def suite_verdict(row: dict) -> str:
+    """A mixer's across-tracks verdict; ``mixed`` with the direction its effect tested."""
+    verdict_ = row.get("verdict", "")
+    direction = (row.get("suite_test") or {}).get("direction")
+    return f"mixed ({direction})" if verdict_ == "mixed" and direction else verdict_
 
 
 def _across_row(mixer: str, row: dict) -> list[str]:
@@ -247,7 +300,7 @@ def _across_row(mixer: str, row: dict) -> list[str]:
         f"{num(row.get('suite_effect'), 2)} "
         f"{interval(row.get('suite_effect_ci95'), lambda v: num(v, 2))}",
         f"{num(suite.get('p_value'), 2)} ({num(suite.get('p_holm'), 2)})",
-        f"[{SUITE_STYLE.get(verdict_, '')}]{verdict_}[/]",
+        f"[{SUITE_STYLE.get(verdict_, '')}]{escape(suite_verdict(row))}[/]",
         "yes" if row.get("robust_without_any_track") else "no",
     ]
 
@@ -257,7 +310,8 @@ def across_tables_narrow(report: dict, width: int) -> list[Table]:
     across = report["across_tracks"]
     suite = _new("[bold]across tracks[/] (score: fraction of the gap from the trivial "
                  "predictor to the ideal value closed)", _across_caption(across),
-                 ["mixer", "suite effect [95% CI]", "p (Holm)", "verdict", "robust"],
+                 ["mixer", "suite effect [95% CI]", "p of the effect (Holm)", "verdict",
+                  "robust"],
                  narrow=True)  # fmt: skip
     for mixer, row in across["mixers"].items():
         suite.add_row(*_across_row(mixer, row))
@@ -343,14 +397,22 @@ def print_design(design: dict, console: Console) -> None:
     console.print(
         f"design: {design['seeds']} paired seeds ({why}), {m} comparisons (Holm needs at least "
         f"{design['min_seeds_for_significance']} seeds; verdicts at alpha "
-        f"{num(design['alpha'], 2)}, its first step); each seed tunes on its own validation split"
+        f"{num(design['alpha'], 2)}, its first step; the analysis uses this family less any "
+        "cell a track's data rules out, as every table states); each seed tunes on its own "
+        "validation split"
     )
     if design["warning"]:
         console.print(f"[yellow]warning:[/] {design['warning']}")
     for track, plan in design["tracks"].items():
+        scale = "geometric-mean ratio" if plan.get("scale") == "log" else "of the baseline mean"
+        mde = (
+            f"planned MDE {pct(plan['planned_mde_rel_pct'], signed=False)} ({scale}) at that alpha"
+            if plan["planned_mde_rel_pct"] is not None
+            else f"nothing detectable: the smallest sign-flip p of {design['seeds']} seeds is "
+            "not below that alpha"
+        )  # fmt: skip
         console.print(
-            f"  {track}: planned MDE {pct(plan['planned_mde_rel_pct'], signed=False)} of the "
-            f"baseline at that alpha (sd of paired differences "
+            f"  {track}: {mde} (sd of paired differences "
             f"{pct(100 * plan['planning_sd_rel'], signed=False)}, {plan['source']})"
         )
 
@@ -358,12 +420,15 @@ def print_design(design: dict, console: Console) -> None:
 def print_report(report: dict, console: Console) -> None:
     """Print every table of a report, each in the widest layout the terminal fits."""
     design = report["design"]
-    if design.get("warning"):
-        console.print(f"[yellow]design:[/] {design['warning']}")
+    if design.get("partial"):
+        console.print(
+            f"[yellow]partial:[/] {design['finished']} of the design's {design['comparisons']} "
+            f"comparisons finished; Holm over all {design['comparisons']}"
+        )
     for warning in report.get("warnings", []):
         console.print(f"[yellow]warning:[/] {warning}")
     for name, entry in report["tracks"].items():
-        console.print(track_view(name, entry))
+        console.print(track_view(name, entry, design))
     if _signatures(report):
         console.print(FirstFitting([lambda _w: [signature_table(report)],
                                     lambda _w: signature_tables_narrow(report)]))  # fmt: skip
@@ -384,8 +449,14 @@ def print_report(report: dict, console: Console) -> None:
 
 def _compare_tables(result: dict, narrow: bool) -> list[Table]:
     title = "[bold]compare[/]: run B against run A, paired by seed"
-    caption = "improvement > 0 means B is better; Holm over every row"
     rows = result["rows"]
+    first = rows[0]["comparison"] if rows else {}
+    caption = (
+        "improvement > 0 means B is better, on each track's scale as run analyses it "
+        "(log-ratio tracks: 1 − the geometric-mean ratio B/A in %; others: % of A's mean); "
+        f"Holm over {len(rows)} rows; significant: Holm p < {num(first.get('alpha'), 2)} and "
+        f"the 95% CI excludes 0; MDE at alpha {num(first.get('mde_alpha'), 2)}"
+    )
     if not narrow:
         table = _new(title, caption, ["track", "mixer", "A mean", "B mean",
                                       "improvement [95% CI]", "p", "Holm p", "MDE", "verdict"],
@@ -394,7 +465,7 @@ def _compare_tables(result: dict, narrow: bool) -> list[Table]:
             c = row["comparison"]
             table.add_row(escape(row["track"]), escape(row["mixer"]), num(c["baseline_mean"]),
                           num(c["mixer_mean"]), _improvement(c), num(c["p_value"], 3),
-                          num(c["p_holm"], 3), pct(c["mde_rel_pct"], signed=False),
+                          num(c["p_holm"], 3), _mde(c),
                           _verdict(c["verdict"]))  # fmt: skip
         return [table]
     shown = [row["comparison"]["verdict"] for row in rows]
@@ -408,7 +479,7 @@ def _compare_tables(result: dict, narrow: bool) -> list[Table]:
         means.add_row(escape(row["track"]), escape(row["mixer"]), num(c["baseline_mean"]),
                       num(c["mixer_mean"]), _improvement(c))  # fmt: skip
         tests.add_row(escape(row["track"]), escape(row["mixer"]), num(c["p_value"], 3),
-                      num(c["p_holm"], 3), pct(c["mde_rel_pct"], signed=False),
+                      num(c["p_holm"], 3), _mde(c),
                       _verdict(c["verdict"], short=True))  # fmt: skip
     return [means, tests]
 

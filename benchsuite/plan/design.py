@@ -2,6 +2,11 @@
 effect could they detect on each track at the alpha the verdicts will use (Holm's first step,
 alpha/m)?
 
+The family is every (track, mixer) cell besides the baseline's, counted before the tracks' data
+is probed: a cell that the probe finds unsupported leaves it, so the analysis' family (stated in
+every table) can be smaller, never larger. Nothing is detectable when the smallest sign-flip p of
+n seeds (2/2**n) is not below that alpha: the planned MDE is then None.
+
 The planning sd (sd of the paired differences on the track's analysis scale: log-ratios, or
 differences relative to the baseline mean) comes from the last run in the same output folder when
 it compared mixers on that track, else from the track's declared ``planning_sd``.
@@ -20,6 +25,7 @@ from benchsuite.plan.power import (
     design_warning,
     holm_first_alpha,
     min_seeds_for_significance,
+    min_sign_flip_p,
     planned_mde,
 )
 from benchsuite.settings import RunSettings
@@ -60,15 +66,18 @@ def design_check(settings: RunSettings, tracks: dict[str, Track]) -> dict[str, A
         log_scale = tracks[name].metric.scale == "log"
         planned[name] = {
             "planning_sd_rel": sd,
+            "scale": tracks[name].metric.scale,
             "source": "previous run in this folder" if measured else "track default",
-            "planned_mde_rel_pct": 100 * (1 - math.exp(-mde) if log_scale else mde),
-        }
+            "planned_mde_rel_pct": None if math.isnan(mde)
+            else 100 * (1 - math.exp(-mde) if log_scale else mde),
+        }  # fmt: skip
     return {
         "comparisons": comparisons,
         "seeds": seeds,
         "default_seeds": default_seeds(max(comparisons, 1)),
         "seeds_given": settings.seeds != default_seeds(max(comparisons, 1)),
         "alpha": alpha,
+        "detectable": seeds >= 2 and min_sign_flip_p(seeds) < alpha,
         "min_seeds_for_significance": min_seeds_for_significance(max(comparisons, 1)),
         "warning": design_warning(seeds, max(comparisons, 1)),
         "tracks": planned,

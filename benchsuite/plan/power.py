@@ -1,6 +1,6 @@
 """Power and feasibility of a design: what n paired seeds can detect, and whether they can reach
-significance after Holm at all (PROTOCOL §2-3). Used before training (the design check) and after
-(the MDE of each comparison)."""
+significance after Holm at all (docs/statistics.md). Used before training (the design check) and
+after (the MDE of each comparison)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,17 @@ def dz_star(n: int, alpha: float = 0.05, power: float = 0.8) -> float:
     )
 
 
+def min_sign_flip_p(n: int) -> float:
+    """The smallest two-sided sign-flip p that n paired seeds can give: 2 / 2**n (every seed on
+    one side)."""
+    return 2.0 / 2.0**n
+
+
 def planned_mde(n: int, sd: float, alpha: float = 0.05) -> float:
-    """Planning MDE (two-sided, power .8, at ``alpha``) for n paired seeds and a guessed sd of d."""
+    """Planning MDE (two-sided, power .8, at ``alpha``) for n paired seeds and a guessed sd of d;
+    NaN when no sign pattern of n seeds reaches ``alpha`` (nothing is detectable)."""
+    if n < 2 or min_sign_flip_p(n) >= alpha:
+        return math.nan
     return dz_star(n, alpha) * float(sd)
 
 
@@ -36,7 +45,7 @@ MIN_DEFAULT_SEEDS = 12
 def default_seeds(m: int, alpha: float = 0.05) -> int:
     """The default seed count: the fewest with which a comparison whose smallest difference has
     the other sign (exact sign-flip p = 4/2**n) passes Holm's first step over m comparisons,
-    and at least 12 (PROTOCOL §2): m = 40 gives 12, m = 100 gives 13."""
+    and at least 12 (docs/statistics.md): m = 40 gives 12, m = 100 gives 13."""
     if m < 1:
         raise ValueError(f"the family must hold at least one comparison, got m={m}")
     return max(MIN_DEFAULT_SEEDS, math.floor(math.log2(4 * m / alpha)) + 1)

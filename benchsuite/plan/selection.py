@@ -1,6 +1,6 @@
-"""The protocol's rules applied to a trained run: choosing a config on validation (PROTOCOL §1:
-best validation mean, tie rules), where a choice sits in its grid, and why a result is imputed
-(PROTOCOL §4). Pure functions; every job applies them to its own seed, the plan records the
+"""The protocol's rules applied to a trained run (docs/statistics.md): choosing a config on
+validation (best validation mean, tie rules), where a choice sits in its grid, and why a result is
+imputed. Pure functions; every job applies them to its own seed, the plan records the
 choices, and the analysis reads them.
 """
 
@@ -32,7 +32,7 @@ def on_edge(configs: list[dict[str, Any]], winner: dict[str, Any]) -> bool:
 
 
 def select_best_config(sweep: list[dict[str, Any]]) -> tuple[int, bool]:
-    """Pick the sweep winner (PROTOCOL §1); return (grid index, edge_of_grid).
+    """Pick the sweep winner (docs/statistics.md); return (grid index, edge_of_grid).
 
     Entries: {'index', 'config', 'val', 'diverged', 'higher_is_better'}. Best validation mean;
     exact ties go to fewer diverged runs, then the better median, then grid order. Non-finite
@@ -59,14 +59,24 @@ def select_best_config(sweep: list[dict[str, Any]]) -> tuple[int, bool]:
 
 
 NON_FINITE, NO_BETTER_THAN_TRIVIAL = "non_finite", "no_better_than_trivial"
+CAP_TOLERANCE = 1e-6
+"""Relative tolerance of the comparison with a cap: scores are float32 (about 7 digits), caps
+float64, so a trivial predictor's float32 accuracy 0.6869999766 equals its cap 0.687."""
+
+
+def worse_than_cap(score: float, cap: float, higher_is_better: bool) -> bool:
+    """True when ``score`` is worse than ``cap`` by more than float32 rounding (CAP_TOLERANCE)."""
+    if math.isclose(score, cap, rel_tol=CAP_TOLERANCE, abs_tol=CAP_TOLERANCE):
+        return False
+    return score < cap if higher_is_better else score > cap
 
 
 def divergence(score: float, cap: float | None, higher_is_better: bool, finite: bool) -> str:
-    """Why a result is imputed with its seed's cap (PROTOCOL §4): ``"non_finite"`` (a non-finite
-    training loss or score), ``"no_better_than_trivial"`` (a score worse than the trivial
-    predictor's, the cap), or ``""`` when it is not."""
+    """Why a result is imputed with its seed's cap (docs/statistics.md): ``"non_finite"`` (a
+    non-finite training loss or score), ``"no_better_than_trivial"`` (a score worse than the
+    trivial predictor's, the cap, beyond float32 rounding), or ``""`` when it is not."""
     if not finite or not math.isfinite(score):
         return NON_FINITE
-    if cap is not None and (score < cap if higher_is_better else score > cap):
+    if cap is not None and worse_than_cap(score, cap, higher_is_better):
         return NO_BETTER_THAN_TRIVIAL
     return ""

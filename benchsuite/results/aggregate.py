@@ -1,16 +1,18 @@
-"""Across-track figures of the shared protocol (PROTOCOL.md §5). Pure numpy / scipy / statsmodels.
+"""Across-track figures of the protocol (docs/statistics.md). Pure numpy / scipy / statsmodels.
 
 Every run is scored on a bounded scale comparable across tracks: the fraction of the gap between
 the trivial predictor (its seed's cap) and the metric's ideal value that it closes (0 = trivial,
 1 = perfect; a diverged run, imputed with its cap, scores 0). Tracks whose metric declares no
 ideal are scored between the trivial predictor and the baseline's mean instead (baseline = 1).
 
-Per mixer, every track weighs the same: the suite effect is the mean over tracks of the per-track
-mean paired score difference, and the suite test combines the per-track studentised effects
-(Stouffer's sum / sqrt(k)) under the sign-flip null, flipping each seed's difference within its
-track (Monte Carlo, a recorded seed); Holm across mixers. A verdict is ``better`` or ``worse``
-only when it holds with any single track left out (``robust_without_any_track``); a significant
-result that does not is ``mixed``.
+Per mixer, every track weighs the same, and the effect, its interval and its test are one
+statistic: the suite effect, the mean over tracks of the per-track mean paired score difference.
+Its 95% CI is the stratified bootstrap's (seeds resampled within each track); its p is the
+two-sided sign-flip test of that same mean (each seed's difference flipped within its track,
+Monte Carlo with a recorded seed); Holm across mixers. A verdict is significant only when its
+Holm p is below alpha and its CI excludes 0; it is ``better`` or ``worse`` (the sign of the
+effect) only when it holds with any single track left out (``robust_without_any_track``); a
+significant result that does not is ``mixed``.
 
 Input, per track: ``{"higher_is_better", "ideal", "pairs": {mixer: {"baseline": [...],
 "mixer": [...], "caps": [...]}}}`` — each mixer's paired, imputed per-seed metrics and the seeds'
@@ -26,6 +28,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
+
+from benchsuite.results.stats import excludes_zero
 
 TrackInput = Mapping[str, Any]
 FLIPS = 20_000  # Monte Carlo sign flips: p resolves to 1/20001, far below alpha/(mixers)
@@ -63,41 +67,32 @@ def track_scores(track: TrackInput) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     }
 
 
-def _studentised(d: np.ndarray) -> np.ndarray:
-    """mean / (sd / sqrt(n)) along the last axis (0 where both are 0)."""
-    n = d.shape[-1]
-    mean = d.mean(axis=-1)
-    sd = d.std(axis=-1, ddof=1) if n > 1 else np.zeros_like(mean)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = mean / (np.maximum(sd, 1e-12) / math.sqrt(n))
-    return np.where((mean == 0) & (sd == 0), 0.0, t)
-
-
-def _null_statistics(diffs: dict[str, np.ndarray], seed: int) -> dict[str, np.ndarray]:
-    """Each track's studentised effect under ``FLIPS`` random sign flips of its differences."""
+def _null_effects(diffs: dict[str, np.ndarray], seed: int) -> dict[str, np.ndarray]:
+    """Each track's mean paired difference under ``FLIPS`` random sign flips of its seeds."""
     rng = np.random.default_rng(seed)
     null: dict[str, list[np.ndarray]] = {t: [] for t in diffs}
     for start in range(0, FLIPS, CHUNK):
         size = min(CHUNK, FLIPS - start)
         for track, d in diffs.items():
             signs = rng.choice((-1.0, 1.0), size=(size, len(d)))
-            null[track].append(_studentised(signs * d))
+            null[track].append((signs * d).mean(axis=1))
     return {t: np.concatenate(chunks) for t, chunks in null.items()}
 
 
-def _combined_p(observed: dict[str, float], null: dict[str, np.ndarray],
-                tracks: list[str]) -> tuple[float, float]:  # fmt: skip
-    """Stouffer's statistic over ``tracks`` and its two-sided Monte Carlo p."""
-    z = sum(observed[t] for t in tracks) / math.sqrt(len(tracks))
-    z_null = sum(null[t] for t in tracks) / math.sqrt(len(tracks))
-    p = (1 + np.count_nonzero(np.abs(z_null) >= abs(z) - 1e-12)) / (1 + len(z_null))
-    return float(z), float(p)
+def suite_test(diffs: dict[str, np.ndarray], null: dict[str, np.ndarray],
+               tracks: list[str]) -> tuple[float, float]:  # fmt: skip
+    """The equal-weight suite effect over ``tracks`` and its two-sided sign-flip p."""
+    effect = float(np.mean([diffs[t].mean() for t in tracks]))
+    effect_null = np.mean([null[t] for t in tracks], axis=0)
+    tol = 1e-12 * max(1.0, abs(effect))
+    p = (1 + np.count_nonzero(np.abs(effect_null) >= abs(effect) - tol)) / (1 + len(effect_null))
+    return effect, float(p)
 
 
-def _direction(p_holm: float, z: float, alpha: float) -> str:
-    if p_holm >= alpha:
+def _direction(p_holm: float, effect: float, alpha: float) -> str:
+    if p_holm >= alpha or effect == 0:
         return "none"
-    return "better" if z > 0 else "worse"
+    return "better" if effect > 0 else "worse"
 
 
 def _holm(ps: dict[str, float], alpha: float) -> dict[str, float]:
@@ -230,38 +225,40 @@ def aggregate_across_tracks(
     most_tracks = max((sum(n in s for s in scores.values()) for n in names), default=0)
 
     mixers: dict[str, dict[str, Any]] = {}
-    observed: dict[str, dict[str, float]] = {}
+    observed: dict[str, dict[str, np.ndarray]] = {}
     nulls: dict[str, dict[str, np.ndarray]] = {}
     for name in names:
         pairs = {t: s[name] for t, s in scores.items() if name in s}
         entry = _mixer_entry(pairs, rng, n_boot)
-        diffs = {t: m - b for t, (b, m) in pairs.items()}
-        observed[name] = {t: float(_studentised(d)) for t, d in diffs.items()}
-        nulls[name] = _null_statistics(diffs, seed)
-        entry["per_track_t"] = observed[name]
+        observed[name] = {t: m - b for t, (b, m) in pairs.items()}
+        nulls[name] = _null_effects(observed[name], seed)
         entry["fewer_tracks"] = len(pairs) < most_tracks
         counts = _count_verdicts(verdicts, name) if verdicts else None
         for key in ("tracks_won", "tracks_lost", "tracks_equivalent", "tracks_inconclusive"):
             entry[key] = counts[key] if counts else None
         mixers[name] = entry
 
-    full = {n: _combined_p(observed[n], nulls[n], list(observed[n])) for n in names}
+    full = {n: suite_test(observed[n], nulls[n], list(observed[n])) for n in names}
     holm = _holm({n: p for n, (_, p) in full.items()}, alpha)
     left_out: dict[str, dict[str, str]] = {n: {} for n in names}
     for track in scores:
         rest = {n: [t for t in observed[n] if t != track] for n in names if track in observed[n]}
-        partial = {n: _combined_p(observed[n], nulls[n], ts) for n, ts in rest.items() if ts}
+        partial = {n: suite_test(observed[n], nulls[n], ts) for n, ts in rest.items() if ts}
         partial_holm = _holm({n: p for n, (_, p) in partial.items()}, alpha)
-        for n, (z, _) in partial.items():
-            left_out[n][track] = _direction(partial_holm[n], z, alpha)
+        for n, (effect, _) in partial.items():
+            left_out[n][track] = _direction(partial_holm[n], effect, alpha)
     for name in names:
-        z, p = full[name]
-        direction = _direction(holm[name], z, alpha)
+        effect, p = full[name]
+        direction = _direction(holm[name], effect, alpha)
+        if not excludes_zero(mixers[name]["suite_effect_ci95"]):
+            direction = "none"  # the test and its interval disagree: not significant
         robust = bool(left_out[name]) and all(d == direction for d in left_out[name].values())
         verdict = "inconclusive" if direction == "none" else direction if robust else "mixed"
         mixers[name]["suite_test"] = {
-            "statistic": z, "p_value": p, "p_method": "monte_carlo", "flips": FLIPS,
-            "mc_seed": seed, "p_holm": holm[name],
+            "statistic": effect, "statistic_name": "suite_effect", "alternative": "two-sided",
+            "direction": "better" if effect > 0 else "worse" if effect < 0 else "none",
+            "p_value": p, "p_method": "monte_carlo", "flips": FLIPS, "mc_seed": seed,
+            "p_holm": holm[name],
         }  # fmt: skip
         mixers[name]["without_track"] = left_out[name]
         mixers[name]["robust_without_any_track"] = robust

@@ -21,7 +21,7 @@ from benchsuite.errors import UsageError
 from benchsuite.execute.record import RunRecord
 from benchsuite.plan.plan import Plan
 from benchsuite.plan.power import design_warning, min_seeds_for_significance
-from benchsuite.plan.selection import NO_BETTER_THAN_TRIVIAL, NON_FINITE, on_edge
+from benchsuite.plan.selection import NO_BETTER_THAN_TRIVIAL, NON_FINITE, divergence, on_edge
 from benchsuite.results import curves, stats
 from benchsuite.results.aggregate import aggregate_across_tracks
 from benchsuite.results.store import Store
@@ -51,14 +51,28 @@ def _records(plan: Plan, track: str, mixer: str, results: dict[str, RunRecord]) 
     return {record.job["seed"]: record for record in found}
 
 
+def _modal(counts: list[int], rows: list[dict], higher: bool) -> tuple[int, list[int]]:
+    """The most-chosen config and every config tied with it; a tie goes to the best mean
+    validation score over the seeds, then to grid order."""
+    tied = [k for k, c in enumerate(counts) if c == max(counts)]
+    sign = 1.0 if higher else -1.0
+
+    def score(k: int) -> float:
+        mean = rows[k]["mean"]
+        return sign * mean if math.isfinite(mean) else -math.inf
+
+    return max(tied, key=lambda k: (score(k), -k)), tied
+
+
 def selection(grid: list[dict], chosen: dict[int, int], records: dict[int, RunRecord],
-              metric: str, chance: bool = False) -> dict[str, Any]:  # fmt: skip
-    """How a cell's seeds chose: counts per config, the modal config, how many seeds agree with
-    it, how many chose an end of the grid, and every config's validation score per seed.
-    ``chance``: the cell is at chance, so an end of the grid is recorded (``modal_on_edge``) but
-    not flagged (``edge_of_grid`` false)."""
+              metric: str, chance: bool = False,
+              higher: bool = True) -> dict[str, Any]:  # fmt: skip
+    """How a cell's seeds chose: counts per config, the modal config (ties: best validation mean,
+    then grid order), how many seeds agree with it, how many chose an end of the grid, and every
+    config's validation score per seed. ``edge_of_grid`` needs every config tied for the most
+    choices on an end of the grid (a tie-break never makes an edge). ``chance``: the cell is at
+    chance, so an end of the grid is recorded (``modal_on_edge``) but not flagged."""
     counts = [sum(index == k for index in chosen.values()) for k in range(len(grid))]
-    modal = max(range(len(grid)), key=lambda k: (counts[k], -k))
     rows = []
     for k, config in enumerate(grid):
         values = [
@@ -68,14 +82,16 @@ def selection(grid: list[dict], chosen: dict[int, int], records: dict[int, RunRe
         ]
         rows.append({"cfg": config, "val": values, "chosen_by": counts[k],
                      "mean": float(np.mean(values)) if values else math.nan})  # fmt: skip
+    modal, tied = _modal(counts, rows, higher)
     n = max(len(chosen), 1)
     return {
         "modal": modal,
+        "tied": tied if len(tied) > 1 else [],
         "counts": counts,
         "agreement": counts[modal] / n,
         "edge_share": sum(on_edge(grid, grid[i]) for i in chosen.values()) / n,
         "modal_on_edge": on_edge(grid, grid[modal]),
-        "edge_of_grid": on_edge(grid, grid[modal]) and not chance,
+        "edge_of_grid": all(on_edge(grid, grid[k]) for k in tied) and not chance,
         "at_chance": chance,
         "indecisive": counts[modal] / n < DECISIVE_AGREEMENT and not chance,
         "chosen": {str(seed): index for seed, index in sorted(chosen.items())},
@@ -95,17 +111,27 @@ def _arm(plan: Plan, track: str, mixer: str, results: dict[str, RunRecord]) -> d
     values = {seed: r.metrics.get(metric, math.nan) for seed, r in records.items()}
     caps = {seed: r.cap for seed, r in records.items()}
     chance = at_chance(values, caps, facts.higher_is_better)
+    higher = facts.higher_is_better
+    reasons = {seed: _reason(r, values[seed], higher) for seed, r in records.items()}
     return {
         "records": records,
         "values": values,
-        "diverged": {seed: r.diverged for seed, r in records.items()},
-        "reasons": {seed: r.divergence for seed, r in records.items()},
+        "diverged": {seed: bool(reason) for seed, reason in reasons.items()},
+        "reasons": reasons,
         "caps": caps,
-        "selection": selection(facts.grid, chosen, records, facts.metric, chance),
+        "selection": selection(facts.grid, chosen, records, facts.metric, chance, higher),
         "costs": first.costs,
         "probes": first.probes if first.job.get("measure") else {},
         "n_planned": len(cell.jobs),
     }
+
+
+def _reason(record: RunRecord, value: float, higher: bool) -> str:
+    """Why a stored result is imputed, with the caps compared at float32 precision (records
+    stored before that tolerance keep their non-finite reason, not a rounding one)."""
+    if record.divergence == NON_FINITE or (record.diverged and not record.divergence):
+        return record.divergence or NON_FINITE
+    return divergence(value, record.cap, higher, finite=True)
 
 
 def _summary(values: list[float]) -> dict[str, Any]:
@@ -161,8 +187,10 @@ def compare_cell(plan: Plan, track: str, base: dict, arm: dict) -> dict:
         indecisive_selection=arm["selection"]["indecisive"],
         param_ratio=(arm_params / base_params) if base_params and arm_params else None,
     )
-    both = stats.compare_both_converged(base_raw, arm_raw, base_div, arm_div, higher,
-                                        scale=metric)  # fmt: skip
+    both = stats.compare_both_converged(
+        base_raw, arm_raw, base_div, arm_div, higher, scale=metric,
+        margin_rel=plan.settings["margin"],
+    )  # fmt: skip
     return {
         "comparison": comparison,
         "seeds": seeds,
@@ -172,7 +200,7 @@ def compare_cell(plan: Plan, track: str, base: dict, arm: dict) -> dict:
             "baseline": stats.divergence_summary(sum(base_div), len(seeds)),
             "mixer_reasons": {r: reasons.count(r) for r in (NON_FINITE, NO_BETTER_THAN_TRIVIAL)},
         },
-        "both_converged": both.to_dict() if both is not None else None,
+        "both_converged": both,
         "baseline_values": base_vals,
         "mixer_values": arm_vals,
         "caps": caps,
@@ -230,7 +258,7 @@ def analyse(plan: Plan, results: dict[str, RunRecord], failures: list[RunRecord]
     settings = plan.settings
     baseline = settings["baseline"]
     tracks: dict[str, Any] = {}
-    family = []
+    family, both_family = [], []
     for track, facts in plan.tracks.items():
         cells = plan.cells.get(track, {})
         arms = {m: _arm(plan, track, m, results) for m in settings["mixers"] if m in cells}
@@ -251,10 +279,16 @@ def analyse(plan: Plan, results: dict[str, RunRecord], failures: list[RunRecord]
             cell["signature"] = _signature(plan.mixers[mixer].signature, arm, base)
             entry["comparisons"][mixer] = cell
             family.append(cell["comparison"])
-    stats.apply_holm(family)
+            if cell["both_converged"] is not None:
+                both_family.append(cell["both_converged"])
+    size = planned_family(plan)
+    stats.apply_holm(family, family=max(size, len(family)))
+    stats.apply_holm(both_family)
     for entry in tracks.values():
         for cell in entry["comparisons"].values():
             cell["comparison"] = cell["comparison"].to_dict()
+            if cell["both_converged"] is not None:
+                cell["both_converged"] = cell["both_converged"].to_dict()
     planned = plan.keys()
     used = [results[k] for k in planned if k in results]
     across = _across(tracks, plan, baseline)
@@ -266,7 +300,7 @@ def analyse(plan: Plan, results: dict[str, RunRecord], failures: list[RunRecord]
         "mixers": {name: dataclasses.asdict(m) for name, m in plan.mixers.items()},
         "tracks": tracks,
         "skipped": [dataclasses.asdict(s) for s in plan.skipped],
-        "design": design(settings, len(family)),
+        "design": design(settings, max(size, len(family)), len(family), len(both_family)),
         "selection": selection_summary(tracks),
         "across_tracks": across,
         "learning_curves": curves.summary(tracks),
@@ -317,11 +351,27 @@ def environment_warnings(records: list[RunRecord]) -> list[str]:
     return warnings
 
 
-def design(settings: dict, comparisons: int) -> dict:
-    """Whether the seed count can reach Holm significance for this family size."""
+def planned_family(plan: Plan) -> int:
+    """The Holm family of the plan: every planned (track, mixer) cell besides the baseline's, on
+    tracks where the baseline has a cell (finished or not)."""
+    baseline = plan.settings["baseline"]
+    return sum(len(cells) - 1 for cells in plan.cells.values() if baseline in cells)
+
+
+def design(settings: dict, comparisons: int, finished: int | None = None,
+           both_converged: int = 0) -> dict:  # fmt: skip
+    """Whether the seed count can reach Holm significance for this family size; ``finished``:
+    the comparisons made (fewer than the family after an interruption: the tables are
+    ``partial``); ``both_converged``: the size of the both-converged analyses' own family."""
     needed = min_seeds_for_significance(max(comparisons, 1))
+    finished = comparisons if finished is None else finished
     return {
         "comparisons": comparisons,
+        "finished": finished,
+        "partial": finished < comparisons,
+        "alpha": 0.05,
+        "verdict_alpha": 0.05 / max(comparisons, 1),
+        "both_converged_comparisons": both_converged,
         "seeds": settings["seeds"],
         "min_seeds_for_significance": needed,
         "warning": design_warning(settings["seeds"], max(comparisons, 1)),

@@ -1,4 +1,4 @@
-"""Paired per-(mixer, track) statistics of the shared protocol (PROTOCOL.md §1-4).
+"""Paired per-(mixer, track) statistics of the protocol (docs/statistics.md).
 
 Pure numpy / scipy / statsmodels. Convention: ``d = sign * (mixer - baseline)`` with sign = +1 when
 higher is better, so ``improvement > 0`` always means the mixer beats the baseline.
@@ -15,7 +15,7 @@ import numpy as np
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from benchsuite.plan.power import dz_star
+from benchsuite.plan.power import dz_star, min_sign_flip_p
 
 MAX_EXACT = 100_000
 """Largest number of sign patterns enumerated exactly; beyond it, this many Monte Carlo flips."""
@@ -26,13 +26,16 @@ PARAM_TOLERANCE = 0.10
 
 @dataclass
 class Comparison:
-    """One paired comparison of a mixer with the baseline on one track (PROTOCOL §3).
+    """One paired comparison of a mixer with the baseline on one track (docs/statistics.md).
 
     ``scale`` is the scale of the analysis: ``"log"`` (paired log-ratios ``log(base / mixer)``, for
     positive lower-is-better metrics) or ``"difference"`` (``sign * (mixer - base)``). The test,
     CI, MDE, margin and verdict are on that scale, in the improvement direction; ``*_rel_pct``
     are the same figures as percentages of the baseline (for the log scale ``1 - exp(-x)``, which
     can never pass +100%); ``*_diff`` are the difference-scale figures in every case.
+    ``family`` is the Holm family size the verdict is corrected over; ``detectable`` is False when
+    n seeds cannot reach the verdict's alpha at all (the smallest sign-flip p, 2/2**n, is not
+    below alpha/family): then ``mde`` is NaN.
     """
 
     n: int
@@ -67,6 +70,8 @@ class Comparison:
     mde_alpha: float
     margin: float
     p_tost: float
+    family: int = 1
+    detectable: bool = True
     p_holm: float = math.nan
     p_tost_holm: float = math.nan
     verdict: str = "inconclusive"
@@ -83,9 +88,11 @@ class Comparison:
         return _rel(value, self.baseline_mean)
 
     def set_mde(self, alpha: float) -> None:
-        """The power-based MDE (power .8, two-sided) at ``alpha`` on the analysis scale."""
+        """The power-based MDE (power .8, two-sided) at ``alpha`` on the analysis scale; NaN and
+        ``detectable`` False when no sign pattern of n seeds reaches ``alpha``."""
         self.mde_alpha = alpha
-        self.mde = dz_star(self.n, alpha) * self.sd_diff
+        self.detectable = self.n >= 2 and min_sign_flip_p(self.n) < alpha
+        self.mde = dz_star(self.n, alpha) * self.sd_diff if self.detectable else math.nan
         self.mde_rel_pct = self.relative(self.mde)
 
 
@@ -137,12 +144,20 @@ def _rel(value: float, ref: float) -> float:
     return 100.0 * value / abs(ref) if ref != 0 else math.nan
 
 
+def excludes_zero(interval: Sequence[float | None]) -> bool:
+    """True when a CI lies entirely on one side of 0 (a significant verdict needs it)."""
+    lo, hi = interval
+    return lo is not None and hi is not None and (lo > 0 or hi < 0)
+
+
 def _verdict(c: Comparison) -> str:
+    """Significant: Holm p below alpha and the 95% CI of the same mean excludes 0 (when the
+    sign-flip p and the t interval disagree, the verdict is not significant)."""
     if c.n < 2:
         return "inconclusive"
     p = c.p_value if math.isnan(c.p_holm) else c.p_holm
     p_tost = c.p_tost if math.isnan(c.p_tost_holm) else c.p_tost_holm
-    if p < c.alpha:
+    if p < c.alpha and excludes_zero(c.ci95):
         verdict = "significant_win" if c.improvement > 0 else "significant_loss"
         lo, hi = c.ci95
         if -c.margin < lo and hi < c.margin:
@@ -243,19 +258,32 @@ def compare_paired(
     return comp
 
 
-def apply_holm(comparisons: list[Comparison], alpha: float = 0.05) -> None:
-    """Holm over the family, separately on p_value and p_tost; sets p_holm, p_tost_holm, the
-    verdict, and the MDE at Holm's most demanding step (alpha / family size), the power the
-    verdicts actually have."""
+def holm(p_values: Sequence[float], family: int | None = None, alpha: float = 0.05) -> list[float]:
+    """Holm-adjusted p over a family of ``family`` tests of which ``p_values`` are known (the
+    others, not finished, count as p = 1: never below these in Holm's order)."""
+    size = len(p_values) if family is None else family
+    if size < len(p_values):
+        raise ValueError(f"family of {size} cannot hold {len(p_values)} comparisons")
+    padded = [*p_values, *[1.0] * (size - len(p_values))]
+    return [float(p) for p in multipletests(padded, alpha=alpha, method="holm")[1]][: len(p_values)]
+
+
+def apply_holm(comparisons: list[Comparison], alpha: float = 0.05,
+               family: int | None = None) -> None:  # fmt: skip
+    """Holm over the family (``family``: its planned size, default the comparisons given),
+    separately on p_value and p_tost; sets p_holm, p_tost_holm, the verdict, and the MDE at
+    Holm's most demanding step (alpha / family size), the power the verdicts actually have."""
     if not comparisons:
         return
-    p_holm = multipletests([c.p_value for c in comparisons], alpha=alpha, method="holm")[1]
-    p_tost_holm = multipletests([c.p_tost for c in comparisons], alpha=alpha, method="holm")[1]
+    size = len(comparisons) if family is None else family
+    p_holm = holm([c.p_value for c in comparisons], size, alpha)
+    p_tost_holm = holm([c.p_tost for c in comparisons], size, alpha)
     for comp, ph, pt in zip(comparisons, p_holm, p_tost_holm, strict=True):
         comp.alpha = alpha
-        comp.p_holm = float(ph)
-        comp.p_tost_holm = float(pt)
-        comp.set_mde(alpha / len(comparisons))
+        comp.family = size
+        comp.p_holm = ph
+        comp.p_tost_holm = pt
+        comp.set_mde(alpha / size)
         comp.verdict = _verdict(comp)
 
 
@@ -270,7 +298,7 @@ def flag_comparison(
     indecisive_selection: bool,
     param_ratio: float | None,
 ) -> None:
-    """Add the flags of PROTOCOL §3 to ``comp.flags``.
+    """Add the flags of docs/statistics.md to ``comp.flags``.
 
     ``non_finite`` / ``no_better_than_trivial``: the mixer's seeds imputed for each reason
     (``unstable`` and ``no_better_than_trivial`` at 25% of ``n`` or more); ``param_ratio``: the

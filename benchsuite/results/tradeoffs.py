@@ -64,7 +64,8 @@ def track_tradeoff(entry: Mapping[str, Any]) -> dict[str, Any] | None:
             "verdict": None if mixer == baseline else comparison.get("verdict"),
             **{k: _positive(costs.get(k)) for k in COSTS},
         }
-    return {"score": "improvement over the baseline, % of its mean", **_with_fronts(points, COSTS)}
+    score = "improvement over the baseline in % (improvement_rel_pct, on the track's scale)"
+    return {"score": score, **_with_fronts(points, COSTS)}
 
 
 def _relative_cost(tracks: Mapping[str, Any], names: list[str], mixer: str, baseline: str,

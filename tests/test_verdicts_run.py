@@ -1,0 +1,202 @@
+"""Issue 20 end to end: every verdict of a small real run recomputed from its stored per-seed
+values (a log-ratio track, an accuracy track, a majority-class track), the captions checked
+against report.json, and a majority-class predictor never counted as diverged by rounding."""
+
+from __future__ import annotations
+
+import html
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+from conftest import run_cli
+from rich.console import Console
+from scipy import stats as sps
+
+from benchsuite.output import numbers
+from benchsuite.output.tables import print_report
+from benchsuite.plan.plan import Plan
+from benchsuite.results.aggregate import normalised
+from benchsuite.results.analysis import analyse
+from benchsuite.results.stats import excludes_zero, holm
+from benchsuite.results.store import Store
+
+PLUGIN = """
+from benchsuite import hookimpl
+from benchsuite.tracks.tabular import TabularTrack
+
+
+class FlatTable(TabularTrack):
+    name = "tabular_flat"
+    description = "a table whose only feature is constant: every model predicts one class"
+
+
+@hookimpl
+def benchsuite_register_tracks(register):
+    register(FlatTable())
+"""
+TRACKS = ("sequence", "tabular", "tabular_flat")
+SEEDS = 7  # 2/2**7 < 0.05/2: a verdict can be significant
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """OUT of a real run (identity against the baseline dense, three tracks, 7 seeds), stdout."""
+    root = tmp_path_factory.mktemp("verdicts")
+    (root / "plugins").mkdir()
+    (root / "plugins" / "flat.py").write_text(PLUGIN)
+    labels = (np.random.default_rng(7).random(333) < 0.69).astype(int)
+    (root / "flat.csv").write_text("x,label\n" + "".join(f"0,{v}\n" for v in labels))
+    done = run_cli(
+        "--plugins-dir", str(root / "plugins"), "run", "--tracks", ",".join(TRACKS),
+        "--mixers", "dense,identity", "--seeds", str(SEEDS), "--budget", "steps=30",
+        *[f"--grid={t}.lr=0.01" for t in TRACKS],  # one config: half the training
+        "--track-option", "sequence.series=24", "--track-option", "sequence.length=64",
+        "--track-option", f"tabular_flat.csv={root / 'flat.csv'}",
+        "--executor", "local", "--out", str(root / "out"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return root / "out", done.stdout
+
+
+@pytest.fixture(scope="module")
+def report(run):
+    return json.loads((run[0] / "report.json").read_text())
+
+
+def _exact_sign_flip(d: np.ndarray) -> float:
+    """Two-sided p of mean(d) over every sign pattern, enumerated here."""
+    means = np.array([np.mean(d * s) for s in itertools.product((-1, 1), repeat=len(d))])
+    return float(np.mean(np.abs(means) >= abs(d.mean()) - 1e-12))
+
+
+def _check_one_statistic(c: dict, base: list[float], mix: list[float], higher: bool) -> None:
+    """Effect, CI and p of a comparison all come from the same per-seed d on its scale."""
+    base_a, mix_a = np.asarray(base), np.asarray(mix)
+    sign = 1 if higher else -1
+    d = np.log(base_a / mix_a) if c["scale"] == "log" else sign * (mix_a - base_a)
+    assert c["per_seed_improvements"] == pytest.approx(d.tolist())
+    assert c["improvement"] == pytest.approx(d.mean())
+    half = sps.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d))
+    assert c["ci95"] == pytest.approx([d.mean() - half, d.mean() + half])
+    assert c["p_value"] == pytest.approx(_exact_sign_flip(d))
+    if c["verdict"].startswith("significant"):
+        assert c["p_holm"] < c["alpha"] and excludes_zero(c["ci95"])
+        assert c["verdict"].startswith("significant_win") == (c["improvement"] > 0)
+
+
+def test_every_per_track_and_both_converged_verdict_is_one_statistic(report):
+    design = report["design"]
+    cells = [(t, e, m, cell) for t, e in report["tracks"].items()
+             for m, cell in e["comparisons"].items()]  # fmt: skip
+    assert len(cells) == design["comparisons"] == 3 and not design["partial"]
+    assert {e["scale"] for _, e, _, _ in cells} == {"log", "difference"}
+    p_holm = holm([cell["comparison"]["p_value"] for *_, cell in cells], design["comparisons"])
+    for (_, entry, _, cell), adjusted in zip(cells, p_holm, strict=True):
+        c = cell["comparison"]
+        assert c["family"] == 3 and c["alpha"] == 0.05 and c["mde_alpha"] == pytest.approx(0.05 / 3)
+        assert c["p_holm"] == pytest.approx(adjusted)
+        _check_one_statistic(c, cell["baseline_values"], cell["mixer_values"],
+                             entry["higher_is_better"])  # fmt: skip
+    both = [cell["both_converged"] for *_, cell in cells if cell["both_converged"]]
+    assert len(both) == design["both_converged_comparisons"] >= 2
+    both_holm = holm([b["p_value"] for b in both])
+    for b, adjusted in zip(both, both_holm, strict=True):
+        assert b["alpha"] == 0.05 and b["family"] == len(both)
+        assert b["p_holm"] == pytest.approx(adjusted)
+        if b["verdict"].startswith("significant"):
+            assert b["p_holm"] < b["alpha"] and excludes_zero(b["ci95"])
+
+
+def test_the_across_tracks_verdict_tests_its_printed_effect(report):
+    across = report["across_tracks"]
+    row = across["mixers"]["identity"]
+    diffs = {}
+    for track, entry in report["tracks"].items():
+        cell = entry["comparisons"]["identity"]
+        ideal = entry["ideal"]
+        fake = {"higher_is_better": entry["higher_is_better"]}
+        base = normalised(cell["baseline_values"], cell["caps"], fake, ideal)
+        mix = normalised(cell["mixer_values"], cell["caps"], fake, ideal)
+        diffs[track] = mix - base
+    effect = np.mean([d.mean() for d in diffs.values()])
+    assert row["suite_effect"] == pytest.approx(effect)
+    assert row["suite_test"]["statistic"] == pytest.approx(effect)
+    assert row["suite_test"]["direction"] == ("better" if effect > 0 else "worse")
+    # the exact null of the equal-weight mean: every track's 2**7 flipped means, combined
+    nulls = [np.array([np.mean(d * s) for s in itertools.product((-1, 1), repeat=len(d))])
+             for d in diffs.values()]  # fmt: skip
+    grid = np.add.outer(np.add.outer(nulls[0], nulls[1]), nulls[2]).ravel() / 3
+    exact = np.mean(np.abs(grid) >= abs(effect) - 1e-12)
+    assert row["suite_test"]["p_value"] == pytest.approx(exact, abs=0.01)
+    if row["verdict"] in ("better", "worse", "mixed"):
+        assert row["suite_test"]["p_holm"] < across["alpha"]
+        assert excludes_zero(row["suite_effect_ci95"])
+    if row["verdict"] in ("better", "worse"):
+        assert row["verdict"] == row["suite_test"]["direction"]
+
+
+def test_a_majority_class_predictor_is_not_diverged_by_float_rounding(report, run):
+    entry = report["tracks"]["tabular_flat"]
+    cell = entry["comparisons"]["identity"]
+    cap = cell["caps"][0]
+    rounded = float(np.float32(cap))
+    assert rounded < cap  # the float32 accuracy of the majority class is below its cap
+    for name in ("identity", "dense"):
+        raw = entry["mixers"][name]["full"]["raw"]["per_seed"]
+        assert raw.count(rounded) >= SEEDS - 1, raw  # (nearly) every seed: the majority class
+        assert entry["mixers"][name]["diverged"] == 0
+    assert cell["divergence"]["mixer"]["count"] == cell["divergence"]["baseline"]["count"] == 0
+    assert cell["both_converged"] is not None and cell["both_converged"]["n"] == SEEDS
+
+
+def test_captions_state_the_alpha_scale_and_family_of_report_json(report, run):
+    out, stdout = run
+    design = report["design"]
+    alpha = numbers.num(design["verdict_alpha"], 2)
+    text = " ".join(stdout.split())  # captions wrap: compare on single spaces
+    assert text.count(f"Holm over {design['comparisons']} comparisons") == 3
+    assert text.count(f"MDE at alpha {alpha} (Holm's first step)") == 3
+    assert text.count("significant: Holm p < 0.05 and the 95% CI excludes 0") == 3
+    assert text.count("on the log-ratio scale") == 1  # sequence only
+    assert text.count("on the difference scale") == 2  # the two accuracy tracks
+    assert text.count("Δ pt") >= 2
+    assert f"Holm across 1 mixers; better/worse: Holm p < {numbers.num(0.05, 2)}" in text
+    assert "Stouffer" not in text
+    row = report["across_tracks"]["mixers"]["identity"]
+    direction = row["suite_test"]["direction"]
+    shown = f"mixed ({direction})" if row["verdict"] == "mixed" else row["verdict"]
+    assert f"{numbers.num(row['suite_effect'], 2)} " in text and f"│ {shown} " in text
+    page = " ".join(html.unescape((out / "report.html").read_text(encoding="utf-8")).split())
+    assert f"at α = {alpha} (Holm's first step over {design['comparisons']} comparisons" in page
+    assert page.count(f"Holm over {design['comparisons']} comparisons; MDE and first Holm step "
+                      f"at α = {alpha}") == 3  # fmt: skip
+    assert page.count("from paired log-ratios, shown as 1 − the geometric-mean ratio") >= 1
+    log_track = page[page.index('<h2 id="track-sequence">') : page.index("Track tabular</h2>")]
+    assert "geometric-mean ratio" in log_track and "% of the baseline mean" not in log_track
+    for stale in ("sweep seeds", "config chosen for evaluation", "baseline mean = 1",
+                  "on log-ratios, Holm"):  # fmt: skip
+        assert stale not in page
+    assert "★ = the config most seeds chose" in page
+
+
+def test_partial_tables_use_the_planned_family_and_say_so(run):
+    """One cell's jobs missing, as after an interruption: Holm still over all 3 comparisons."""
+    store = Store(run[0] / "benchsuite.sqlite")
+    plan = Plan.from_dict(store.last_plan())
+    results = store.results(plan.keys())
+    store.close()
+    missing = set(plan.cells["tabular"]["identity"].jobs)
+    partial = analyse(plan, {k: r for k, r in results.items() if k not in missing}, [])
+    design = partial["design"]
+    assert design["partial"] and design["finished"] == 2 and design["comparisons"] == 3
+    cells = [c["comparison"] for e in partial["tracks"].values() for c in e["comparisons"].values()]
+    assert [c["family"] for c in cells] == [3, 3]
+    assert [c["p_holm"] for c in cells] == pytest.approx(holm([c["p_value"] for c in cells], 3))
+    console = Console(record=True, width=200)
+    print_report(partial, console)
+    text = " ".join(console.export_text().split())
+    assert "partial: 2 of the design's 3 comparisons finished; Holm over all 3" in text
+    assert "Holm over 3 comparisons (partial: 2 of 3 finished)" in text
