@@ -51,26 +51,27 @@ def head_norm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     return functional.rms_norm(x, (x.shape[-1],), weight, eps=1e-6)
 
 
-def _chunks(chunk: int, *tensors: torch.Tensor) -> tuple[int, list[torch.Tensor]]:
-    """The number of chunks and each (B, H, T, ...) tensor zero-padded to it and split as
-    (B, H, N, chunk, ...); padding at the end never reaches an earlier token."""
+def _chunks(chunk: int, *tensors: torch.Tensor) -> list[torch.Tensor]:
+    """Each (B, H, T, ...) tensor zero-padded and split as (B, H, N, C, ...) with C = the smaller
+    of ``chunk`` and T; padding at the end never reaches an earlier token."""
     if chunk < 1:
         raise UsageError(f"chunk must be >= 1 (got {chunk})")
     tokens = tensors[0].shape[2]
+    chunk = min(chunk, tokens)
     count = -(-tokens // chunk)
     pad = count * chunk - tokens
     split = []
     for x in tensors:
         widths = (0, 0) * (x.dim() - 3) + (0, pad)
-        split.append(functional.pad(x, widths).unflatten(2, (count, chunk)))
-    return count, split
+        split.append((functional.pad(x, widths) if pad else x).unflatten(2, (count, chunk)))
+    return split
 
 
-def _pairwise_decay(g: torch.Tensor, diagonal: int = 0) -> torch.Tensor:
-    """exp(g_i - g_j) for j <= i - diagonal, else 0, from cumulated log decays g (..., C, f):
+def _pairwise_decay(g: torch.Tensor) -> torch.Tensor:
+    """exp(g_i - g_j) for j <= i, else 0, from cumulated log decays g (..., C, f):
     (..., C, C, f)."""
     size = g.shape[-2]
-    keep = torch.ones(size, size, dtype=torch.bool, device=g.device).tril(-diagonal)
+    keep = torch.ones(size, size, dtype=torch.bool, device=g.device).tril()
     difference = g[..., :, None, :] - g[..., None, :, :]
     return difference.masked_fill(~keep[:, :, None], float("-inf")).exp()
 
@@ -80,7 +81,7 @@ def chunk_linear_attention(
     k: torch.Tensor,
     v: torch.Tensor,
     log_decay: torch.Tensor | None = None,
-    chunk: int = 32,
+    chunk: int = 16,
 ) -> torch.Tensor:
     """o_t = S_t^T q_t with S_t = diag(exp(log_decay_t)) S_{t-1} + k_t v_t^T, S_0 = 0.
 
@@ -90,7 +91,7 @@ def chunk_linear_attention(
     """
     if log_decay is None:
         log_decay = q.new_zeros(*q.shape[:3], 1)
-    count, (q, k, v, g) = _chunks(chunk, q, k, v, log_decay)
+    q, k, v, g = _chunks(chunk, q, k, v, log_decay)
     g = g.cumsum(3)  # decay from the chunk's start to each token, (B, H, N, C, f)
     decay = _pairwise_decay(g)
     if g.shape[-1] == 1:
@@ -98,14 +99,16 @@ def chunk_linear_attention(
     else:
         scores = torch.einsum("...id,...jd,...ijd->...ij", q, k, decay)
     intra = scores @ v
+    if q.shape[2] == 1:  # one chunk: no state to carry
+        return intra[:, :, 0, : log_decay.shape[2]]
     q_in = q * g.exp()
     k_out = k * (g[..., -1:, :] - g).exp()
     total = g[..., -1, :].exp()  # (B, H, N, f)
     state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
     inter = []
-    for c in range(count):
-        inter.append(q_in[:, :, c] @ state)
-        state = total[:, :, c, :, None] * state + k_out[:, :, c].transpose(-1, -2) @ v[:, :, c]
+    for q_c, k_c, v_c, total_c in zip(*(x.unbind(2) for x in (q_in, k_out, v, total)), strict=True):
+        inter.append(q_c @ state)
+        state = total_c[..., None] * state + k_c.transpose(-1, -2) @ v_c
     out = intra + torch.stack(inter, dim=2)
     return out.flatten(2, 3)[:, :, : log_decay.shape[2]]
 
@@ -130,7 +133,7 @@ def chunk_delta_rule(
     v: torch.Tensor,
     beta: torch.Tensor,
     log_decay: torch.Tensor | None = None,
-    chunk: int = 32,
+    chunk: int = 16,
 ) -> torch.Tensor:
     """o_t = S_t^T q_t with S_t = a_t (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T, S_0 = 0.
 
@@ -141,23 +144,27 @@ def chunk_delta_rule(
     """
     if log_decay is None:
         log_decay = beta.new_zeros(beta.shape)
-    count, (q, k, v, beta, g) = _chunks(chunk, q, k, v, beta[..., None], log_decay[..., None])
+    q, k, v, beta, g = _chunks(chunk, q, k, v, beta[..., None], log_decay[..., None])
     g = g.cumsum(3)  # (B, H, N, C, 1)
     decay = _pairwise_decay(g)[..., 0]  # exp(g_i - g_j), j <= i
     within = (k @ k.transpose(-1, -2)) * decay * beta
     system = torch.eye(within.shape[-1], dtype=q.dtype, device=q.device) + within.tril(-1)
-    w = torch.linalg.solve_triangular(system, beta * g.exp() * k, upper=False)
     u = torch.linalg.solve_triangular(system, beta * v, upper=False)
     scores = (q @ k.transpose(-1, -2)) * decay
+    if q.shape[2] == 1:  # one chunk: no state to carry
+        return (scores @ u)[:, :, 0, : log_decay.shape[2]]
+    w = torch.linalg.solve_triangular(system, beta * g.exp() * k, upper=False)
     q_in = q * g.exp()
     k_out = k * (g[..., -1:, :] - g).exp()
     total = g[..., -1, :].exp()  # (B, H, N, 1)
     state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
     out = []
-    for c in range(count):
-        correction = u[:, :, c] - w[:, :, c] @ state
-        out.append(q_in[:, :, c] @ state + scores[:, :, c] @ correction)
-        state = total[:, :, c, :, None] * state + k_out[:, :, c].transpose(-1, -2) @ correction
+    for u_c, w_c, q_c, s_c, k_c, total_c in zip(
+        *(x.unbind(2) for x in (u, w, q_in, scores, k_out, total)), strict=True
+    ):
+        correction = u_c - w_c @ state
+        out.append(q_c @ state + s_c @ correction)
+        state = total_c[..., None] * state + k_c.transpose(-1, -2) @ correction
     return torch.stack(out, dim=2).flatten(2, 3)[:, :, : log_decay.shape[2]]
 
 

@@ -42,7 +42,7 @@ def _normalised(attend, q, k, v, *args) -> torch.Tensor:
     return out[..., :-1] / out[..., -1:]
 
 
-def parallel(q, k, v, chunk: int = 32) -> torch.Tensor:
+def parallel(q, k, v, chunk: int = 16) -> torch.Tensor:
     """Chunked Taylor linear attention: q, k (B, H, T, f), v (B, H, T, dv) -> (B, H, T, dv)."""
     from benchsuite.mixers._linear import chunk_linear_attention
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from torch import nn
 
 
-def parallel(q, k, v, beta, log_decay=None, chunk: int = 32) -> torch.Tensor:
+def parallel(q, k, v, beta, log_decay=None, chunk: int = 16) -> torch.Tensor:
     """Chunked delta rule: q, k (B, H, T, dk), v (B, H, T, dv), beta (and log_decay) (B, H, T)."""
     from benchsuite.mixers._linear import chunk_delta_rule
 

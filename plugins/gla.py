@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 GATE_RANK, TEMPERATURE = 16, 16.0
 
 
-def parallel(q, k, v, log_decay, chunk: int = 32) -> torch.Tensor:
+def parallel(q, k, v, log_decay, chunk: int = 16) -> torch.Tensor:
     """Chunked GLA: q, k, log_decay (B, H, T, dk), v (B, H, T, dv) -> (B, H, T, dv)."""
     from benchsuite.mixers._linear import chunk_linear_attention
 

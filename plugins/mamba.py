@@ -22,35 +22,69 @@ if TYPE_CHECKING:
     from torch import nn
 
 
-def _scan(a: torch.Tensor, b: torch.Tensor, chunk: int) -> torch.Tensor:
-    """h_t = a_t h_{t-1} + b_t over dim 1 of (B, T, ...), h_0 = 0: a Hillis-Steele doubling
-    scan inside chunks, then one carry per chunk."""
+def _scan_values(a: torch.Tensor, b: torch.Tensor, chunk: int) -> torch.Tensor:
+    """h_t = a_t h_{t-1} + b_t over dim 1 of (B, T, ...), h_0 = 0, without autograd: a
+    Hillis-Steele doubling scan inside chunks (log2(chunk) rounds), then one carry per chunk."""
     import torch
     from torch.nn import functional
 
     tokens = a.shape[1]
+    chunk = min(chunk, tokens)
     count = -(-tokens // chunk)
     pad = (0, 0) * (a.dim() - 2) + (0, count * chunk - tokens)
     a = functional.pad(a, pad, value=1.0).unflatten(1, (count, chunk))
     b = functional.pad(b, pad).unflatten(1, (count, chunk))
     step = 1
-    while step < chunk:  # log2(chunk) rounds
-        b = torch.cat([b[:, :, :step], b[:, :, step:] + a[:, :, step:] * b[:, :, :-step]], 2)
-        a = torch.cat([a[:, :, :step], a[:, :, step:] * a[:, :, :-step]], 2)
+    while step < chunk:  # in place: each right-hand side is evaluated before the write
+        b[:, :, step:] += a[:, :, step:] * b[:, :, :-step]
+        a[:, :, step:] = a[:, :, step:] * a[:, :, :-step]
         step *= 2
     carry, carried = torch.zeros_like(b[:, 0, 0]), []
-    for c in range(count):
+    for a_last, b_last in zip(a[:, :, -1].unbind(1), b[:, :, -1].unbind(1), strict=True):
         carried.append(carry)
-        carry = b[:, c, -1] + a[:, c, -1] * carry
-    h = b + a * torch.stack(carried, 1)[:, :, None]
-    return h.flatten(1, 2)[:, :tokens]
+        carry = b_last + a_last * carry
+    return (b + a * torch.stack(carried, 1)[:, :, None]).flatten(1, 2)[:, :tokens]
 
 
-def parallel(u, delta, a, b, c, chunk: int = 32) -> torch.Tensor:
+def _scan_function():
+    """The scan as an autograd function whose backward is the reverse scan: autograd keeps a and
+    h only, not every round of the doubling (works under vmap and torch.func)."""
+    import torch
+
+    class LinearScan(torch.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(a, b, chunk):
+            return _scan_values(a, b, chunk)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0], output)
+            ctx.chunk = inputs[2]
+
+        @staticmethod
+        def backward(ctx, grad):
+            a, h = ctx.saved_tensors
+            # dL/dh_t in total: g_t + a_{t+1} dL/dh_{t+1}, a scan from the end
+            a_next = torch.cat([a[:, 1:], torch.zeros_like(a[:, :1])], 1)
+            total = _scan_values(a_next.flip(1), grad.flip(1), ctx.chunk).flip(1)
+            h_before = torch.cat([torch.zeros_like(h[:, :1]), h[:, :-1]], 1)
+            return total * h_before, total, None
+
+    return LinearScan
+
+
+def scan(a: torch.Tensor, b: torch.Tensor, chunk: int = 16) -> torch.Tensor:
+    """h_t = a_t h_{t-1} + b_t over dim 1 of (B, T, ...), h_0 = 0, differentiable."""
+    return _scan_function().apply(a, b, chunk)
+
+
+def parallel(u, delta, a, b, c, chunk: int = 16) -> torch.Tensor:
     """The selective scan y_t = C_t^T h_t: u, delta (B, T, D), a (D, N), b, c (B, T, N)."""
     import torch
 
-    states = _scan(torch.exp(delta[..., None] * a), (delta * u)[..., None] * b[:, :, None], chunk)
+    states = scan(torch.exp(delta[..., None] * a), (delta * u)[..., None] * b[:, :, None], chunk)
     return torch.einsum("btdn,btn->btd", states, c)
 
 
@@ -68,7 +102,7 @@ def recurrent(u, delta, a, b, c) -> torch.Tensor:
     return torch.stack(out, 1)
 
 
-def build(tokens: int, dim: int, state: int = 16, expand: int = 2, conv: int = 4) -> nn.Module:
+def build(tokens: int, dim: int, state: int = 8, expand: int = 2, conv: int = 4) -> nn.Module:
     """A Mamba (S6) mixer: ``state`` entries per channel, ``expand * dim`` channels."""
     import torch
     from torch import nn
@@ -114,7 +148,7 @@ def benchsuite_register_mixers(register) -> None:
             build=build,
             description="Mamba: selective state-space (S6) mixer with a gate, causal",
             options=(
-                Option("state", int, 16, "state entries per channel (N)"),
+                Option("state", int, 8, "state entries per channel (N; the paper uses 16)"),
                 Option("expand", int, 2, "inner channels as a multiple of dim"),
                 Option("conv", int, 4, "taps of the short causal convolution"),
             ),

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from torch import nn
 
 
-def parallel(q, k, v, log_decay, chunk: int = 32) -> torch.Tensor:
+def parallel(q, k, v, log_decay, chunk: int = 16) -> torch.Tensor:
     """Chunked retention: q, k (B, H, T, dk), v (B, H, T, dv), log_decay (B or 1, H, T, 1)."""
     from benchsuite.mixers._linear import chunk_linear_attention
 

@@ -14,7 +14,7 @@ from benchsuite import Mixer, UsageError
 from benchsuite.testing import check_mixer, collect_mixers
 
 NEW = ["mamba", "gla", "deltanet", "gated_deltanet", "retnet", "sliding_window", "based"]
-LENGTHS = (20, 64, 77)  # shorter than, a multiple of, and off the default chunk of 32
+LENGTHS = (9, 20, 64, 77)  # one chunk, and on and off the grid of the default chunk of 16
 B, H = 2, 2
 TOLERANCE = {torch.float64: 1e-5, torch.float32: 1e-3}
 
@@ -155,6 +155,13 @@ def test_bad_options_are_one_line_errors(name, options, message):
         built_in(name).builder()(8, 16, **options)
 
 
+def test_a_window_longer_than_the_sequence_is_causal_attention():
+    q, k, v, _ = inputs("sliding_window", 30, torch.float64)
+    found = module("sliding_window").parallel(q, k, v, 30)
+    assert_agree(found, module("sliding_window").recurrent(q, k, v, 30), 1e-10)
+    assert_agree(module("sliding_window").parallel(q, k, v, 31), found, 1e-12)
+
+
 def test_sliding_window_ignores_tokens_outside_the_window():
     q, k, v, _ = inputs("sliding_window", 30, torch.float64)
     out = module("sliding_window").parallel(q, k, v, 4)
@@ -219,3 +226,23 @@ def test_sliding_window_matches_fla_reference():
     naive = fla_naive("attn").naive_parallel_attn
     expected, _ = naive(*map(heads_last, (q, k, v)), window_size=window)
     assert_agree(module("sliding_window").parallel(q, k, v, window), heads_last(expected), 1e-5)
+
+
+def test_mamba_scan_gradient_is_the_reverse_scan():
+    """The scan's hand-written backward against finite differences, off the chunk grid."""
+    g = torch.Generator().manual_seed(3)
+    a = torch.rand(2, 11, 3, generator=g, dtype=torch.float64).requires_grad_()
+    b = torch.randn(2, 11, 3, generator=g, dtype=torch.float64).requires_grad_()
+    assert torch.autograd.gradcheck(lambda a, b: module("mamba").scan(a, b, 4), (a, b))
+
+
+def test_mamba_runs_under_torch_func_transforms():
+    """Training stacks models with vmap and the probes take jacrev: both see the custom scan."""
+    torch.manual_seed(0)
+    mixer = built_in("mamba").builder()(12, 16)
+    x = torch.randn(3, 12, 16)
+    jacobian = torch.func.jacrev(lambda one: mixer(one[None])[0])(x[0])
+    later = jacobian[:5, :, 5:].abs().max().item()  # outputs 0..4 on inputs 5..11
+    assert jacobian.shape == (12, 16, 12, 16) and later == 0.0
+    batched = torch.vmap(lambda one: mixer(one[None])[0])(x)
+    assert_agree(batched, mixer(x), 1e-6)
