@@ -12,7 +12,8 @@ sum_j phi(q_t)^T phi(k_j) v_j / sum_j phi(q_t)^T phi(k_j), then a linear map.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from benchsuite import Mixer, Option, UsageError, hookimpl
 
@@ -30,7 +31,14 @@ def taylor_features(x: torch.Tensor) -> torch.Tensor:
     return torch.cat([torch.ones_like(y[..., :1]), y, square], dim=-1)
 
 
-def _normalised(attend, q, k, v, *args) -> torch.Tensor:
+def _normalised(
+    attend: Callable[..., torch.Tensor],
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *args: Any,
+) -> torch.Tensor:
+    """``attend`` on Taylor features, with a column of ones on v giving the normaliser."""
     import torch
 
     out = attend(
@@ -42,14 +50,14 @@ def _normalised(attend, q, k, v, *args) -> torch.Tensor:
     return out[..., :-1] / out[..., -1:]
 
 
-def parallel(q, k, v, chunk: int = 16) -> torch.Tensor:
+def parallel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk: int = 16) -> torch.Tensor:
     """Chunked Taylor linear attention: q, k (B, H, T, f), v (B, H, T, dv) -> (B, H, T, dv)."""
     from benchsuite.mixers._linear import chunk_linear_attention
 
     return _normalised(chunk_linear_attention, q, k, v, None, chunk)
 
 
-def recurrent(q, k, v) -> torch.Tensor:
+def recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """Taylor linear attention one token at a time (running sums of phi(k) v^T and phi(k))."""
     from benchsuite.mixers._linear import recurrent_linear_attention
 

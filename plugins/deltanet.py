@@ -21,14 +21,27 @@ if TYPE_CHECKING:
     from torch import nn
 
 
-def parallel(q, k, v, beta, log_decay=None, chunk: int = 16) -> torch.Tensor:
+def parallel(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    beta: torch.Tensor,
+    log_decay: torch.Tensor | None = None,
+    chunk: int = 16,
+) -> torch.Tensor:
     """Chunked delta rule: q, k (B, H, T, dk), v (B, H, T, dv), beta (and log_decay) (B, H, T)."""
     from benchsuite.mixers._linear import chunk_delta_rule
 
     return chunk_delta_rule(q, k, v, beta, log_decay, chunk)
 
 
-def recurrent(q, k, v, beta, log_decay=None) -> torch.Tensor:
+def recurrent(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    beta: torch.Tensor,
+    log_decay: torch.Tensor | None = None,
+) -> torch.Tensor:
     """The delta rule one token at a time (with a decay exp(log_decay_t) when given)."""
     from benchsuite.mixers._linear import recurrent_delta_rule
 
@@ -36,7 +49,12 @@ def recurrent(q, k, v, beta, log_decay=None) -> torch.Tensor:
 
 
 def build(
-    tokens: int, dim: int, heads: int = 4, conv: int = 4, gated: bool = False, name="deltanet"
+    tokens: int,
+    dim: int,
+    heads: int = 4,
+    conv: int = 4,
+    gated: bool = False,
+    name: str = "deltanet",
 ) -> nn.Module:
     """DeltaNet with ``heads`` heads and a ``conv``-tap short convolution; ``gated``: the Gated
     DeltaNet decay a_t = exp(-exp(A) softplus(w^T x_t + b)) and a SiLU output gate."""

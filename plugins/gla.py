@@ -20,14 +20,18 @@ if TYPE_CHECKING:
 GATE_RANK, TEMPERATURE = 16, 16.0
 
 
-def parallel(q, k, v, log_decay, chunk: int = 16) -> torch.Tensor:
+def parallel(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, log_decay: torch.Tensor, chunk: int = 16
+) -> torch.Tensor:
     """Chunked GLA: q, k, log_decay (B, H, T, dk), v (B, H, T, dv) -> (B, H, T, dv)."""
     from benchsuite.mixers._linear import chunk_linear_attention
 
     return chunk_linear_attention(q, k, v, log_decay, chunk)
 
 
-def recurrent(q, k, v, log_decay) -> torch.Tensor:
+def recurrent(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, log_decay: torch.Tensor
+) -> torch.Tensor:
     """GLA one token at a time: S_t = diag(exp(log_decay_t)) S_{t-1} + k_t v_t^T."""
     from benchsuite.mixers._linear import recurrent_linear_attention
 

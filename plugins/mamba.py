@@ -12,6 +12,7 @@ state across chunks; :func:`recurrent` is the token-by-token scan.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import TYPE_CHECKING
 
@@ -46,7 +47,8 @@ def _scan_values(a: torch.Tensor, b: torch.Tensor, chunk: int) -> torch.Tensor:
     return (b + a * torch.stack(carried, 1)[:, :, None]).flatten(1, 2)[:, :tokens]
 
 
-def _scan_function():
+@functools.cache
+def _scan_function() -> type:
     """The scan as an autograd function whose backward is the reverse scan: autograd keeps a and
     h only, not every round of the doubling (works under vmap and torch.func)."""
     import torch
@@ -80,7 +82,14 @@ def scan(a: torch.Tensor, b: torch.Tensor, chunk: int = 16) -> torch.Tensor:
     return _scan_function().apply(a, b, chunk)
 
 
-def parallel(u, delta, a, b, c, chunk: int = 16) -> torch.Tensor:
+def parallel(
+    u: torch.Tensor,
+    delta: torch.Tensor,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    c: torch.Tensor,
+    chunk: int = 16,
+) -> torch.Tensor:
     """The selective scan y_t = C_t^T h_t: u, delta (B, T, D), a (D, N), b, c (B, T, N)."""
     import torch
 
@@ -88,7 +97,9 @@ def parallel(u, delta, a, b, c, chunk: int = 16) -> torch.Tensor:
     return torch.einsum("btdn,btn->btd", states, c)
 
 
-def recurrent(u, delta, a, b, c) -> torch.Tensor:
+def recurrent(
+    u: torch.Tensor, delta: torch.Tensor, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor
+) -> torch.Tensor:
     """The selective scan one token at a time."""
     import torch
 

@@ -20,14 +20,18 @@ if TYPE_CHECKING:
     from torch import nn
 
 
-def parallel(q, k, v, log_decay, chunk: int = 16) -> torch.Tensor:
+def parallel(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, log_decay: torch.Tensor, chunk: int = 16
+) -> torch.Tensor:
     """Chunked retention: q, k (B, H, T, dk), v (B, H, T, dv), log_decay (B or 1, H, T, 1)."""
     from benchsuite.mixers._linear import chunk_linear_attention
 
     return chunk_linear_attention(q, k, v, log_decay.expand(*q.shape[:3], 1), chunk)
 
 
-def recurrent(q, k, v, log_decay) -> torch.Tensor:
+def recurrent(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, log_decay: torch.Tensor
+) -> torch.Tensor:
     """Retention one token at a time: S_t = exp(log_decay) S_{t-1} + k_t v_t^T."""
     from benchsuite.mixers._linear import recurrent_linear_attention
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from torch import nn
 
 
-def parallel(q, k, v, window: int) -> torch.Tensor:
+def parallel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int) -> torch.Tensor:
     """Banded causal attention: q, k, v (B, H, T, d) -> (B, H, T, d)."""
     import torch
     from torch.nn import functional
@@ -43,7 +43,7 @@ def parallel(q, k, v, window: int) -> torch.Tensor:
     return out.flatten(2, 3)[:, :, :tokens]
 
 
-def recurrent(q, k, v, window: int) -> torch.Tensor:
+def recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int) -> torch.Tensor:
     """Sliding-window attention one query at a time over the last ``window`` keys."""
     import torch
 
