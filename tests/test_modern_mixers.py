@@ -270,11 +270,11 @@ def test_mamba_scan_gradient_is_the_reverse_scan():
 def test_mamba_runs_under_torch_func_transforms():
     """Training stacks models with vmap and the probes take jacrev: both see the custom scan."""
     torch.manual_seed(0)
-    mixer = built_in("mamba").builder()(12, 16)
-    x = torch.randn(3, 12, 16)
+    mixer = built_in("mamba").builder()(8, 8)
+    x = torch.randn(3, 8, 8)
     jacobian = torch.func.jacrev(lambda one: mixer(one[None])[0])(x[0])
-    later = jacobian[:5, :, 5:].abs().max().item()  # outputs 0..4 on inputs 5..11
-    assert jacobian.shape == (12, 16, 12, 16) and later == 0.0
+    later = jacobian[:4, :, 4:].abs().max().item()  # outputs 0..3 on inputs 4..7
+    assert jacobian.shape == (8, 8, 8, 8) and later == 0.0 and jacobian.abs().max() > 0
     batched = torch.vmap(lambda one: mixer(one[None])[0])(x)
     assert_agree(batched, mixer(x), 1e-6)
 
