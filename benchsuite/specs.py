@@ -6,6 +6,7 @@ Nothing here imports torch: a plugin's metadata must be readable without buildin
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -130,7 +131,8 @@ class Mixer:
 
     ``build`` may be a callable or a ``"module:attribute"`` string imported only when a model is
     built, so that listing plugins never imports torch or the mixer's code.
-    ``supports(tokens, dim)`` returns None when the mixer can run on that shape, else the reason.
+    ``supports(tokens, dim, **options)`` returns None when the mixer can run on that shape with
+    those options, else the reason (it may name only some options, or none).
     """
 
     name: str
@@ -154,9 +156,21 @@ class Mixer:
             return self.build
         return _import_attribute(self.build, f"mixer {self.name!r}")
 
-    def reason_unsupported(self, tokens: int, dim: int) -> str | None:
-        """Why this mixer cannot run on ``tokens`` x ``dim``, or None when it can."""
-        return self.supports(tokens, dim) if self.supports else None
+    def reason_unsupported(
+        self, tokens: int, dim: int, options: Mapping[str, Any] | None = None
+    ) -> str | None:
+        """Why this mixer cannot run on ``tokens`` x ``dim`` with ``options``, or None when it can.
+
+        ``supports`` receives the options it names as keyword arguments (all of them when it
+        takes ``**options``); a ``supports(tokens, dim)`` receives none."""
+        if self.supports is None:
+            return None
+        parameters = list(inspect.signature(self.supports).parameters.values())
+        if any(p.kind is p.VAR_KEYWORD for p in parameters):
+            return self.supports(tokens, dim, **(options or {}))
+        named = {p.name for p in parameters[2:]}
+        given = {key: value for key, value in (options or {}).items() if key in named}
+        return self.supports(tokens, dim, **given)
 
 
 def _import_attribute(spec: str, owner: str) -> Any:

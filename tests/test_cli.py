@@ -392,7 +392,10 @@ def reference_row(spec: dataclasses.Field) -> str:
     }.get(kind, f"run.{spec.name}")
     default = spec.default
     shown = "—" if default in (dataclasses.MISSING, None) else f"`{json.dumps(default)}`"
-    return (f"| `{key}` | `{run_settings.flag_of(spec)}` | {TYPES[kind]} | {shown} | "
+    flag = run_settings.flag_of(spec)
+    if kind == run_settings.SWITCH:
+        flag += f"` / `--no-{flag[2:]}"
+    return (f"| `{key}` | `{flag}` | {TYPES[kind]} | {shown} | "
             f"{spec.metadata['help']} |")  # fmt: skip
 
 
