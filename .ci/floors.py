@@ -1,8 +1,8 @@
 """The lowest declared versions of pyproject.toml's dependencies, for ``make test-min``.
 
-``python .ci/floors.py`` prints pip requirements pinning every dependency to its lower bound
-(``name>=X`` -> ``name==X``; torch and torchvision left out: the floor venv shares the main venv's)
-and the test extra as declared. ``--check`` exits 1 unless the running environment has exactly
+``python .ci/floors.py`` prints pip requirements pinning every dependency and the ``parquet``
+extra to their lower bounds (``name>=X`` -> ``name==X``; torch and torchvision left out: the floor
+venv shares the main venv's), then the test extra as declared. ``--check`` exits 1 unless the running environment has exactly
 those floor versions installed, so the floor tests cannot silently run on newer ones.
 """
 
@@ -22,8 +22,9 @@ SHARED = {"torch", "torchvision"}  # taken from the main venv, not installed at 
 
 def floors() -> dict[str, str]:
     """Each dependency's lowest declared version, by distribution name."""
+    project = tomllib.loads(PYPROJECT.read_text())["project"]
     found = {}
-    for requirement in tomllib.loads(PYPROJECT.read_text())["project"]["dependencies"]:
+    for requirement in project["dependencies"] + project["optional-dependencies"]["parquet"]:
         name = re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0]
         if name.lower() in SHARED:
             continue
