@@ -1,7 +1,8 @@
 """What the terminal shows: the CLI's consoles (data on standard output, progress, warnings and
 notes on standard error), and while a run goes, fed by its
 :class:`~benchsuite.execute.events.Events`, the design (with the config file used) on the data
-console, warnings and a rich progress bar (or, verbose, one line per job) on the status console."""
+console, warnings and a rich progress bar (off a terminal a plain line now and then; verbose, one
+line per job) on the status console."""
 
 from __future__ import annotations
 
@@ -79,7 +80,7 @@ class Phase:
         return f"about {timedelta(seconds=round(left))} left"
 
     def line(self, now: float) -> str:
-        """The plain progress line: ``sweep: 12/845 jobs, 0:01:02 elapsed, about 0:40:00 left``."""
+        """The plain progress line: ``train: 12/845 jobs, 0:01:02 elapsed, about 0:40:00 left``."""
         elapsed = timedelta(seconds=round(now - self.started))
         eta = self.eta(now)
         return f"{self.name}: {self.done}/{self.total} jobs, {elapsed} elapsed" + (
