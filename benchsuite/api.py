@@ -65,12 +65,21 @@ def prepare(
     registry = registry or load_registry(settings.plugins_dir)
     for failure in registry.failures:
         events.warning(f"plugin {failure.name!r} not loaded: {failure.reason}")
+    registry.check_loaded("mixer", [*(settings.mixers or ()), settings.baseline])
+    registry.check_loaded("track", settings.tracks or ())
+    check_out(Path(settings.out))
     resolved = resolve(settings, registry)
     design = design_check(resolved, registry.tracks)
     events.design(design)
     if design["warning"] and resolved.strict:
         raise UsageError(f"{design['warning']} (--strict)")
     return resolved, registry, design
+
+
+def check_out(out: Path) -> None:
+    """The output folder can be one: a file of that name is a one-line usage error."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: is a file, not a folder; name a folder (it is created)")
 
 
 def run(settings: RunSettings, *, registry: Registry | None = None,

@@ -14,7 +14,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from benchsuite import __version__
 from benchsuite import settings as run_settings
@@ -80,6 +80,14 @@ EXAMPLES = {
 }  # fmt: skip
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose mistakes are one line naming the command, exit status 2 (not the
+    whole usage: ``--help`` has that)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def examples(name: str) -> str:
     """The ``examples:`` epilog of a command's help."""
     width = max(len(command) for command, _ in EXAMPLES[name])
@@ -100,7 +108,7 @@ def _add_common(parser: argparse.ArgumentParser, default: Any) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="benchsuite",
         description="Benchmark token mixers on several tracks with paired-seed statistics.",
         epilog=examples("benchsuite") + "\n\n`benchsuite COMMAND --help` for a command's flags; "
@@ -125,8 +133,9 @@ def _parser() -> argparse.ArgumentParser:
             kwargs.setdefault("epilog", examples(name))
         return commands.add_parser(name, formatter_class=FORMATTER, **kwargs)
 
-    run = add_command("run", parents=[common],
-                      help="run mixers x tracks under the shared protocol")  # fmt: skip
+    run = add_command(
+        "run", parents=[common], help="run mixers x tracks, paired by seed, every seed tuned alike"
+    )
     run.add_argument("--config", help="TOML file with run settings (flags override it; default: "
                      f"./{run_settings.CONFIG_FILE}, else [tool.benchsuite] in "
                      f"./{run_settings.PYPROJECT})")  # fmt: skip
@@ -189,6 +198,8 @@ def _parser() -> argparse.ArgumentParser:
                           help="token counts to build the mixer with (default 8,16)")  # fmt: skip
     contract.add_argument("--dims", type=split_names, default="16,32",
                           help="model widths to build the mixer with (default 16,32)")  # fmt: skip
+    contract.add_argument("--mixer-option", action="append", default=[], metavar="MIXER.KEY=VALUE",
+                          help="a mixer option to build with (as for run)")  # fmt: skip
     completion = add_command("completion", help="print a shell completion script")
     completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell")
     return parser
@@ -421,15 +432,25 @@ def cmd_test(args: argparse.Namespace) -> int:
     registry = load_registry(args.plugins_dir)
     for failure in registry.failures:
         print(f"warning: plugin {failure.name!r} not loaded: {failure.reason}", file=sys.stderr)
+    registry.check_loaded("mixer", args.mixers)
     check_names("mixer", args.mixers, registry.mixers)
+    options = parse_assignments(args.mixer_option, "--mixer-option")
+    if unknown := sorted(set(options) - set(args.mixers)):
+        raise UsageError(f"--mixer-option {unknown[0]}: not among the mixers tested")
+    from benchsuite.specs import resolve_options
     from benchsuite.testing import run_contract  # torch: only once the names are known
 
+    for name in args.mixers:  # every mistake before the first check runs
+        resolve_options(registry.mixers[name].options, options.get(name, {}), name)
     tokens, dims = ([int(v) for v in values] for values in sizes.values())
     failed = 0
     for name in args.mixers:
-        for outcome in run_contract(registry.mixers[name], tokens=tokens, dims=dims):
-            failed += not outcome.passed
+        mixer = registry.mixers[name]
+        for outcome in run_contract(mixer, tokens=tokens, dims=dims, options=options.get(name)):
+            failed += outcome.ran and not outcome.passed
             verdict = "passed" if outcome.passed else f"FAILED: {outcome.reason}"
+            if not outcome.ran:
+                verdict = f"not run: {outcome.reason}"
             print(f"{name} {outcome.check}: {verdict}")
     return 1 if failed else 0
 

@@ -41,7 +41,7 @@ class Streams:
 
     def int_seed(self, name: str) -> int:
         """A 63-bit integer seed for stream ``name`` (for torch.manual_seed)."""
-        return int(self.sequence(name).generate_state(2, dtype=np.uint32).view(np.uint64)[0] >> 1)
+        return int(self.sequence(name).generate_state(2, dtype=np.uint32).view(np.uint64)[0]) >> 1
 
     def shared_rng(self, name: str) -> np.random.Generator:
         """A Generator for stream ``name`` that is the same for every seed of the track."""

@@ -352,8 +352,9 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         if kind in (OPTIONS, PAIRS, GRID):
             parser.add_argument(flag_of(spec), action="append", metavar=spec.metadata["metavar"],
                                 help=help, **common)  # fmt: skip
-        elif kind == SWITCH:
-            parser.add_argument(flag_of(spec), action="store_true", help=help, **common)
+        elif kind == SWITCH:  # --strict / --no-strict: a config file's value can be undone
+            parser.add_argument(flag_of(spec), action=argparse.BooleanOptionalAction, help=help,
+                                **common)  # fmt: skip
         else:
             default = spec.default if spec.default is not dataclasses.MISSING else None
             shown = f" (default {default})" if default not in (None, ()) else ""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -131,7 +132,8 @@ class Mixer:
 
     ``build`` may be a callable or a ``"module:attribute"`` string imported only when a model is
     built, so that listing plugins never imports torch or the mixer's code.
-    ``supports(tokens, dim)`` returns None when the mixer can run on that shape, else the reason.
+    ``supports(tokens, dim, **options)`` returns None when the mixer can run on that shape with
+    those options, else the reason (it may name only some options, or none).
     ``fixed_tokens`` (default true) says the module is built for one token count and may hold
     parameters shaped by it; set it false for a length-agnostic layer. ``tags`` name families a
     run can select (``--mixers tag:recurrent``). ``unavailable``, when set, is why the mixer cannot
@@ -161,9 +163,21 @@ class Mixer:
             return self.build
         return _import_attribute(self.build, f"mixer {self.name!r}")
 
-    def reason_unsupported(self, tokens: int, dim: int) -> str | None:
-        """Why this mixer cannot run on ``tokens`` x ``dim``, or None when it can."""
-        return self.supports(tokens, dim) if self.supports else None
+    def reason_unsupported(
+        self, tokens: int, dim: int, options: Mapping[str, Any] | None = None
+    ) -> str | None:
+        """Why this mixer cannot run on ``tokens`` x ``dim`` with ``options``, or None when it can.
+
+        ``supports`` receives the options it names as keyword arguments (all of them when it
+        takes ``**options``); a ``supports(tokens, dim)`` receives none."""
+        if self.supports is None:
+            return None
+        parameters = list(inspect.signature(self.supports).parameters.values())
+        if any(p.kind is p.VAR_KEYWORD for p in parameters):
+            return self.supports(tokens, dim, **(options or {}))
+        named = {p.name for p in parameters[2:]}
+        given = {key: value for key, value in (options or {}).items() if key in named}
+        return self.supports(tokens, dim, **given)
 
 
 def wrap(factory: Callable[..., nn.Module], output: int | str | None = 0,

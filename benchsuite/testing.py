@@ -4,7 +4,8 @@
 one-line message naming the mixer and the failed check. The checks (in order):
 
 - ``shapes``: (B, T, D) -> (B, T, D) for every token count and dim (shapes the mixer's ``supports``
-  rejects are skipped; at least one must remain);
+  rejects, given the options, are skipped; at least one must remain, else ``shapes`` fails with
+  ``supports``' reasons and every other check is *not run*: :class:`NotRun`, a skip in pytest);
 - ``dtype``: float32 in, float32 out;
 - ``finite``: no NaN or infinity on random input;
 - ``gradients``: a random loss gives every trainable parameter a non-zero gradient;
@@ -32,6 +33,7 @@ test`` prints them).
 from __future__ import annotations
 
 import math
+import unittest
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -58,13 +60,19 @@ class ContractFailure(AssertionError):
         self.check, self.reason = check, reason
 
 
+class NotRun(unittest.SkipTest):
+    """A check that could not run (no shape left to build it on); pytest reports it skipped."""
+
+
 @dataclass(frozen=True)
 class Outcome:
-    """The result of one check of :func:`run_contract`: ``reason`` is empty when it passed."""
+    """The result of one check of :func:`run_contract`: ``reason`` is empty when it passed;
+    ``ran`` is False for a check that could not run (``passed`` is then False too)."""
 
     check: str
     passed: bool
     reason: str = ""
+    ran: bool = True
 
 
 def collect_mixers(module: ModuleType) -> list[Mixer]:
@@ -105,7 +113,9 @@ class _Contract:
     def __init__(self, mixer: Mixer, tokens: Sequence[int], dims: Sequence[int], options: dict):
         self.mixer, self.options = mixer, resolve_options(mixer.options, options, mixer.name)
         grid = [(t, d) for t in tokens for d in dims]
-        self.shapes = [(t, d) for t, d in grid if mixer.reason_unsupported(t, d) is None]
+        reasons = {shape: mixer.reason_unsupported(*shape, self.options) for shape in grid}
+        self.shapes = [shape for shape, reason in reasons.items() if reason is None]
+        self.rejected = "; ".join(dict.fromkeys(r for r in reasons.values() if r is not None))
         self.causal = bool(self.options.get("causal", mixer.causal))
 
     def fail(self, check: str, detail: str, shape: tuple[int, int] | None = None) -> NoReturn:
@@ -128,7 +138,10 @@ class _Contract:
     def each(
         self, check: str, batch: int = BATCH
     ) -> list[tuple[tuple[int, int], nn.Module, torch.Tensor]]:
-        """(shape, module, random input of ``batch`` examples) for every supported shape."""
+        """(shape, module, random input of ``batch`` examples) for every supported shape;
+        :class:`NotRun` when there is none."""
+        if not self.shapes:
+            raise NotRun(f"supports() rejects every shape tried ({self.rejected})")
         out = []
         for index, shape in enumerate(self.shapes):
             generator = torch.Generator().manual_seed(1000 + index)
@@ -138,7 +151,7 @@ class _Contract:
 
     def check_shapes(self) -> None:
         if not self.shapes:
-            self.fail("shapes", "supports() rejects every shape tried")
+            self.fail("shapes", f"supports() rejects every shape tried ({self.rejected})")
         for shape, module, x in self.each("shapes"):
             y = self.run("shapes", module, x)
             if tuple(y.shape) != tuple(x.shape):
@@ -266,13 +279,16 @@ def run_contract(
     options: Mapping[str, Any] | None = None,
 ) -> list[Outcome]:
     """Every contract check of ``mixer``, each run whatever the others gave: one outcome per check
-    (a check that crashes outside the module's build and forward fails with its one-line error)."""
+    (a check that crashes outside the module's build and forward fails with its one-line error;
+    one that could not run has ``ran`` False)."""
     outcomes = []
     for name, check in mixer_contract_tests(mixer, tokens=tokens, dims=dims, options=options):
         try:
             check()
         except ContractFailure as failure:
             outcomes.append(Outcome(name, False, failure.reason))
+        except NotRun as skipped:
+            outcomes.append(Outcome(name, False, str(skipped), ran=False))
         except Exception as error:
             outcomes.append(Outcome(name, False, one_line(error)))
         else:

@@ -374,6 +374,27 @@ def test_a_config_is_found_in_the_working_folder_and_flags_override_it(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pyproject.toml"]
 
 
+def test_every_on_off_setting_can_be_undone_from_the_command_line(tmp_path):
+    """A config file's ``strict = true`` (or any switch) is undone by ``--no-strict``."""
+    from benchsuite.cli import settings_from
+
+    switches = [f for f in run_settings.fields() if f.metadata["kind"] == run_settings.SWITCH]
+    assert {f.name for f in switches} >= {"strict", "allow_failures", "batch_seeds"}
+    config = tmp_path / "bench.toml"
+    config.write_text("[run]\n" + "".join(f"{f.name} = true\n" for f in switches))
+    flags = [f"--no-{run_settings.flag_of(f)[2:]}" for f in switches]
+    undone = settings_from(_parser().parse_args(["run", "--config", str(config), *flags]), config)
+    kept = settings_from(_parser().parse_args(["run", "--config", str(config)]), config)
+    none = settings_from(_parser().parse_args(["run", *flags]), None)
+    on = settings_from(_parser().parse_args(["run", *(run_settings.flag_of(f) for f in switches)]),
+                       None)  # fmt: skip
+    for spec in switches:
+        assert getattr(undone, spec.name) is False, spec.name
+        assert getattr(kept, spec.name) is True and getattr(on, spec.name) is True, spec.name
+        assert getattr(none, spec.name) is False, spec.name
+    assert run_settings.RunSettings().batch_seeds is None  # unset: on with cuda, decided later
+
+
 TYPES = {
     run_settings.NAMES: "list of names", run_settings.TEXT: "text",
     run_settings.WHOLE: "whole number", run_settings.NUMBER: "number",
@@ -392,7 +413,10 @@ def reference_row(spec: dataclasses.Field) -> str:
     }.get(kind, f"run.{spec.name}")
     default = spec.default
     shown = "—" if default in (dataclasses.MISSING, None) else f"`{json.dumps(default)}`"
-    return (f"| `{key}` | `{run_settings.flag_of(spec)}` | {TYPES[kind]} | {shown} | "
+    flag = run_settings.flag_of(spec)
+    if kind == run_settings.SWITCH:
+        flag += f"` / `--no-{flag[2:]}"
+    return (f"| `{key}` | `{flag}` | {TYPES[kind]} | {shown} | "
             f"{spec.metadata['help']} |")  # fmt: skip
 
 

@@ -71,3 +71,48 @@ def test_sizes_must_be_whole_numbers():
     done = run_cli("test", "dense", "--tokens", "8,x")
     assert done.returncode == 2
     assert done.stderr.strip() == "error: --tokens takes whole numbers > 0, e.g. 8,16; got '8,x'"
+
+
+HEADS = """
+from benchsuite import Mixer, Option, hookimpl
+
+
+def build(tokens: int, dim: int, heads: int = 4):
+    from torch import nn
+
+    return nn.Linear(dim, dim)
+
+
+def supports(tokens: int, dim: int, heads: int = 4):
+    return None if dim % heads == 0 else f"dim {dim} is not a multiple of heads={heads}"
+
+
+@hookimpl
+def benchsuite_register_mixers(register):
+    register(Mixer(name="heads", build=build, supports=supports,
+                   options=(Option("heads", int, 4, "heads"),)))
+"""
+
+
+def test_checks_that_cannot_run_say_so_with_the_reason_supports_gave(tmp_path):
+    (tmp_path / "heads.py").write_text(HEADS)
+    refused = run_cli("--plugins-dir", str(tmp_path), "test", "heads", *SMALL,
+                      "--mixer-option", "heads.heads=3")  # fmt: skip
+    assert refused.returncode == 1, refused.stderr
+    reason = "supports() rejects every shape tried (dim 16 is not a multiple of heads=3)"
+    assert refused.stdout.splitlines() == [f"heads shapes: FAILED: {reason}"] + [
+        f"heads {check}: not run: {reason}" for check in CHECKS[1:]
+    ]
+    fine = run_cli("--plugins-dir", str(tmp_path), "test", "heads", *SMALL,
+                   "--mixer-option", "heads.heads=2")  # fmt: skip
+    assert fine.returncode == 0, fine.stdout + fine.stderr
+    assert fine.stdout.splitlines() == [f"heads {check}: passed" for check in CHECKS]
+
+
+def test_a_mixer_option_must_name_a_tested_mixer_and_a_declared_option():
+    other = run_cli("test", "dense", *SMALL, "--mixer-option", "attention.heads=2")
+    assert (other.returncode, other.stdout) == (2, "")
+    assert other.stderr == "error: --mixer-option attention: not among the mixers tested\n"
+    unknown = run_cli("test", "attention", *SMALL, "--mixer-option", "attention.head=2")
+    assert unknown.returncode == 2 and unknown.stdout == ""
+    assert "unknown option attention.head (did you mean 'heads'?)" in unknown.stderr

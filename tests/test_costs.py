@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 
 import pytest
 import torch
+from conftest import run_cli
 from rich.console import Console
 from torch import nn
 
@@ -14,7 +16,7 @@ from benchsuite import Mixer, Option, UsageError
 from benchsuite.commands.costs import costs_table, measure_costs
 from benchsuite.mixers import dense, fnet
 from benchsuite.output.listing import print_costs
-from benchsuite.registry import Registry
+from benchsuite.registry import Registry, load_registry
 from benchsuite.seeds import Streams
 from benchsuite.specs import resolve_options
 from benchsuite.tracks.sequence import SequenceTrack
@@ -125,3 +127,30 @@ def test_costs_table_refuses_unknown_names(track):
     registry = Registry(mixers={"dense": dense_mixer()}, tracks={"sequence": track})
     with pytest.raises(UsageError, match="unknown mixer 'nope'"):
         costs_table(registry, "quick", mixers=["nope"])
+
+
+def test_a_track_without_the_preset_is_skipped_with_its_reason(track):
+    from benchsuite.tracks.mad import MadTrack
+
+    only_full = next(t for t in load_registry().tracks.values() if set(t.budgets) == {"full"})
+    assert isinstance(only_full, MadTrack)
+    registry = Registry(mixers={"dense": dense_mixer()},
+                        tracks={"sequence": track, only_full.name: only_full})  # fmt: skip
+    rows = costs_table(registry, "quick", track_options={"sequence": OPTIONS})
+    skipped = [row for row in rows if row["track"] == only_full.name]
+    assert skipped == [{"track": only_full.name, "mixer": "dense", "dim": None, "tokens": None,
+                        "reason": "no 'quick' preset (has full; --preset picks one)"}]  # fmt: skip
+    assert next(row for row in rows if row["track"] == "sequence")["reason"] is None
+    console = Console(record=True, width=200)
+    print_costs(rows, console)
+    assert f"{only_full.name} / dense: no 'quick' preset (has full" in console.export_text()
+
+
+@pytest.mark.slow
+def test_list_costs_exits_0_with_full_only_tracks_installed():
+    done = run_cli("list", "--costs", "--mixers", "dense,identity", "--json")
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    skipped = {row["track"] for row in rows if row["reason"] and "preset" in row["reason"]}
+    assert skipped >= {"compression", "memorization"}
+    assert {row["track"] for row in rows if row["reason"] is None} >= {"sequence", "tabular"}

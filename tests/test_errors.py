@@ -109,6 +109,8 @@ def test_config_file_mistakes(finished, tmp_path, text, needle):
         (["--preset", "huge"], "has no preset 'huge'"),
         (["--executor", "slurm"], "unknown executor 'slurm'; valid: local, process, ray"),
         (["--timeout", "-1"], "--timeout must be a positive number of seconds"),
+        (["--seeds", "abc"], "benchsuite run: argument --seeds: invalid int value: 'abc'"),
+        (["--seedz", "4"], "unrecognized arguments: --seedz 4"),
     ],
 )  # fmt: skip
 def test_command_line_mistakes(finished, args, needle):
@@ -188,6 +190,29 @@ def test_output_folder_that_cannot_be_written(tmp_path):
     blocker.write_text("not a folder")
     result = run_cli(*BASE, "--mixers", "dense,identity", "--out", str(blocker / "out"))
     one_line(result, 2, f"store {blocker / 'out' / 'benchsuite.sqlite'}: cannot open")
+
+
+def test_out_naming_a_file_is_one_line_and_the_file_is_untouched(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    one_line(run_cli(*BASE, "--mixers", "dense,identity", "--out", str(blocker)), 2,
+             f"--out {blocker}: is a file, not a folder")  # fmt: skip
+    assert blocker.read_text() == "not a folder"
+
+
+def test_a_mixer_whose_plugin_file_has_a_syntax_error_names_the_file_and_line(tmp_path):
+    (tmp_path / "mymix.py").write_text("from benchsuite import hookimpl\n\ndef oops(:\n")
+    done = run_cli("--plugins-dir", str(tmp_path), *BASE, "--mixers", "dense,mymix", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    *warnings, last = done.stderr.strip().splitlines()
+    assert last == (f"error: unknown mixer 'mymix' — the plugin file {tmp_path / 'mymix.py'} "
+                    "failed to load: SyntaxError: invalid syntax (mymix.py, line 3)")  # fmt: skip
+    assert len(warnings) == 1 and "not loaded" in warnings[0]
+    assert done.stdout == "" and not (tmp_path / "benchsuite-results").exists()
+    typo = run_cli("--plugins-dir", str(tmp_path), *BASE, "--mixers", "dense,identiy", cwd=tmp_path)
+    assert (
+        "did you mean 'identity'?" in typo.stderr and "mymix.py" not in typo.stderr.splitlines()[-1]
+    )
 
 
 def _limit_file_size() -> None:

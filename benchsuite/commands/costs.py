@@ -101,8 +101,9 @@ def costs_table(
     Each row has ``track``, ``mixer``, ``tokens``, ``dim``, ``reason`` (None when measured), the
     :func:`measure_costs` figures, and, when ``baseline`` is measured on the track,
     ``params_vs_baseline`` (model parameters over the baseline model's) and ``param_mismatch``
-    (the ratio is off by more than the protocol's 10%). A track whose data cannot be loaded and a
-    mixer that cannot run or fails give a row with the reason instead of raising.
+    (the ratio is off by more than the protocol's 10%). A track without ``preset``, a track whose
+    data cannot be loaded and a mixer that cannot run or fails give a row with the reason instead
+    of raising.
     """
     track_names = list(tracks) if tracks else sorted(registry.tracks)
     mixer_names = list(mixers) if mixers else sorted(registry.mixers)
@@ -114,6 +115,12 @@ def costs_table(
     rows: list[dict[str, Any]] = []
     for track_name in track_names:
         track = registry.tracks[track_name]
+        if preset not in track.budgets:  # e.g. a full-only track in a quick listing
+            presets = ", ".join(sorted(track.budgets))
+            reason = f"no {preset!r} preset (has {presets}; --preset picks one)"
+            rows += [{"track": track_name, "mixer": name, "dim": None, "tokens": None,
+                      "reason": reason} for name in mixer_names]  # fmt: skip
+            continue
         options = resolve_options(
             track.options, (track_options or {}).get(track_name, {}), track_name
         )
@@ -148,7 +155,8 @@ def _cell(track: Track, mixer: Mixer, data: TrackData | None, problem: str | Non
                            "tokens": data.tokens if data else None, "reason": problem}  # fmt: skip
     if data is None:
         return row
-    row["reason"] = mixer.reason_unsupported(data.tokens, budget.dim)
+    resolved = resolve_options(mixer.options, mixer_options or {}, mixer.name)
+    row["reason"] = mixer.reason_unsupported(data.tokens, budget.dim, resolved)
     if row["reason"] is None:
         try:
             row.update(measure_costs(track, mixer, data, budget, preset=preset,

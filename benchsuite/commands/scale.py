@@ -205,7 +205,7 @@ def scale(
             mixer = registry.mixers[name]
             points = []
             for tokens in settings.tokens:
-                reason = mixer.reason_unsupported(tokens, settings.width)
+                reason = mixer.reason_unsupported(tokens, settings.width, options[name])
                 if reason:
                     point = {"tokens": tokens, "status": UNSUPPORTED, "reason": reason}
                 else:

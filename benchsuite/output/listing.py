@@ -165,6 +165,10 @@ def print_costs(rows: list[dict[str, Any]], console: Console) -> None:
     """One rich table per track of :func:`costs_table` rows; unmeasured mixers with their reason."""
     for track in dict.fromkeys(row["track"] for row in rows):
         cells = [row for row in rows if row["track"] == track]
+        reasons = {row["reason"] for row in cells}
+        if len(cells) > 1 and len(reasons) == 1 and None not in reasons:  # the track, not a mixer
+            console.print(f"[yellow]{track}:[/] skipped: {escape(str(reasons.pop()))}")
+            continue
         shape = next((f"({c['tokens']} tokens, dim {c['dim']})" for c in cells if c["tokens"]), "")
         memory = "peak allocated" if any("peak_memory_bytes" in c for c in cells) else "activations"
         table = Table(
@@ -192,4 +196,4 @@ def print_costs(rows: list[dict[str, Any]], console: Console) -> None:
             console.print(table)
         for row in cells:
             if row["reason"] is not None:
-                console.print(f"[yellow]{track} / {row['mixer']}:[/] {row['reason']}")
+                console.print(f"[yellow]{track} / {row['mixer']}:[/] {escape(row['reason'])}")

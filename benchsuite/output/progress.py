@@ -1,14 +1,19 @@
 """What the terminal shows: the CLI's consoles (data on standard output, progress, warnings and
 notes on standard error), and while a run goes, fed by its
 :class:`~benchsuite.execute.events.Events`, the design (with the config file used) on the data
-console, warnings and a rich progress bar (or, verbose, one line per job) on the status console."""
+console, warnings and a rich progress bar (off a terminal a plain line now and then; verbose, one
+line per job) on the status console."""
 
 from __future__ import annotations
 
+import math
 import os
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
 
 from rich.console import Console
 from rich.markup import escape
@@ -17,7 +22,6 @@ from rich.progress import (
     MofNCompleteColumn,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
 from rich.progress import Progress as RichProgress
 
@@ -52,20 +56,55 @@ def job_line(record: RunRecord) -> str:
     return f"trained {where} in {record.seconds:.1f} s"
 
 
+# A plain progress line (stderr not a terminal) at most every LINE_SECONDS, and every LINE_JOBS.
+LINE_SECONDS, LINE_JOBS = 30.0, 25
+
+
+@dataclass
+class Phase:
+    """Jobs done in one phase of a run, timed from its start, for the ETA."""
+
+    name: str
+    total: int
+    started: float = field(default_factory=time.monotonic)
+    done: int = 0
+    trained: int = 0
+
+    def eta(self, now: float) -> str:
+        """``about H:MM:SS left`` from the pace of the jobs trained so far (reused ones are
+        instant); empty until that pace means something: 3 trained jobs and a tenth of the
+        phase."""
+        if self.trained < max(3, math.ceil(self.total / 10)) or self.done >= self.total:
+            return ""
+        left = (now - self.started) / self.trained * (self.total - self.done)
+        return f"about {timedelta(seconds=round(left))} left"
+
+    def line(self, now: float) -> str:
+        """The plain progress line: ``train: 12/845 jobs, 0:01:02 elapsed, about 0:40:00 left``."""
+        elapsed = timedelta(seconds=round(now - self.started))
+        eta = self.eta(now)
+        return f"{self.name}: {self.done}/{self.total} jobs, {elapsed} elapsed" + (
+            f", {eta}" if eta else ""
+        )
+
+
 @contextmanager
 def progress_events(console: Console, status: Console, *, config: str = "",
                     verbose: bool = False) -> Iterator[Events]:  # fmt: skip
     """Events that print the design (and ``config``, the file the settings came from) on
-    ``console``, and on ``status`` the warnings and, when it is a terminal, jobs done / total with
-    elapsed time and ETA, one bar per phase; ``verbose``: one line per job trained (or failed)
-    instead of the bar (a bar cannot be followed in a file or a CI log)."""
+    ``console``, and on ``status`` the warnings and the progress: on a terminal, jobs done / total
+    with elapsed time and ETA, one bar per phase; elsewhere (a file, a CI log) one plain line
+    every LINE_JOBS jobs or LINE_SECONDS seconds; ``verbose``: one line per job trained (or
+    failed) instead."""
+    plain = not verbose and not status.is_terminal
     bar = RichProgress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[note]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-        console=status, transient=False, disable=verbose or not status.is_terminal,
+        TextColumn("{task.fields[note]}"), TimeElapsedColumn(), TextColumn("{task.fields[eta]}"),
+        console=status, transient=False, disable=verbose or plain,
     )  # fmt: skip
     tasks: dict[str, int] = {}
-    current = {"phase": ""}
+    current: dict[str, Phase] = {}
+    printed = {"at": 0.0}
 
     def design(plan: dict) -> None:
         print_design(plan, console)
@@ -75,17 +114,25 @@ def progress_events(console: Console, status: Console, *, config: str = "",
     def start(phase: str, total: int) -> None:
         if not bar.live.is_started:
             bar.start()
-        current["phase"] = phase
-        tasks[phase] = bar.add_task(phase, total=total, note="")
+        current["phase"] = Phase(phase, total)
+        printed["at"] = time.monotonic()
+        tasks[phase] = bar.add_task(phase, total=total, note="", eta="")
 
     def advance(record: RunRecord, reused: bool) -> None:
         if verbose and not reused:
             status.print(escape(job_line(record)), highlight=False)
+        phase, now = current["phase"], time.monotonic()
+        phase.done += 1
+        phase.trained += not reused
         job = record.job
         note = "" if reused else f"{job.get('track')}/{job.get('mixer')}"
         if record.status != "ok":
             note = f"[red]failed {note}[/]"
-        bar.update(tasks[current["phase"]], advance=1, note=note)
+        bar.update(tasks[phase.name], advance=1, note=note, eta=phase.eta(now))
+        due = phase.done % LINE_JOBS == 0 or now - printed["at"] >= LINE_SECONDS
+        if plain and (due or phase.done == phase.total):
+            printed["at"] = now
+            status.print(phase.line(now), highlight=False, markup=False)
 
     def warning(text: str) -> None:
         status.print(f"[yellow]warning:[/] {escape(text)}")

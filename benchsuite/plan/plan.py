@@ -201,7 +201,8 @@ def plan_run(settings: RunSettings, tracks: dict[str, Track], mixers: dict[str, 
         plan.code[f"track {name}"] = jobs_.plugin_code(track)
         for mixer_name in settings.mixers or ():
             mixer = lookup(mixers, mixer_name)
-            reasons = [mixer.reason_unsupported(t, facts.budget["dim"]) for t in tokens]
+            options = settings.mixer_options.get(mixer_name, {})
+            reasons = [mixer.reason_unsupported(t, facts.budget["dim"], options) for t in tokens]
             reason = next((r for r in reasons if r), None)
             if reason:
                 plan.skipped.append(Skip(name, mixer_name, reason, "unsupported"))

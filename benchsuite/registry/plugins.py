@@ -18,7 +18,7 @@ import importlib.util
 import inspect
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -28,7 +28,7 @@ from typing import Any
 import pluggy
 
 from benchsuite import hookspecs
-from benchsuite.errors import PluginError, one_line
+from benchsuite.errors import PluginError, UsageError, did_you_mean, one_line
 from benchsuite.specs import Mixer, Track
 
 GROUP = "benchsuite"
@@ -84,6 +84,25 @@ class Registry:
         info = PluginInfo("python", "python", "", "registered from Python",
                           getattr(module, "__name__", ""), _file_of(module), "")  # fmt: skip
         return _add(self, item, info)
+
+    def check_loaded(self, kind: str, names: Iterable[str]) -> None:
+        """A one-line error for an asked ``kind`` ("mixer" or "track") name that is missing while
+        a plugin failed to load: the failure that most likely holds it (the plugin of that name,
+        else the only failure, unless the name looks like a typo of a loaded one), with its
+        reason. Other names pass (the usual "unknown name" check reports them)."""
+        pool = self.mixers if kind == "mixer" else self.tracks
+        for name in names:
+            base = name.partition("[")[0]
+            if base in pool or not self.failures:
+                continue
+            named = [f for f in self.failures if f.name == base]
+            alone = len(self.failures) == 1 and not did_you_mean(base, pool)
+            failure = named[0] if named else self.failures[0] if alone else None
+            if failure is not None:
+                where = "file" if failure.distribution == "plugins-dir" else "entry point"
+                origin = failure.origin.removeprefix("entry point ")
+                raise UsageError(f"unknown {kind} {base!r} — the plugin {where} {origin} failed "
+                                 f"to load: {failure.reason}")  # fmt: skip
 
 
 def _file_of(module: ModuleType | None) -> str:
