@@ -103,7 +103,7 @@ def track_table(name: str, entry: dict) -> Table:
         f"{entry['metric']} ({entry['direction']}); improvement > 0 means better than "
         f"{entry['baseline']}; {scale}; MDE at alpha {_mde_alpha(entry)} (Holm's first step); "
         f"config: the one most seeds chose on their validation split (seeds agreeing / seeds); "
-        f"budget {entry['budget_signature']}",
+        f"budget {entry['budget_signature']}{_sizes(entry)}",
         ["mixer", "config", f"{entry['metric']} mean ± sd", "improvement [95% CI]", "p",
          "Holm p", "MDE", "verdict", "flags"],
         no_wrap=("verdict",),
@@ -141,7 +141,7 @@ def track_tables_narrow(name: str, entry: dict) -> list[Table]:
         against = _new(
             f"[bold]{escape(name)}[/]: against {escape(entry['baseline'])}",
             f"improvement > 0 means better than {entry['baseline']}; {scale}; MDE at alpha "
-            f"{_mde_alpha(entry)} (Holm's first step); verdicts: {_legend(shown)}",
+            f"{_mde_alpha(entry)} (Holm's first step); verdicts: {_legend(shown)}{_sizes(entry)}",
             ["mixer", "improvement [95% CI]", "p", "Holm p", "MDE", "verdict"],
             no_wrap=("verdict",),
             narrow=True,
@@ -153,6 +153,14 @@ def track_tables_narrow(name: str, entry: dict) -> list[Table]:
                             _verdict(c["verdict"], short=True))  # fmt: skip
         tables.append(against)
     return tables
+
+
+def _sizes(entry: dict) -> str:
+    """For a caption: each comparison's parameters over the baseline's (docs/protocol.md)."""
+    ratios = [f"{escape(mixer)} {size['params_ratio']:.2f}x"
+              for mixer, cell in entry["comparisons"].items()
+              if (size := cell.get("size")) and size.get("params_ratio")]  # fmt: skip
+    return f"; parameters vs {entry['baseline']}: {', '.join(ratios)}" if ratios else ""
 
 
 def track_view(name: str, entry: dict) -> RenderableType:
