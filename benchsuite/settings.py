@@ -110,7 +110,7 @@ class RunSettings:
     strict: bool = setting(False, "refuse a design whose seeds cannot reach significance", SWITCH)
     match: str = setting(
         "params",
-        "equal size: params (each model within 10% of the baseline's parameters: its "
+        "equal size: params (each model within 10 percent of the baseline's parameters: its "
         "size_option, else the channel-MLP width; docs/protocol.md) or none (as declared)",
         TEXT,
     )
