@@ -128,13 +128,16 @@ def test_a_mixer_that_cannot_be_matched_says_so_with_its_ratio(registry):
                         size["reason"])  # fmt: skip
 
 
-def test_an_unknown_match_and_a_bad_size_option_are_one_line_errors(registry):
+def test_an_unknown_match_is_a_one_line_error_and_a_bad_size_option_skips_its_mixer(registry):
     with pytest.raises(UsageError, match=r"^unknown --match 'flop'; valid: params, none$"):
         planned(registry, ("wide",), match="flop")
     registry.add(Mixer(name="badsize", build=wide, size_option="depth"))
-    with pytest.raises(Exception, match=r"^mixer 'badsize': size_option 'depth' is not one of its "
-                                        r"whole-number options \(none\)$"):  # fmt: skip
-        planned(registry, ("badsize",))
+    plan = planned(registry, ("badsize", "wide"))
+    [skip] = plan.skipped
+    assert (skip.mixer, skip.kind) == ("badsize", "error")
+    assert skip.reason == ("mixer 'badsize': size_option 'depth' is not one of its whole-number "
+                           "options (none)")  # fmt: skip
+    assert set(plan.cells["sequence"]) == {"dense", "wide"}
 
 
 def test_report_json_gives_both_counts_and_flags_the_unmatched(registry, tmp_path):

@@ -75,12 +75,13 @@ def match(mixer: Mixer, name: str, options: Mapping[str, Any], target: int, widt
     ``"mlp_hidden"``, ``"unmatched"``), ``params`` (of the model trained), ``baseline_params``,
     ``ratio``, ``within`` and, when the band is out of reach, ``reason``: the closest count
     reached, the cell then trains as declared. ``width``: the channel MLPs' declared width."""
+    option = size_option(mixer, name, options)
     try:
         declared = count({})
         if within(declared, target):
             return _record(target, "as declared", {}, declared)
         chosen: dict[str, Any] = {}
-        if option := size_option(mixer, name, options):
+        if option:
             highest = max(OPTION_WIDEST * options[option], 8)
             value, found = closest(lambda v: count({option: v}), target, 1, highest)
             chosen = {option: value}
@@ -89,8 +90,6 @@ def match(mixer: Mixer, name: str, options: Mapping[str, Any], target: int, widt
         known = None if chosen else (width, declared)
         hidden, found = _mlp_width(lambda h: count({**chosen, "mlp_hidden": h}), target,
                                    MLP_WIDEST * width, known)  # fmt: skip
-    except PluginError:
-        raise
     except Exception as error:  # a model that cannot be built is the job's error to report
         return uncounted(target, error)
     chosen["mlp_hidden"] = hidden

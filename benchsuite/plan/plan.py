@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchsuite.errors import one_line
+from benchsuite.errors import PluginError, one_line
 from benchsuite.plan import jobs as jobs_
 from benchsuite.plan import matching
 from benchsuite.plan.environment import describe
@@ -226,8 +226,12 @@ def plan_run(settings: RunSettings, tracks: dict[str, Track], mixers: dict[str, 
                     size, target = _baseline_size(counts)
                 elif target is not None:
                     width = jobs[0].budget["mlp_ratio"] * facts.budget["dim"]
-                    size = matching.match(mixer, mixer_name, jobs[0].mixer_options, target,
-                                          width, counts)  # fmt: skip
+                    try:
+                        size = matching.match(mixer, mixer_name, jobs[0].mixer_options, target,
+                                              width, counts)  # fmt: skip
+                    except PluginError as error:  # a wrong size_option: that mixer's error
+                        plan.skipped.append(Skip(name, mixer_name, one_line(error), "error"))
+                        continue
                 if size.get("set"):
                     jobs = jobs_.cell_jobs(settings, track, mixer, facts.grid, facts.data_key,
                                            size["set"])  # fmt: skip
