@@ -153,6 +153,7 @@ def test_report_json_gives_both_counts_and_flags_the_unmatched(registry, tmp_pat
         size = cell["size"]
         assert size["params_ratio"] == size["mixer_params"] / size["baseline_params"]
         assert size["baseline_params"] > 0 and size["mixer_params"] > 0
+        assert size["flops_ratio"] == size["mixer_flops"] / size["baseline_flops"] > 0
     assert abs(matched["size"]["params_ratio"] - 1) <= 0.10 and matched["size"]["within"]
     assert "param_mismatch" not in matched["comparison"]["flags"]
     assert "param_mismatch" in unmatched["comparison"]["flags"]
