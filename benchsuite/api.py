@@ -32,6 +32,7 @@ from benchsuite.registry import Registry, load_registry
 from benchsuite.results.store import FILENAME, Store
 from benchsuite.runner import Runner
 from benchsuite.settings import RunSettings
+from benchsuite.train.size import parameter_count
 
 
 @dataclass
@@ -96,7 +97,7 @@ def run(settings: RunSettings, *, registry: Registry | None = None,
     worker = Worker(settings.plugins_dir, settings.threads, registry)
     pool = make_executor(settings.executor, worker, jobs=settings.jobs, timeout=settings.timeout,
                          address=settings.address)  # fmt: skip
-    plan = plan_run(settings, registry.tracks, registry.mixers)
+    plan = plan_run(settings, registry.tracks, registry.mixers, parameter_count)
     for note in code_changes(store.last_plan(), plan):
         events.warning(note)
     runner = Runner(plan, store, pool, worker, events, out / "logs")

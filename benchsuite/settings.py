@@ -108,6 +108,12 @@ class RunSettings:
         None, "train a cell's evaluation seeds as one vmapped model (default: on cuda)", SWITCH
     )
     strict: bool = setting(False, "refuse a design whose seeds cannot reach significance", SWITCH)
+    match: str = setting(
+        "params",
+        "equal size: params (each model within 10 percent of the baseline's parameters: its "
+        "size_option, else the channel-MLP width; docs/protocol.md) or none (as declared)",
+        TEXT,
+    )
     margin: float = setting(
         0.05, "equivalence margin, relative to the baseline's mean (TOST)", NUMBER
     )

@@ -138,6 +138,9 @@ class Mixer:
     parameters shaped by it; set it false for a length-agnostic layer. ``tags`` name families a
     run can select (``--mixers tag:recurrent``). ``unavailable``, when set, is why the mixer cannot
     run here (a missing package or device): it is listed with that reason and never built.
+    ``size_option`` names the whole-number option that sets the mixer's size (``"expansion"``):
+    the equal-size rule (docs/protocol.md, "Equal size") searches it first to bring the model's
+    parameter count near the baseline's, before it scales the width of the block's channel MLP.
     """
 
     name: str
@@ -150,6 +153,7 @@ class Mixer:
     supports: Callable[[int, int], str | None] | None = None
     tags: tuple[str, ...] = ()
     unavailable: str = ""
+    size_option: str = ""
     # filled in by the registry
     plugin: str = ""
     distribution: str = ""

@@ -93,6 +93,7 @@ def benchsuite_register_mixers(register) -> None:
                 Option("causal", bool, True, "lags >= 0 only (false: a two-sided filter)"),
                 Option("order", int, 16, "hidden width of the implicit filter MLP"),
             ),
+            size_option="order",
             fixed_tokens=True,
             causal=True,
         )

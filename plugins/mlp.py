@@ -41,6 +41,7 @@ def benchsuite_register_mixers(register) -> None:
             build=build,
             description="token-mixing MLP (MLP-Mixer), nonlinear",
             options=(Option("expansion", int, 2, "hidden width as a multiple of the token count"),),
+            size_option="expansion",
             fixed_tokens=True,
             causal=False,
         )

@@ -145,7 +145,7 @@ def track_table(name: str, entry: dict, design: dict | None = None) -> Table:
         _title(name, entry),
         f"{entry['metric']} ({entry['direction']}); improvement > 0 means better than "
         f"{entry['baseline']}; {_scale(entry)}; {_family(entry, design)}; {CONFIG_NOTE}; "
-        f"budget {entry['budget_signature']}",
+        f"budget {entry['budget_signature']}{_sizes(entry)}",
         ["mixer", "config", f"{entry['metric']} mean ± sd", "improvement [95% CI]",
          *(["Δ pt [95% CI]"] if points else []), "p", "Holm p", "MDE", "verdict", "flags"],
         no_wrap=("verdict",),
@@ -182,7 +182,7 @@ def track_tables_narrow(name: str, entry: dict, design: dict | None = None) -> l
         against = _new(
             f"[bold]{escape(name)}[/]: against {escape(entry['baseline'])}",
             f"improvement > 0 means better than {entry['baseline']}; {_scale(entry)}; "
-            f"{_family(entry, design)}; verdicts: {_legend(shown)}",
+            f"{_family(entry, design)}; verdicts: {_legend(shown)}{_sizes(entry)}",
             ["mixer", "improvement [95% CI]", *(["Δ pt [95% CI]"] if points else []), "p",
              "Holm p", "MDE", "verdict"],
             no_wrap=("verdict",),
@@ -195,6 +195,14 @@ def track_tables_narrow(name: str, entry: dict, design: dict | None = None) -> l
                             _verdict(c["verdict"], short=True))  # fmt: skip
         tables.append(against)
     return tables
+
+
+def _sizes(entry: dict) -> str:
+    """For a caption: each comparison's parameters over the baseline's (docs/protocol.md)."""
+    ratios = [f"{escape(mixer)} {size['params_ratio']:.2f}x"
+              for mixer, cell in entry["comparisons"].items()
+              if (size := cell.get("size")) and size.get("params_ratio")]  # fmt: skip
+    return f"; parameters vs {entry['baseline']}: {', '.join(ratios)}" if ratios else ""
 
 
 def track_view(name: str, entry: dict, design: dict | None = None) -> RenderableType:

@@ -44,6 +44,7 @@ class Job:
     salt: str
     measure: bool = False  # measure mechanism probes on the chosen model
     batched: bool = False  # trained with the other seeds of its cell as one vmapped stack
+    mlp_hidden: int | None = None  # the channel MLPs' width the equal-size rule chose (None: ratio)
     fingerprint: Mapping[str, str] = field(default_factory=dict)  # versions, code, data
 
     @property
@@ -139,9 +140,12 @@ def fingerprint(track: Track, mixer: Mixer, data_key: str) -> dict[str, str]:
 
 
 def cell_jobs(settings: RunSettings, track: Track, mixer: Mixer, grid: list[dict[str, float]],
-              data_key: str) -> list[Job]:  # fmt: skip
+              data_key: str, size: Mapping[str, Any] | None = None) -> list[Job]:  # fmt: skip
     """The jobs of one (track, mixer): one per evaluation seed, each tuning over ``grid``; the
-    first seed also measures the mechanism probes."""
+    first seed also measures the mechanism probes. ``size``: what the equal-size rule set (a
+    mixer option by name, and/or ``mlp_hidden``), overriding the settings."""
+    size = dict(size or {})
+    mlp_hidden = size.pop("mlp_hidden", None)
     printed = fingerprint(track, mixer, data_key)
     seeds = evaluation_seeds(settings.seeds or 0)
     return [
@@ -153,13 +157,14 @@ def cell_jobs(settings: RunSettings, track: Track, mixer: Mixer, grid: list[dict
             preset=settings.preset,
             budget=effective_budget(track, settings).training(),
             track_options=dict(settings.track_options.get(track.name, {})),
-            mixer_options=dict(settings.mixer_options.get(mixer.name, {})),
+            mixer_options={**settings.mixer_options.get(mixer.name, {}), **size},
             data_dir=settings.data_dir,
             threads=settings.threads,
             device=settings.device,
             salt=settings.salt,
             measure=seed == seeds[0],
             batched=bool(settings.batch_seeds),
+            mlp_hidden=mlp_hidden,
             fingerprint=printed,
         )
         for seed in seeds

@@ -11,17 +11,22 @@ it back and never re-decides anything.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchsuite.errors import one_line
+from benchsuite.errors import PluginError, one_line
 from benchsuite.plan import jobs as jobs_
+from benchsuite.plan import matching
 from benchsuite.plan.environment import describe
 from benchsuite.plan.jobs import Job
 from benchsuite.registry.variants import lookup
 from benchsuite.seeds import Streams, evaluation_seeds
 from benchsuite.settings import RunSettings
-from benchsuite.specs import Mixer, Track
+from benchsuite.specs import Mixer, Track, TrackData
+
+Counter = Callable[[Track, Mixer, TrackData, Job], int]
+"""Parameters of the model a job trains on some data (``benchsuite.train.size``)."""
 
 
 @dataclass
@@ -55,13 +60,15 @@ class MixerFacts:
 
 @dataclass
 class Cell:
-    """One (track, mixer): its job keys (one per seed) and, once they ran, each seed's chosen grid
-    index (by seed, as text: JSON keys)."""
+    """One (track, mixer): its job keys (one per seed), its size under the equal-size rule (see
+    :func:`benchsuite.plan.matching.match`; empty under ``match = "none"``) and, once they ran,
+    each seed's chosen grid index (by seed, as text: JSON keys)."""
 
     track: str
     mixer: str
     jobs: list[str]
     chosen: dict[str, int] = field(default_factory=dict)
+    size: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -130,9 +137,9 @@ class Plan:
         )
 
 
-def probe_track(track: Track, settings: RunSettings) -> tuple[TrackFacts, list[int]]:
+def probe_track(track: Track, settings: RunSettings) -> tuple[TrackFacts, list[TrackData]]:
     """Load the track's data for the first seed (every rung of its ladder): the facts (token
-    count, dataset line, data key, ...) and the token count of each rung."""
+    count, dataset line, data key, ...) and each rung's data."""
     options = dict(settings.track_options[track.name])
     streams = Streams(settings.salt, track.name, evaluation_seeds(1)[0])
     rungs = [track.load(streams, rung, settings.preset, settings.data_dir)
@@ -159,7 +166,7 @@ def probe_track(track: Track, settings: RunSettings) -> tuple[TrackFacts, list[i
         + " ".join(rung.identity for rung in rungs),
         plugin=f"{track.distribution} {track.version}".strip(),
     )
-    return facts, [rung.tokens for rung in rungs]
+    return facts, rungs
 
 
 def mixer_facts(mixer: Mixer) -> MixerFacts:
@@ -177,9 +184,11 @@ def mixer_facts(mixer: Mixer) -> MixerFacts:
     )  # fmt: skip
 
 
-def plan_run(settings: RunSettings, tracks: dict[str, Track], mixers: dict[str, Mixer]) -> Plan:
+def plan_run(settings: RunSettings, tracks: dict[str, Track], mixers: dict[str, Mixer],
+             count: Counter | None = None) -> Plan:  # fmt: skip
     """The plan of a run of resolved ``settings`` (see :func:`benchsuite.plan.resolve.resolve`):
-    each track probed (a broken track is skipped with its reason), each supported cell's jobs; a
+    each track probed (a broken track is skipped with its reason), each supported cell's jobs,
+    sized by the equal-size rule when ``settings.match`` asks for it and ``count`` is given; a
     mixer variant runs its base mixer under its own name."""
     plan = Plan(
         settings=settings.to_dict(),
@@ -190,26 +199,71 @@ def plan_run(settings: RunSettings, tracks: dict[str, Track], mixers: dict[str, 
         skipped=[],
     )
     plan.code["training"] = jobs_.training_code()
+    sizing = count if settings.match == "params" else None
     for name in settings.tracks or ():
         track = tracks[name]
         try:
-            facts, tokens = probe_track(track, settings)
+            facts, rungs = probe_track(track, settings)
         except Exception as error:  # one broken track never takes the others down
             plan.skipped.append(Skip(name, "*", one_line(error), "error"))
             continue
         plan.tracks[name] = facts
         plan.code[f"track {name}"] = jobs_.plugin_code(track)
+        target = None
         for mixer_name in settings.mixers or ():
             mixer = lookup(mixers, mixer_name)
             options = settings.mixer_options.get(mixer_name, {})
-            reasons = [mixer.reason_unsupported(t, facts.budget["dim"], options) for t in tokens]
+            dim = facts.budget["dim"]
+            reasons = [mixer.reason_unsupported(r.tokens, dim, options) for r in rungs]
             reason = next((r for r in reasons if r), None)
             if reason:
                 plan.skipped.append(Skip(name, mixer_name, reason, "unsupported"))
                 continue
             plan.code[f"mixer {mixer_name}"] = jobs_.plugin_code(mixer)
             jobs = jobs_.cell_jobs(settings, track, mixer, facts.grid, facts.data_key)
+            size: dict[str, Any] = {}
+            if sizing is not None:
+                counts = _counter(sizing, track, mixer, rungs[0], jobs[0])
+                if mixer_name == settings.baseline:
+                    size, target = _baseline_size(counts)
+                elif target is not None:
+                    width = jobs[0].budget["mlp_ratio"] * facts.budget["dim"]
+                    try:
+                        size = matching.match(mixer, mixer_name, jobs[0].mixer_options, target,
+                                              width, counts)  # fmt: skip
+                    except PluginError as error:  # a wrong size_option: that mixer's error
+                        plan.skipped.append(Skip(name, mixer_name, one_line(error), "error"))
+                        continue
+                if size.get("set"):
+                    jobs = jobs_.cell_jobs(settings, track, mixer, facts.grid, facts.data_key,
+                                           size["set"])  # fmt: skip
             plan.jobs.update((job.key, job) for job in jobs)
-            cell = Cell(name, mixer_name, [job.key for job in jobs])
+            cell = Cell(name, mixer_name, [job.key for job in jobs], size=size)
             plan.cells.setdefault(name, {})[mixer_name] = cell
     return plan
+
+
+def _counter(count: Counter, track: Track, mixer: Mixer, data: TrackData,
+             job: Job) -> matching.Count:  # fmt: skip
+    """Parameters of the cell's model on its first rung under a size (a mixer option and/or
+    ``mlp_hidden``)."""
+
+    def params(size: Any) -> int:
+        size = dict(size)
+        sized = dataclasses.replace(
+            job, mlp_hidden=size.pop("mlp_hidden", job.mlp_hidden),
+            mixer_options={**job.mixer_options, **size},
+        )  # fmt: skip
+        return count(track, mixer, data, sized)
+
+    return params
+
+
+def _baseline_size(counts: matching.Count) -> tuple[dict[str, Any], int | None]:
+    """The baseline cell's size record and the count its track matches to (None: not counted,
+    then no cell of the track is matched)."""
+    try:
+        params = counts({})
+    except Exception as error:  # the baseline's jobs will say what is wrong with it
+        return matching.uncounted(None, error), None
+    return matching.baseline_size(params), params

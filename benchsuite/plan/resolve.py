@@ -14,6 +14,7 @@ from typing import Any
 
 from benchsuite.errors import PluginError, UsageError, check_names, did_you_mean, one_line
 from benchsuite.plan.jobs import GRID_AXES, OVERRIDABLE
+from benchsuite.plan.matching import MATCHES
 from benchsuite.plan.power import default_seeds
 from benchsuite.registry import Registry, variants
 from benchsuite.settings import EXECUTORS, RunSettings
@@ -41,6 +42,8 @@ def resolve(settings: RunSettings, registry: Registry) -> RunSettings:
     if len(mixer_names) < 2:
         raise UsageError(f"nothing to compare: only the baseline {baseline.name!r} was given")
     check_grids(settings.grids, list(registry.tracks))
+    if settings.match not in MATCHES:
+        raise UsageError(f"unknown --match {settings.match!r}; valid: {', '.join(MATCHES)}")
     seeds = settings.seeds
     if seeds is None:
         seeds = default_seeds(len(track_names) * (len(mixer_names) - 1))

@@ -19,6 +19,7 @@ import numpy as np
 
 from benchsuite.errors import UsageError
 from benchsuite.execute.record import RunRecord
+from benchsuite.plan.matching import comparison_size
 from benchsuite.plan.plan import Plan
 from benchsuite.plan.power import design_warning, min_seeds_for_significance
 from benchsuite.plan.selection import NO_BETTER_THAN_TRIVIAL, NON_FINITE, divergence, on_edge
@@ -277,6 +278,7 @@ def analyse(plan: Plan, results: dict[str, RunRecord], failures: list[RunRecord]
             cell = compare_cell(plan, track, base, arm)
             flag_undertrained(cell["comparison"], entry["mixers"], mixer, baseline)
             cell["signature"] = _signature(plan.mixers[mixer].signature, arm, base)
+            cell["size"] = comparison_size(cells[mixer].size, base["costs"], arm["costs"])
             entry["comparisons"][mixer] = cell
             family.append(cell["comparison"])
             if cell["both_converged"] is not None:

@@ -49,9 +49,10 @@ class Encoder(nn.Module):
         return [block.mixer for block in self.blocks]
 
 
-def mlp(dim: int, ratio: int) -> nn.Module:
-    """The channel MLP of a block."""
-    return nn.Sequential(nn.Linear(dim, ratio * dim), nn.GELU(), nn.Linear(ratio * dim, dim))
+def mlp(dim: int, ratio: int, hidden: int | None = None) -> nn.Module:
+    """The channel MLP of a block: ``hidden`` units (default ``ratio * dim``)."""
+    width = ratio * dim if hidden is None else hidden
+    return nn.Sequential(nn.Linear(dim, width), nn.GELU(), nn.Linear(width, dim))
 
 
 def build_encoder(
@@ -61,10 +62,13 @@ def build_encoder(
     depth: int,
     mlp_ratio: int,
     seed_of: Callable[[str], int],
+    mlp_hidden: int | None = None,
 ) -> Encoder:
     """Build the encoder, constructing each named part under ``torch.manual_seed(seed_of(name))``.
 
-    ``make`` holds the track's ``"tokenizer"`` and ``"head"`` factories.
+    ``make`` holds the track's ``"tokenizer"`` and ``"head"`` factories; ``mlp_hidden`` sets the
+    channel MLPs' hidden width (default ``mlp_ratio * dim``; the equal-size rule sets it). Only
+    the parts whose shape it changes (the MLPs) start from other weights.
     """
 
     def seeded(name: str, factory: Callable[[], nn.Module]) -> nn.Module:
@@ -76,7 +80,7 @@ def build_encoder(
             mixer=seeded(f"blocks.{i}.mixer", make_mixer),
             norm1=seeded(f"blocks.{i}.norm1", lambda: nn.LayerNorm(dim)),
             norm2=seeded(f"blocks.{i}.norm2", lambda: nn.LayerNorm(dim)),
-            mlp=seeded(f"blocks.{i}.mlp", lambda: mlp(dim, mlp_ratio)),
+            mlp=seeded(f"blocks.{i}.mlp", lambda: mlp(dim, mlp_ratio, mlp_hidden)),
         )
         for i in range(depth)
     ]

@@ -77,6 +77,7 @@ def build_model(track: Track, mixer: Mixer, data: TrackData, job: Job,
         depth=budget.depth,
         mlp_ratio=budget.mlp_ratio,
         seed_of=lambda name: streams.int_seed(f"init/{name}"),
+        mlp_hidden=job.mlp_hidden,
     )
 
 

@@ -1,0 +1,151 @@
+"""The equal-size rule (docs/protocol.md, "Equal size"): per track, every mixer's model is brought
+within ±10% of the baseline model's parameter count (the Long Range Arena rule), the same way for
+every mixer.
+
+A mixer already within the band keeps its configuration. Otherwise the suite searches, by
+bisection over whole numbers (parameter counts grow with the value), first the mixer's declared
+``size_option`` (unless the run gave that option), then, at the option's closest value, the hidden
+width of the block's channel MLP, and takes the value whose count is closest to the baseline's.
+When no value reaches the band the cell trains as declared and records by how much the closest
+size missed; its comparison is flagged.
+
+Counting is the caller's (a ``Count``: parameters of the model for a size, built on the ``meta``
+device by :mod:`benchsuite.train.size`); nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from benchsuite.errors import PluginError, one_line
+from benchsuite.specs import Mixer
+
+MATCHES = ("params", "none")
+TOLERANCE = 0.10  # the band, as a fraction of the baseline's count (as param_mismatch's)
+MLP_WIDEST = 32  # the widest channel MLP searched, in multiples of its declared width
+OPTION_WIDEST = 8  # the largest size option searched, in multiples of its default
+
+Count = Callable[[Mapping[str, Any]], int]
+"""Parameters of a cell's model under a size: ``{"mlp_hidden": 96}``, ``{"expansion": 3}``."""
+
+
+def within(params: int, target: int) -> bool:
+    """Whether ``params`` is inside the band around ``target``."""
+    return abs(params / target - 1.0) <= TOLERANCE
+
+
+def closest(count: Callable[[int], int], target: int, low: int, high: int) -> tuple[int, int]:
+    """The whole number in ``[low, high]`` whose count is closest to ``target``, and its count,
+    by bisection (``count`` must not decrease as the value grows)."""
+    seen: dict[int, int] = {}
+
+    def at(value: int) -> int:
+        if value not in seen:
+            seen[value] = count(value)
+        return seen[value]
+
+    lo, hi = low, high
+    while lo < hi:  # the least value whose count reaches the target (or ``high``)
+        mid = (lo + hi) // 2
+        lo, hi = (mid + 1, hi) if at(mid) < target else (lo, mid)
+    best = min((v for v in (lo - 1, lo) if v >= low), key=lambda v: abs(at(v) - target))
+    return best, at(best)
+
+
+def size_option(mixer: Mixer, name: str, options: Mapping[str, Any]) -> str:
+    """The option the rule may search: the declared ``size_option``, unless the run gave it (in
+    the variant's name or as a value other than its default); ``""`` when there is none."""
+    if not mixer.size_option:
+        return ""
+    declared = {opt.name: opt for opt in mixer.options}
+    option = declared.get(mixer.size_option)
+    if option is None or option.type is not int:
+        whole = ", ".join(o.name for o in mixer.options if o.type is int) or "none"
+        raise PluginError(f"mixer {mixer.name!r}: size_option {mixer.size_option!r} is not one of "
+                          f"its whole-number options ({whole})")  # fmt: skip
+    given = f"{option.name}=" in name.partition("[")[2]
+    return "" if given or options.get(option.name) != option.default else option.name
+
+
+def match(mixer: Mixer, name: str, options: Mapping[str, Any], target: int, width: int,
+          count: Count) -> dict[str, Any]:  # fmt: skip
+    """The size of one cell under the rule: ``set`` (what the jobs change: a mixer option and/or
+    ``mlp_hidden``), ``by`` (``"as declared"``, ``"option NAME"``, ``"option NAME, mlp_hidden"``,
+    ``"mlp_hidden"``, ``"unmatched"``), ``params`` (of the model trained), ``baseline_params``,
+    ``ratio``, ``within`` and, when the band is out of reach, ``reason``: the closest count
+    reached, the cell then trains as declared. ``width``: the channel MLPs' declared width."""
+    option = size_option(mixer, name, options)
+    try:
+        declared = count({})
+        if within(declared, target):
+            return _record(target, "as declared", {}, declared)
+        chosen: dict[str, Any] = {}
+        if option:
+            highest = max(OPTION_WIDEST * options[option], 8)
+            value, found = closest(lambda v: count({option: v}), target, 1, highest)
+            chosen = {option: value}
+            if within(found, target):
+                return _record(target, f"option {option}", chosen, found)
+        known = None if chosen else (width, declared)
+        hidden, found = _mlp_width(lambda h: count({**chosen, "mlp_hidden": h}), target,
+                                   MLP_WIDEST * width, known)  # fmt: skip
+    except Exception as error:  # a model that cannot be built is the job's error to report
+        return uncounted(target, error)
+    chosen["mlp_hidden"] = hidden
+    by = ", ".join([*(f"option {o}" for o in chosen if o != "mlp_hidden"), "mlp_hidden"])
+    if within(found, target):
+        return _record(target, by, chosen, found)
+    shown = ", ".join(f"{k}={v}" for k, v in chosen.items())
+    return {**_record(target, "unmatched", {}, declared),
+            "reason": f"no size within ±{TOLERANCE:.0%} of the baseline's parameters (closest "
+                      f"{found / target:.2f}x at {shown}): trained as declared, "
+                      f"{declared / target:.2f}x"}  # fmt: skip
+
+
+def _mlp_width(count: Callable[[int], int], target: int, widest: int,
+               known: tuple[int, int] | None) -> tuple[int, int]:  # fmt: skip
+    """The channel-MLP width in ``[1, widest]`` whose count is closest to ``target``. The count
+    is affine in the width (only the MLPs change): two points (``known``: one already counted)
+    give the line, a third build confirms the width read off it (else: bisection)."""
+    far, at_far = known if known and known[0] > 1 else (2, count(2))
+    one = count(1)
+    slope = max((at_far - one) / (far - 1), 1e-9)
+    guess = min(max(round(1 + (target - one) / slope), 1), widest)
+    found = count(guess)
+    if found == round(one + slope * (guess - 1)):
+        return guess, found
+    return closest(count, target, 1, widest)
+
+
+def _record(target: int, by: str, chosen: Mapping[str, Any], params: int) -> dict[str, Any]:
+    return {
+        "rule": "params", "baseline_params": target, "by": by, "set": dict(chosen),
+        "params": params, "ratio": params / target, "within": within(params, target),
+    }  # fmt: skip
+
+
+def uncounted(target: int | None, error: Exception) -> dict[str, Any]:
+    """The record of a cell whose model could not be counted (its jobs will fail with why)."""
+    return {"rule": "params", "baseline_params": target, "set": {}, "by": "unmatched",
+            "params": None, "ratio": None, "within": False,
+            "reason": f"parameters not counted: {one_line(error)}"}  # fmt: skip
+
+
+def baseline_size(params: int) -> dict[str, Any]:
+    """The baseline's own record: the count every other cell of its track is matched to."""
+    return _record(params, "baseline", {}, params)
+
+
+def comparison_size(size: Mapping[str, Any], base_costs: Mapping[str, float],
+                    arm_costs: Mapping[str, float]) -> dict[str, Any]:  # fmt: skip
+    """What report.json says of a comparison's sizes: both models' parameter and forward-FLOP
+    counts as trained (``*_ratio``: the mixer's over the baseline's; None when not measured) and
+    how the rule sized the mixer's model (``by``, ``set``, ``within``, ``reason``)."""
+    entry: dict[str, Any] = {key: size.get(key) for key in ("by", "within", "reason")}
+    entry["set"] = dict(size.get("set", {}))
+    for name, key in (("params", "params"), ("flops", "flops_per_example")):
+        base, arm = base_costs.get(key), arm_costs.get(key)
+        entry[f"baseline_{name}"], entry[f"mixer_{name}"] = base, arm
+        entry[f"{name}_ratio"] = arm / base if base and arm else None
+    return entry

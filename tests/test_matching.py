@@ -1,0 +1,160 @@
+"""The equal-size rule (docs/protocol.md, "Equal size"): an oversized mixer written here is brought
+within ±10% of the baseline's parameters by its size option or the channel-MLP width, the shared
+parts keep their initial weights, a mixer that cannot be matched is reported with its ratio, and
+report.json gives both counts of every comparison."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import torch
+from torch import nn
+
+from benchsuite import Mixer, Option, UsageError, api
+from benchsuite.plan import matching
+from benchsuite.plan.plan import plan_run
+from benchsuite.plan.resolve import resolve
+from benchsuite.registry import load_registry
+from benchsuite.registry.variants import lookup
+from benchsuite.settings import RunSettings
+from benchsuite.train.job import build_model, load_data
+from benchsuite.train.size import parameter_count
+
+BUDGET = {"steps": 8, "dim": 16}
+TRACK = {"sequence": {"series": 16, "length": 48}}
+
+
+def wide(tokens: int, dim: int, width: int = 2) -> nn.Module:
+    """A per-token MLP of ``width * dim`` hidden units: more parameters than dense's."""
+    return nn.Sequential(nn.Linear(dim, width * dim), nn.GELU(), nn.Linear(width * dim, dim))
+
+
+def units(tokens: int, dim: int, width: int = 256) -> nn.Module:
+    """A per-token MLP of ``width`` hidden units (a size option at the finest grain)."""
+    return nn.Sequential(nn.Linear(dim, width), nn.GELU(), nn.Linear(width, dim))
+
+
+def huge(tokens: int, dim: int) -> nn.Module:
+    """A mixer whose own parameters alone exceed the whole baseline model's."""
+    return nn.Sequential(nn.Linear(dim, 20 * dim), nn.Linear(20 * dim, dim))
+
+
+@pytest.fixture(scope="module")
+def registry():
+    registry = load_registry()
+    registry.add(Mixer(name="wide", build=wide, options=(Option("width", int, 2),)))
+    registry.add(Mixer(name="sized", build=units, options=(Option("width", int, 256),),
+                       size_option="width"))  # fmt: skip
+    registry.add(Mixer(name="huge", build=huge))
+    return registry
+
+
+def planned(registry, mixers, **settings):
+    settings = RunSettings(tracks=("sequence",), mixers=mixers, seeds=2, budget=BUDGET,
+                           track_options=TRACK, **settings)  # fmt: skip
+    done = resolve(settings, registry)
+    return plan_run(done, registry.tracks, registry.mixers, parameter_count)
+
+
+def real_params(registry, plan, mixer: str) -> int:
+    """Parameters of the model a cell's first job really trains (built on the CPU)."""
+    job = plan.jobs[plan.cells["sequence"][mixer].jobs[0]]
+    model = build_model(registry.tracks["sequence"], lookup(registry.mixers, mixer),
+                        load_data(registry.tracks["sequence"], job), job)  # fmt: skip
+    return sum(p.numel() for p in model.parameters())
+
+
+def test_bisection_finds_the_closest_whole_number():
+    assert matching.closest(lambda v: 10 * v + 3, 160, 1, 1000) == (16, 163)
+    assert matching.closest(lambda v: 10 * v, 5, 1, 50) == (1, 10)  # the band may be out of reach
+    assert matching.closest(lambda v: v * v, 50, 1, 100) == (7, 49)
+
+
+def test_an_oversized_mixer_is_brought_within_ten_percent_by_the_mlp_width(registry):
+    before = planned(registry, ("wide",), match="none").cells["sequence"]
+    assert before["wide"].size == {}
+    off = real_params(registry, planned(registry, ("wide",), match="none"), "wide")
+    plan = planned(registry, ("wide",))
+    base, cell = plan.cells["sequence"]["dense"].size, plan.cells["sequence"]["wide"].size
+    target = real_params(registry, plan, "dense")
+    assert off / target > 1.3  # deliberately oversized as declared
+    assert base["by"] == "baseline" and base["params"] == target
+    assert cell["by"] == "mlp_hidden" and cell["within"]
+    assert abs(real_params(registry, plan, "wide") / target - 1) <= 0.10
+    assert cell["params"] == real_params(registry, plan, "wide")  # meta count = the real model
+    job = plan.jobs[plan.cells["sequence"]["wide"].jobs[0]]
+    assert job.mlp_hidden == cell["set"]["mlp_hidden"] < 2 * BUDGET["dim"]  # narrower MLPs
+    assert job.key not in {j.key for j in planned(registry, ("wide",), match="none").all_jobs()}
+
+
+def test_a_declared_size_option_is_searched_first_unless_the_run_gives_it(registry):
+    plan = planned(registry, ("sized", "sized[width=32]"))
+    searched, given = (
+        plan.cells["sequence"]["sized"].size,
+        plan.cells["sequence"]["sized[width=32]"],
+    )
+    assert searched["by"] == "option width" and searched["within"]
+    job = plan.jobs[plan.cells["sequence"]["sized"].jobs[0]]
+    assert job.mixer_options["width"] == searched["set"]["width"] < 256 and job.mlp_hidden is None
+    assert given.size["by"] == "mlp_hidden" and given.size["within"]
+    assert plan.jobs[given.jobs[0]].mixer_options["width"] == 32
+
+
+def test_shared_parts_start_from_the_baselines_weights(registry):
+    plan = planned(registry, ("wide",))
+    models = {}
+    for mixer in ("dense", "wide"):
+        job = plan.jobs[plan.cells["sequence"][mixer].jobs[0]]
+        data = load_data(registry.tracks["sequence"], job)
+        models[mixer] = build_model(registry.tracks["sequence"], lookup(registry.mixers, mixer),
+                                    data, job).state_dict()  # fmt: skip
+    shared = [k for k in models["dense"] if ".mixer." not in k and ".mlp." not in k]
+    assert len(shared) > 6  # tokenizer, norms, head
+    assert all(torch.equal(models["dense"][k], models["wide"][k]) for k in shared)
+    assert (
+        models["dense"]["blocks.0.mlp.0.weight"].shape
+        != models["wide"]["blocks.0.mlp.0.weight"].shape
+    )
+
+
+def test_a_mixer_that_cannot_be_matched_says_so_with_its_ratio(registry):
+    size = planned(registry, ("huge",)).cells["sequence"]["huge"].size
+    assert not size["within"] and size["ratio"] > 1.1
+    assert size["by"] == "unmatched" and size["set"] == {}  # trained as declared
+    assert re.fullmatch(r"no size within ±10% of the baseline's parameters \(closest \d+\.\d\dx "
+                        rf"at mlp_hidden=1\): trained as declared, {size['ratio']:.2f}x",
+                        size["reason"])  # fmt: skip
+
+
+def test_an_unknown_match_is_a_one_line_error_and_a_bad_size_option_skips_its_mixer(registry):
+    with pytest.raises(UsageError, match=r"^unknown --match 'flop'; valid: params, none$"):
+        planned(registry, ("wide",), match="flop")
+    registry.add(Mixer(name="badsize", build=wide, size_option="depth"))
+    plan = planned(registry, ("badsize", "wide"))
+    [skip] = plan.skipped
+    assert (skip.mixer, skip.kind) == ("badsize", "error")
+    assert skip.reason == ("mixer 'badsize': size_option 'depth' is not one of its whole-number "
+                           "options (none)")  # fmt: skip
+    assert set(plan.cells["sequence"]) == {"dense", "wide"}
+
+
+def test_report_json_gives_both_counts_and_flags_the_unmatched(registry, tmp_path):
+    settings = RunSettings(tracks=("sequence",), mixers=("wide", "huge"), seeds=2,
+                           budget=BUDGET, track_options=TRACK, executor="local", jobs=1,
+                           grids={"sequence": {"lr": (0.01,)}}, out=str(tmp_path))  # fmt: skip
+    summary = api.run(settings, registry=registry)
+    assert summary.failed == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    comparisons = report["tracks"]["sequence"]["comparisons"]
+    matched, unmatched = comparisons["wide"], comparisons["huge"]
+    for cell in (matched, unmatched):
+        size = cell["size"]
+        assert size["params_ratio"] == size["mixer_params"] / size["baseline_params"]
+        assert size["baseline_params"] > 0 and size["mixer_params"] > 0
+        assert size["flops_ratio"] == size["mixer_flops"] / size["baseline_flops"] > 0
+    assert abs(matched["size"]["params_ratio"] - 1) <= 0.10 and matched["size"]["within"]
+    assert "param_mismatch" not in matched["comparison"]["flags"]
+    assert "param_mismatch" in unmatched["comparison"]["flags"]
+    assert unmatched["size"]["reason"].startswith("no size within ±10%")
