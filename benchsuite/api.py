@@ -24,9 +24,11 @@ from benchsuite.errors import UsageError, one_line
 from benchsuite.execute.events import Events
 from benchsuite.execute.executors import check_available, make_executor
 from benchsuite.execute.worker import Worker
+from benchsuite.output.numbers import num
 from benchsuite.plan.code import changed_modules
 from benchsuite.plan.design import design_check
 from benchsuite.plan.plan import Plan, plan_run
+from benchsuite.plan.power import holm_first_alpha
 from benchsuite.plan.resolve import check_executor, resolve
 from benchsuite.registry import Registry, load_registry
 from benchsuite.results.store import FILENAME, Store
@@ -77,6 +79,17 @@ def prepare(
     return resolved, registry, design
 
 
+def family_note(plan: Plan, design: dict[str, Any], family: int) -> str:
+    """The line that corrects the design's family once the tracks' data has been probed."""
+    skipped = [f"{skip.track}/{skip.mixer}" for skip in plan.skipped if skip.mixer != "*"]
+    ruled_out = f" ({', '.join(skipped)} ruled out by the data)" if skipped else ""
+    return (
+        f"design after probing the data: a family of {family} comparisons, not "
+        f"{design['comparisons']}{ruled_out}; the analysis uses {family}: verdicts at alpha "
+        f"{num(holm_first_alpha(family), 2)}, its first step"
+    )
+
+
 def check_out(out: Path) -> None:
     """The output folder can be one: a file of that name is a one-line usage error."""
     if out.exists() and not out.is_dir():
@@ -91,13 +104,15 @@ def run(settings: RunSettings, *, registry: Registry | None = None,
     runs them with ``executor="local"``). ``events``: callbacks for progress and warnings.
     """
     events = events or Events()
-    settings, registry, _ = prepare(settings, registry, events)
+    settings, registry, design = prepare(settings, registry, events)
     out = Path(settings.out)
     store = Store.in_folder(out)
     worker = Worker(settings.plugins_dir, settings.threads, registry)
     pool = make_executor(settings.executor, worker, jobs=settings.jobs, timeout=settings.timeout,
                          address=settings.address)  # fmt: skip
     plan = plan_run(settings, registry.tracks, registry.mixers, parameter_count)
+    if (family := plan.family()) != design["comparisons"]:
+        events.note(family_note(plan, design, family))
     for note in code_changes(store.last_plan(), plan):
         events.warning(note)
     runner = Runner(plan, store, pool, worker, events, out / "logs")

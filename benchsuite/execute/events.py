@@ -14,5 +14,6 @@ class Events:
 
     design: Callable[[dict], None] = lambda design: None
     warning: Callable[[str], None] = lambda text: None
+    note: Callable[[str], None] = lambda text: None
     start: Callable[[str, int], None] = lambda phase, total: None
     advance: Callable[[RunRecord, bool], None] = lambda record, reused: None

@@ -137,8 +137,11 @@ def progress_events(console: Console, status: Console, *, config: str = "",
     def warning(text: str) -> None:
         status.print(f"[yellow]warning:[/] {escape(text)}")
 
+    def note(text: str) -> None:
+        status.print(escape(text))
+
     try:
-        yield Events(design=design, warning=warning, start=start, advance=advance)
+        yield Events(design=design, warning=warning, note=note, start=start, advance=advance)
     finally:
         if bar.live.is_started:  # stopping a bar never started prints an empty line
             bar.stop()

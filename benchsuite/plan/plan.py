@@ -106,6 +106,12 @@ class Plan:
         """Every job, cell by cell (in memory only: a plan read back from the store has none)."""
         return [self.jobs[key] for key in self.keys()]
 
+    def family(self) -> int:
+        """The Holm family: every planned (track, mixer) cell besides the baseline's, on tracks
+        where the baseline has a cell (finished or not)."""
+        baseline = self.settings["baseline"]
+        return sum(len(cells) - 1 for cells in self.cells.values() if baseline in cells)
+
     def to_dict(self) -> dict[str, Any]:
         """The plan as plain JSON-able data (without the in-memory Job objects)."""
         return {

@@ -283,7 +283,7 @@ def analyse(plan: Plan, results: dict[str, RunRecord], failures: list[RunRecord]
             family.append(cell["comparison"])
             if cell["both_converged"] is not None:
                 both_family.append(cell["both_converged"])
-    size = planned_family(plan)
+    size = plan.family()
     stats.apply_holm(family, family=max(size, len(family)))
     stats.apply_holm(both_family)
     for entry in tracks.values():
@@ -351,13 +351,6 @@ def environment_warnings(records: list[RunRecord]) -> list[str]:
                 f"results combine training runs with different {key}: {', '.join(values)}"
             )
     return warnings
-
-
-def planned_family(plan: Plan) -> int:
-    """The Holm family of the plan: every planned (track, mixer) cell besides the baseline's, on
-    tracks where the baseline has a cell (finished or not)."""
-    baseline = plan.settings["baseline"]
-    return sum(len(cells) - 1 for cells in plan.cells.values() if baseline in cells)
 
 
 def design(settings: dict, comparisons: int, finished: int | None = None,
