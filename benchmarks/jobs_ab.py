@@ -1,11 +1,12 @@
 """Job-seconds of two code versions side by side: the same jobs, alternating A/B runs.
 
 A is a git revision (extracted into a temporary folder with ``git archive``), B the working
-tree. Each run is a fresh process that trains the sample (one job per track and mixer, by
-default the quick preset's seed 1 of every track for a few mixers) on one thread and reports each
-job's seconds and metrics; runs alternate A, B, A, B ... so that the load of a shared machine
-hits both alike. Prints the median over runs of B's total over A's, per track and in total, and
-the largest relative difference of any metric between A and B (0 when they are identical).
+tree. Each side is a persistent process training on one thread; the sample (one job per track
+and mixer: the quick preset's seed 1) is run job by job, A then B or B then A in turn, so that
+the load of a shared machine hits both alike. Each job's CPU seconds (insensitive to time
+slicing by other processes) and wall seconds are summed per run; printed: every run's totals,
+the median over runs of B's sum over A's, per track and in total (CPU and wall), and the largest
+relative difference of any metric between A and B (0 when they are identical).
 
     python benchmarks/jobs_ab.py [--base d01a95f] [--repeats 3] [--tracks T,...] [--mixers M,...]
 """
