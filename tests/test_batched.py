@@ -179,10 +179,11 @@ class CountOps(TorchDispatchMode):
 
 
 @pytest.mark.parametrize("clip", [0.0, 1.0])
-def test_a_stacked_step_costs_the_same_operations_for_any_number_of_tensors(clip):
-    """The stacked AdamW updates one flat buffer: its step is a fixed two dozen operations whether
-    the model holds 2 or 40 parameter tensors (per-tensor updates cost ~3 ms per step for the
-    quick encoders on this CPU, a third of a job)."""
+def test_a_stacked_step_costs_a_fixed_number_of_operations(clip):
+    """The stacked AdamW updates one flat buffer: whether the model holds 2 or 40 parameter
+    tensors its step is the same ~20 operations, plus two per tensor when gradients are clipped
+    (their norms are summed per tensor, as clip_grad_norm_ does); the per-tensor update it
+    replaced cost ~12 per tensor, a third of a quick sequence job."""
     counts = []
     for tensors in (2, 40):
         params = [torch.randn(3, 4, 5, requires_grad=True) for _ in range(tensors)]
@@ -191,7 +192,7 @@ def test_a_stacked_step_costs_the_same_operations_for_any_number_of_tensors(clip
         sum((p * p).sum() for p in params).backward()
         with CountOps() as ops:
             optimizer.step(1.0)
-        counts.append(ops.count)
+        counts.append(ops.count - (2 * tensors if clip else 0))
         assert all(not torch.equal(p, b) for p, b in zip(params, before, strict=True))
         optimizer.zero_grad()
         assert all(p.grad is not None and not p.grad.any() for p in params)

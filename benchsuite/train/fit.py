@@ -82,7 +82,8 @@ class StackedAdamW:
     The parameters are rebound as views of one flat tensor and their gradients as views of
     another, so that every step is a dozen elementwise operations on all parameters at once
     (instead of a dozen per parameter tensor), zeroing the gradients is one fill and autograd
-    accumulates into the flat gradient in place.
+    accumulates into the flat gradient in place. Every value equals the per-tensor update's bit
+    for bit (the gradient norms are summed in the same order).
     """
 
     def __init__(self, parameters: Sequence[torch.Tensor], lrs: Sequence[float],
@@ -101,7 +102,8 @@ class StackedAdamW:
                             for n in sizes])  # fmt: skip
         lr = torch.tensor(lrs, dtype=torch.float32, device=device)
         decay = torch.tensor(weight_decays, dtype=torch.float32, device=device)
-        self.member, self.members = member, members
+        self.member = member
+        self.chunks = [grad.view(members, -1) for grad in self.grad.split(sizes)]
         self.lr, self.decay = lr[member], (lr * decay)[member]
         self.exp_avg, self.exp_avg_sq = torch.zeros_like(self.flat), torch.zeros_like(self.flat)
         self.steps = 0
@@ -114,9 +116,8 @@ class StackedAdamW:
         self.steps += 1
         beta1, beta2 = BETAS
         grad = self.grad
-        if self.clip:
-            squares = torch.zeros(self.members, device=grad.device)
-            squares.index_add_(0, self.member, grad * grad)
+        if self.clip:  # summed per tensor, then over tensors: the same sums as clip_grad_norm_
+            squares = torch.stack([g.pow(2).sum(dim=1) for g in self.chunks]).sum(dim=0)
             grad = grad * (self.clip / (squares.sqrt() + 1e-6)).clamp(max=1.0)[self.member]
         shrink = self.decay * -factor
         shrink += 1.0
