@@ -1,4 +1,4 @@
-"""Start-up: ``benchsuite --help`` and ``benchsuite list``, and whether they import torch.
+"""Start-up: ``benchsuite --help`` and ``benchsuite list``, and whether they import torch or numpy.
 
 python benchmarks/startup.py [--repeats 5]
 """
@@ -12,7 +12,12 @@ import sys
 import time
 
 COMMANDS = {"--help": ["--help"], "list": ["list"], "list --json": ["list", "--json"]}
-PROBE = "import sys, benchsuite.cli as c; c.main({args!r}); print('torch' in sys.modules)"
+PROBE = (
+    "import contextlib, io, sys, benchsuite.cli as c\n"
+    "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+    "    c.main({args!r})\n"
+    "print(' '.join(sorted({{'torch', 'numpy'}} & set(sys.modules))) or 'neither')\n"
+)
 
 
 def timed(args: list[str]) -> float:
@@ -21,10 +26,11 @@ def timed(args: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def imports_torch(args: list[str]) -> bool:
+def heavy_imports(args: list[str]) -> str:
+    """Which of torch and numpy the command imported ("neither" when none)."""
     code = PROBE.format(args=args)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    return done.stdout.strip().endswith("True")
+    return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "?"
 
 
 def main() -> None:
@@ -35,8 +41,7 @@ def main() -> None:
     print(f"python -c pass: {bare:.3f} s")
     for label, argv in COMMANDS.items():
         seconds = statistics.median(timed(argv) for _ in range(args.repeats))
-        torch_loaded = imports_torch(argv) if label != "--help" else False
-        print(f"benchsuite {label}: {seconds:.3f} s (imports torch: {torch_loaded})")
+        print(f"benchsuite {label}: {seconds:.3f} s (imports: {heavy_imports(argv)})")
 
 
 def timed_python() -> float:

@@ -6,7 +6,10 @@ Prints the first run's wall time, the re-run's (nothing retrained, start-up incl
 track: the median MDE at the verdicts' alpha (how blind the design is), the identity control's
 verdict (a track that tests mixing must make it lose), the mixers it separates from the
 baseline, the training seconds its jobs took, and across the run the share of cells that chose
-an end of their grid.
+an end of their grid. Then the cost in *reference steps* (job-seconds divided by the seconds of
+the fixed step of :mod:`benchsuite.plan.reference`, measured at the start of the same run and
+stored in report.json's environment): in total, per track and per mixer. Reference steps
+compare across machines; seconds do not.
 """
 
 from __future__ import annotations
@@ -33,13 +36,37 @@ def timed_run(out: Path, extra: list[str]) -> tuple[float, str]:
     return time.perf_counter() - start, done.stdout
 
 
-def job_seconds(store: Path) -> dict[str, float]:
-    """The seconds every track's jobs took (one worker each), summed from the store."""
-    seconds: dict[str, float] = defaultdict(float)
+def job_seconds(store: Path) -> dict[tuple[str, str], float]:
+    """The seconds every (track, mixer) cell's jobs took (one worker each), from the store."""
+    seconds: dict[tuple[str, str], float] = defaultdict(float)
     with sqlite3.connect(store) as db:
         for track, record in db.execute("SELECT track, record FROM results"):
-            seconds[track] += json.loads(record)["seconds"]
+            stored = json.loads(record)
+            seconds[track, stored["job"]["mixer"]] += stored["seconds"]
     return seconds
+
+
+def by(seconds: dict[tuple[str, str], float], part: int) -> dict[str, float]:
+    """Seconds summed per track (``part`` 0) or per mixer (1), largest first."""
+    summed: dict[str, float] = defaultdict(float)
+    for cell, value in seconds.items():
+        summed[cell[part]] += value
+    return dict(sorted(summed.items(), key=lambda item: -item[1]))
+
+
+def cost_lines(seconds: dict[tuple[str, str], float], reference: float) -> list[str]:
+    """Job-seconds and reference steps in total, per track and per mixer."""
+    total = sum(seconds.values())
+
+    def listed(parts: dict[str, float]) -> str:
+        return ", ".join(f"{name} {value / reference / 1e3:.0f}k" for name, value in parts.items())
+
+    return [
+        f"reference step: {reference * 1e3:.3f} ms (dense quick encoder on sequence, one thread)",
+        f"job-seconds: {total:.0f} s = {total / reference / 1e6:.3f} M reference steps",
+        f"reference steps per track: {listed(by(seconds, 0))}",
+        f"reference steps per mixer: {listed(by(seconds, 1))}",
+    ]
 
 
 def track_lines(report: dict, seconds: dict[str, float]) -> list[str]:
@@ -68,7 +95,8 @@ def main() -> None:
     print(stdout.strip().splitlines()[-1])
     print(f"re-run (nothing retrained): {again:.2f} s")
     report = json.loads((out / "report.json").read_text())
-    print("\n".join(track_lines(report, job_seconds(out / "benchsuite.sqlite"))))
+    seconds = job_seconds(out / "benchsuite.sqlite")
+    print("\n".join(track_lines(report, by(seconds, 0))))
     chosen = report["selection"]
     alpha = 0.05 / max(report["design"]["comparisons"], 1)
     print(
@@ -76,6 +104,7 @@ def main() -> None:
         f"not at chance ({chosen['edge_share']:.0%}); {chosen['at_chance']} cells at chance; "
         f"MDE at alpha {alpha:.2g} (Holm's first step)"
     )
+    print("\n".join(cost_lines(seconds, report["environment"]["reference_step_seconds"])))
 
 
 if __name__ == "__main__":

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy loads on first use: `benchsuite --help` and `list` never need it
+    import numpy as np
 
 DEFAULT_SALT = "benchsuite-v1"
 
@@ -32,19 +34,27 @@ class Streams:
 
     def sequence(self, name: str) -> np.random.SeedSequence:
         """The SeedSequence of stream ``name`` (e.g. ``"data"``, ``"split"``, ``"order"``)."""
+        import numpy as np
+
         entropy = _words(self.salt) + _words(self.track) + [self.seed] + _words(name)
         return np.random.SeedSequence(entropy)
 
     def rng(self, name: str) -> np.random.Generator:
         """A numpy Generator for stream ``name``."""
+        import numpy as np
+
         return np.random.default_rng(self.sequence(name))
 
     def int_seed(self, name: str) -> int:
         """A 63-bit integer seed for stream ``name`` (for torch.manual_seed)."""
+        import numpy as np
+
         return int(self.sequence(name).generate_state(2, dtype=np.uint32).view(np.uint64)[0]) >> 1
 
     def shared_rng(self, name: str) -> np.random.Generator:
         """A Generator for stream ``name`` that is the same for every seed of the track."""
+        import numpy as np
+
         entropy = _words(self.salt) + _words(self.track) + _words(f"shared:{name}")
         return np.random.default_rng(np.random.SeedSequence(entropy))
 
@@ -56,6 +66,8 @@ class Streams:
         for every seed and no seed ever trains or tunes on them; the remaining rows are split into
         validation (a ``val`` fraction of ``n``) and training from the seed's ``"split"`` stream.
         """
+        import numpy as np
+
         n_test, n_val = round(test * n), round(val * n)
         if n_test < 1 or n_val < 1 or n - n_test - n_val < 1:
             raise ValueError(f"cannot split {n} examples into train, {val:g} val, {test:g} test")

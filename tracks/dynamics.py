@@ -277,9 +277,12 @@ class DynamicsTrack(ForecastTrack):
         steps = np.arange(1, data.info["horizon"] + 1)
         weights = np.exp(-data.info["lyapunov"] * data.info["dt"] * steps)
         table = torch.tensor(weights / weights.mean(), dtype=torch.float32)[:, None]
+        on_device: dict[torch.device, Tensor] = {}  # the table copied once per device, not per step
 
         def weighted_mse(prediction: Tensor, target: Tensor) -> Tensor:
-            return (table.to(target.device) * (prediction - target) ** 2).mean()
+            if target.device not in on_device:
+                on_device[target.device] = table.to(target.device)
+            return (on_device[target.device] * (prediction - target) ** 2).mean()
 
         return weighted_mse
 

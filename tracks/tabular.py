@@ -412,7 +412,7 @@ class TabularTrack(Track):
                 "rmse": mse**0.5 * data.info["target_std"],
                 "r2": 1.0 - mse / float(target.var(correction=0)),
             }
-        prior = torch.tensor(data.info["prior"])
+        prior = torch.tensor(data.info["prior"], device=target.device)
         cross_entropy = float(functional.cross_entropy(prediction, target))
         trivial = float(-prior.log()[target].mean())
         return {

@@ -37,7 +37,11 @@ def git_revision(folder: Path | None = None) -> str | None:
 
 
 def describe(device: str, threads: int) -> dict[str, object]:
-    """The environment block of a run's report."""
+    """The environment block of a run's report, with the seconds of one reference step
+    (:mod:`benchsuite.plan.reference`, measured now: about 0.3 s) that job-seconds are divided
+    by to give a cost that compares across machines."""
+    from benchsuite.plan.reference import reference_step_seconds
+
     return {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "versions": package_versions(),
@@ -48,4 +52,5 @@ def describe(device: str, threads: int) -> dict[str, object]:
         "device": device,
         "threads_per_job": threads,
         "git_revision": git_revision(),
+        "reference_step_seconds": reference_step_seconds(),
     }

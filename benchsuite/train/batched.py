@@ -78,13 +78,26 @@ def _stack_models(models: list[nn.Module]) -> tuple[nn.Module, Tensors, Tensors]
     return copy.deepcopy(models[0]).to("meta"), params, buffers
 
 
+def _tied(model: nn.Module) -> bool:
+    """Whether the model holds one tensor under several names (tied weights)."""
+    named = [
+        *model.named_parameters(remove_duplicate=False),
+        *model.named_buffers(remove_duplicate=False),
+    ]
+    return len({id(tensor) for _, tensor in named}) < len(named)
+
+
 def _vmapped(template: nn.Module, shared: bool, loss_of: Any = None) -> Any:
     """vmap of the template's forward (or of ``loss_of(prediction, target)`` after it) over the
-    members; inputs are per member unless ``shared``."""
+    members; inputs are per member unless ``shared``.
+
+    Tied weights are looked for only in a model that has them (the search walks every module on
+    every call: a quarter of a quick sequence step)."""
     data = None if shared else 0
+    tie = _tied(template)
 
     def forward(p: Tensors, b: Tensors, x: torch.Tensor) -> torch.Tensor:
-        return functional_call(template, (p, b), (x,))
+        return functional_call(template, (p, b), (x,), tie_weights=tie)
 
     def loss(p: Tensors, b: Tensors, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return loss_of(forward(p, b, x), y)
