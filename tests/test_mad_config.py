@@ -83,17 +83,16 @@ def test_the_ladder_is_mad_labs_sweep(name):
     ladder = mad.LADDERS[name]
     assert len(ladder) == len(settings)
     assert [r["train"] for r in ladder] == [s["num_train_examples"] for s in settings]
-    assert {r["test"] for r in ladder} == {1280}
     defaults = mad_tasks.DEFAULTS[mad.TRACKS[name][0]]
     train = SWEEPS[name][0][2]
-    assert {**defaults, **ladder[0]} == {**BASELINE[name], "train": train, "test": 1280}
+    assert {**defaults, **ladder[0]} == {**BASELINE[name], "train": train}
 
 
 @pytest.mark.parametrize("name", sorted(mad.TRACKS))
 def test_every_rung_is_a_valid_generator_setting(name):
     task = mad.TRACKS[name][0]
     for rung in mad.LADDERS[name]:
-        difficulty = {k: v for k, v in rung.items() if k not in ("train", "test")}
+        difficulty = {k: v for k, v in rung.items() if k != "train"}
         assert mad_tasks.difficulty_problem(task, difficulty) is None, rung
 
 
@@ -105,7 +104,6 @@ def test_the_translated_sizes_follow_mad_labs_vocabulary():
         num_values=64,
         num_queries=512,
         train=800,
-        test=1280,
     )
     assert mad.rung("recall", 128, 128, 800)["num_pairs"] == 32  # half the sequence is queries
     noisy = mad.rung("noisy_recall", 144, 128, 12800, frac_noise=0.8)

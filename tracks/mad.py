@@ -219,7 +219,6 @@ MAD_LAB = {
     "memorization": (dict(vocab_size=256, seq_len=32, num_train_examples=256),
                      dict(vocab_size=[512, 1024, 2048, 4096, 8192])),
 }  # fmt: skip
-MAD_LAB_TEST = 1280  # MAD-Lab's num_test_examples (mad/configs.py)
 NOISE_VOCAB = 16  # MAD-Lab's noise_vocab_size for noisy recall, part of its vocab_size
 
 
@@ -262,9 +261,7 @@ def rung(
         keys = (vocab_size - 1) // 2
         options = dict(seq_len=seq_len, num_keys=keys, num_values=vocab_size - 1 - keys)
     defaults = mad_tasks.DEFAULTS[TRACKS[name][0]]
-    return {k: v for k, v in options.items() if defaults[k] != v} | dict(
-        train=num_train_examples, test=MAD_LAB_TEST
-    )
+    return {k: v for k, v in options.items() if defaults[k] != v} | dict(train=num_train_examples)
 
 
 TRACKS = {
