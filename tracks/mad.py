@@ -9,8 +9,9 @@ convolution of H3, Hyena and Based, the same for every mixer), so recall is one 
 the head classifies every position and only the read-out positions are scored: accuracy, or
 for ``selective_copying`` the cross-entropy of the same predictions (see ``SCORED_BY``); the
 trivial predictor predicts the training targets' frequencies. The quick preset runs ``recall``
-and ``selective_copying`` at 128 tokens; ``--preset full`` runs all six over a difficulty ladder
-and scores each task by its metric averaged over the ladder, as MAD does.
+and ``selective_copying`` at 128 tokens; ``--preset full`` runs all six over MAD-Lab's settings
+(``MAD_LAB``, translated by :func:`rung`; docs/tracks.md lists the differences) and scores each
+task by its metric averaged over the ladder, as MAD does.
 """
 
 from __future__ import annotations
