@@ -37,9 +37,9 @@ CLI_CASES = [
     ("recall", "quick", ["recall.num_queries=121"],
      "2 × num_pairs (4) + num_queries (121) must be ≤ seq_len (128)"),
     ("noisy_recall", "full", ["noisy_recall.num_queries=125"],
-     "2 × num_pairs (4) + num_queries (125) must be ≤ seq_len (128) (rung 1 of the full ladder)"),
+     "2 × num_pairs (8) + num_queries (125) must be ≤ seq_len (128) (rung 1 of the full ladder)"),
     ("fuzzy_recall", "full", ["fuzzy_recall.query_fraction=0.99"],
-     "num_pairs (4) × (key_len + value_len) (4) must be ≤ the context"),
+     "num_pairs (7) × (key_len + value_len) (6) must be ≤ the context"),
     ("selective_copying", "quick", ["selective_copying.num_data=65"],
      "2 × num_data (65) must be ≤ seq_len (128)"),
     ("compression", "full", ["compression.test=0"], "test (0) must be ≥ 1"),
@@ -204,9 +204,9 @@ def run_settings(track: str, preset: str, **given) -> RunSettings:
 
 def test_every_rung_of_the_ladder_is_checked_and_named():
     registry = load_registry()
-    resolve(run_settings("noisy_recall", "full", num_queries="112"), registry)
-    with pytest.raises(UsageError, match=r"num_queries \(120\).*\(rung 2 of the full ladder\)$"):
-        resolve(run_settings("noisy_recall", "full", num_queries="120"), registry)  # rung 1 fits
+    resolve(run_settings("noisy_recall", "full", num_queries="64"), registry)
+    with pytest.raises(UsageError, match=r"num_queries \(96\).*\(rung 3 of the full ladder\)$"):
+        resolve(run_settings("noisy_recall", "full", num_queries="96"), registry)  # rungs 1, 2 fit
     with pytest.raises(UsageError) as caught:
         resolve(run_settings("recall", "quick", num_queries="121"), registry)
     assert "rung" not in str(caught.value)  # the quick preset has one rung

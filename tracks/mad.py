@@ -9,8 +9,9 @@ convolution of H3, Hyena and Based, the same for every mixer), so recall is one 
 the head classifies every position and only the read-out positions are scored: accuracy, or
 for ``selective_copying`` the cross-entropy of the same predictions (see ``SCORED_BY``); the
 trivial predictor predicts the training targets' frequencies. The quick preset runs ``recall``
-and ``selective_copying`` at 128 tokens; ``--preset full`` runs all six over a difficulty ladder
-and scores each task by its metric averaged over the ladder, as MAD does.
+and ``selective_copying`` at 128 tokens; ``--preset full`` runs all six over MAD-Lab's settings
+(``MAD_LAB``, translated by :func:`rung`; docs/tracks.md lists the differences) and scores each
+task by its metric averaged over the ladder, as MAD does.
 """
 
 from __future__ import annotations
@@ -30,12 +31,17 @@ if TYPE_CHECKING:
     from benchsuite.seeds import Streams
 
 QUICK_GRID = lr_grid(4e-3, 8e-3, 1.6e-2, 3.2e-2, 6.4e-2)
-FULL_GRID = lr_grid(3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
+# MAD-Lab's sweep (mad/configs.py, make_benchmark_mad_configs): lr x weight decay
+FULL_GRID = tuple(
+    point for wd in (0.0, 0.1) for point in lr_grid(1e-4, 5e-4, 1e-3, weight_decay=wd)
+)
 QUICK_BUDGET = Budget(steps=200, batch_size=6, dim=32, depth=1, mlp_ratio=1, eval_batch_size=64,
                       grid=QUICK_GRID)  # fmt: skip
 ACCURACY = Metric("accuracy", higher_is_better=True, ideal=1.0)
 CROSS_ENTROPY = Metric("cross_entropy", higher_is_better=False, ideal=0.0, positive=True)
-FULL_BUDGET = Budget(steps=4000, batch_size=64, dim=128, depth=2, grid=FULL_GRID)
+# MAD-Lab: width 128, 4 layers (mixer, SwiGLU, mixer, SwiGLU: our 2 blocks), batch 128; it trains
+# 200 epochs (20,000 steps at 12,800 examples), we a fixed 4000 steps per rung (docs/tracks.md)
+FULL_BUDGET = Budget(steps=4000, batch_size=128, dim=128, depth=2, grid=FULL_GRID)
 SPLITS = ("val", "test")
 
 
@@ -187,49 +193,78 @@ QUICK = {
     "recall": dict(seq_len=128, num_pairs=4, num_keys=8, num_values=8, num_queries=64),
     # 40 data tokens of 4 among 48 fillers: at this budget mixers learn a position prior (first
     # and last markers ~0.9, the middle ~0.4) rather than to rank and copy; the full ladder
-    # (fewer data tokens, a larger vocabulary, more steps) asks for real copying
+    # (MAD-Lab's: 14 to 126 symbols, 256 to 1024 tokens, 20x the steps) asks for real copying
     "selective_copying": dict(seq_len=128, num_data=40, vocab=4),
 }
-LADDERS = {
-    "recall": [
-        dict(seq_len=128, num_pairs=4, num_keys=8, num_values=8, num_queries=64, train=4096),
-        dict(seq_len=128, num_pairs=8, num_keys=16, num_values=16, num_queries=64, train=8192),
-        dict(seq_len=256, num_pairs=16, num_keys=32, num_values=32, num_queries=128, train=16384),
-        dict(seq_len=512, num_pairs=32, num_keys=64, num_values=64, num_queries=256, train=16384),
-    ],
-    "fuzzy_recall": [
-        dict(seq_len=128, num_pairs=4, num_keys=8, num_values=8, key_len=2, value_len=2,
-             train=4096),
-        dict(seq_len=256, num_pairs=8, num_keys=16, num_values=16, key_len=2, value_len=2,
-             train=8192),
-        dict(seq_len=256, num_pairs=8, num_keys=16, num_values=16, key_len=3, value_len=3,
-             train=16384),
-    ],
-    "noisy_recall": [
-        dict(seq_len=128, num_pairs=4, num_keys=8, num_values=8, noise_vocab=8, noise_ratio=0.5,
-             train=4096),
-        dict(seq_len=128, num_pairs=8, num_keys=16, num_values=16, noise_vocab=16,
-             noise_ratio=0.5, train=8192),
-        dict(seq_len=256, num_pairs=16, num_keys=32, num_values=32, num_queries=128,
-             noise_vocab=32, noise_ratio=0.8, train=16384),
-    ],
-    "selective_copying": [
-        dict(seq_len=128, num_data=4, vocab=8, train=4096),
-        dict(seq_len=128, num_data=8, vocab=8, train=8192),
-        dict(seq_len=256, num_data=16, vocab=16, train=16384),
-        dict(seq_len=512, num_data=16, vocab=16, noise_vocab=16, train=16384),
-    ],
-    "compression": [
-        dict(seq_len=8, vocab=16, train=4096),
-        dict(seq_len=16, vocab=16, train=8192),
-        dict(seq_len=32, vocab=16, train=16384),
-    ],
-    "memorization": [
-        dict(seq_len=128, num_keys=256, num_values=16, train=4096),
-        dict(seq_len=128, num_keys=1024, num_values=64, train=8192),
-        dict(seq_len=128, num_keys=4096, num_values=256, train=16384),
-    ],
+# MAD-Lab's benchmark (github.com/athms/mad-lab, configs/tasks/*.yml): per task a baseline and,
+# one at a time, changes of it; a setting is (vocab_size, seq_len, num_train_examples, extras).
+MAD_LAB = {
+    "recall": (dict(vocab_size=16, seq_len=128, num_train_examples=12800),
+               dict(vocab_size=[32, 64, 128], seq_len=[256, 512, 1024],
+                    num_train_examples=[6400, 3200, 1600, 800])),
+    "fuzzy_recall": (dict(vocab_size=16, seq_len=128, num_train_examples=12800),
+                     dict(vocab_size=[32, 64, 128], seq_len=[256, 512, 1024],
+                          num_train_examples=[6400, 3200, 1600, 800])),
+    "noisy_recall": (dict(vocab_size=32, seq_len=128, num_train_examples=12800, frac_noise=0.2),
+                     dict(vocab_size=[48, 80, 144], seq_len=[256, 512, 1024],
+                          num_train_examples=[6400, 3200, 1600, 800],
+                          frac_noise=[0.4, 0.6, 0.8])),
+    "selective_copying": (dict(vocab_size=16, seq_len=256, num_train_examples=12800,
+                               num_tokens_to_copy=16),
+                          dict(vocab_size=[32, 64, 128], seq_len=[512, 1024],
+                               num_train_examples=[6400, 3200, 1600, 800],
+                               num_tokens_to_copy=[32, 64, 96])),
+    "compression": (dict(vocab_size=16, seq_len=32, num_train_examples=12800),
+                    dict(vocab_size=[32, 64, 128], seq_len=[64, 128, 256],
+                         num_train_examples=[6400, 3200, 1600, 800])),
+    "memorization": (dict(vocab_size=256, seq_len=32, num_train_examples=256),
+                     dict(vocab_size=[512, 1024, 2048, 4096, 8192])),
 }  # fmt: skip
+NOISE_VOCAB = 16  # MAD-Lab's noise_vocab_size for noisy recall, part of its vocab_size
+
+
+def mad_lab_settings(name: str) -> list[dict[str, Any]]:
+    """MAD-Lab's settings of a task: its baseline, then each change of one key, in its order."""
+    baseline, changes = MAD_LAB[name]
+    return [baseline] + [{**baseline, key: value}
+                         for key, values in changes.items() for value in values]  # fmt: skip
+
+
+def rung(
+    name: str,
+    vocab_size: int,
+    seq_len: int,
+    num_train_examples: int,
+    frac_noise: float = 0.0,
+    num_tokens_to_copy: int = 0,
+) -> dict[str, Any]:
+    """Our generator's options for one MAD-Lab setting. MAD-Lab's ``vocab_size`` counts its
+    special tokens; ours are ids of their own, so keys and values get what MAD-Lab gives them:
+    half each of the non-special ids. Recall binds every key it can (MAD-Lab's sequences are all
+    key-value pairs, so every key of the vocabulary recurs) within the first half of the sequence,
+    the second half being queries. Only what differs from the generator's defaults is set, so a
+    ``--track-option`` of an unset one still applies."""
+    if name in ("recall", "noisy_recall"):
+        keys = (vocab_size - (NOISE_VOCAB if name == "noisy_recall" else 0)) // 2
+        options = dict(seq_len=seq_len, num_keys=keys, num_values=keys,
+                       num_pairs=min(keys, seq_len // 4), num_queries=seq_len // 2)  # fmt: skip
+        if name == "noisy_recall":
+            options |= dict(noise_vocab=NOISE_VOCAB, noise_ratio=frac_noise)
+    elif name == "fuzzy_recall":  # one id is MAD-Lab's pad token; motifs of up to 3 tokens
+        keys, context = (vocab_size - 1) // 2, seq_len - seq_len // 2
+        options = dict(seq_len=seq_len, num_keys=keys, num_values=vocab_size - 1 - keys,
+                       key_len=3, value_len=3, num_pairs=min(keys, context // 6))  # fmt: skip
+    elif name == "selective_copying":  # two ids are MAD-Lab's blank and copy tokens
+        options = dict(seq_len=seq_len, vocab=vocab_size - 2, num_data=num_tokens_to_copy)
+    elif name == "compression":  # MAD-Lab: seq_len - 1 data tokens, then the compression token
+        options = dict(seq_len=seq_len + 1, vocab=vocab_size - 1)
+    else:  # memorization: one id is the insert token; MAD-Lab's key-value map halves the rest
+        keys = (vocab_size - 1) // 2
+        options = dict(seq_len=seq_len, num_keys=keys, num_values=vocab_size - 1 - keys)
+    defaults = mad_tasks.DEFAULTS[TRACKS[name][0]]
+    return {k: v for k, v in options.items() if defaults[k] != v} | dict(train=num_train_examples)
+
+
 TRACKS = {
     "recall": ("in_context_recall", "multi-query associative recall of keys bound in context"),
     "fuzzy_recall": ("fuzzy_in_context_recall", "associative recall of multi-token keys, values"),
@@ -238,6 +273,7 @@ TRACKS = {
     "compression": ("compression", "decode a whole sequence from its last token"),
     "memorization": ("memorization", "a fixed key-value table learnt in the weights (no mixing)"),
 }  # fmt: skip
+LADDERS = {name: [rung(name, **setting) for setting in mad_lab_settings(name)] for name in MAD_LAB}
 
 
 # Selective copying is scored by cross-entropy: its accuracy jumps between seeds (a model stalls
