@@ -160,11 +160,19 @@ def test_the_presets_table_is_the_tracks_budgets():
             budget = tracks[name].budget(preset)
             lrs = [float(point["lr"]) for point in budget.grid]
             decay = {float(point.get("weight_decay", 0.0)) for point in budget.grid}
-            lr_text, decay_text = grid.split("; ")
-            low, high = (float(v) for v in lr_text.split(" … "))
             assert (int(steps), int(batch), int(dim)) == (
                 budget.steps, budget.batch_size, budget.dim), name  # fmt: skip
             assert int(depth.split()[0]) == budget.depth, name
+            if " × weight decay " in grid:  # a product grid: every lr with every decay
+                lr_text, decay_text = grid.split(" (")[0].split(" × weight decay ")
+                listed = ({float(v) for v in lr_text.split(", ")},
+                          {float(v) for v in decay_text.split(", ")})  # fmt: skip
+                assert listed == (set(lrs), decay), name
+                assert len(budget.grid) == len(listed[0]) * len(listed[1]), name
+                covered.add((name, preset))
+                continue
+            lr_text, decay_text = grid.split("; ")
+            low, high = (float(v) for v in lr_text.split(" … "))
             assert (low, high, decay) == (lrs[0], lrs[-1], {float(decay_text)}), name
             covered.add((name, preset))
     assert covered == {(n, p) for n, t in tracks.items() for p in t.budgets}
