@@ -38,8 +38,11 @@ def _scan_values(a: torch.Tensor, b: torch.Tensor, chunk: int) -> torch.Tensor:
     step = 1
     while step < chunk:  # in place: each right-hand side is evaluated before the write
         b[:, :, step:] += a[:, :, step:] * b[:, :, :-step]
-        a[:, :, step:] = a[:, :, step:] * a[:, :, :-step]
+        if count > 1 or 2 * step < chunk:  # one chunk: the last products are never read
+            a[:, :, step:] = a[:, :, step:] * a[:, :, :-step]
         step *= 2
+    if count == 1:  # no state to carry
+        return b[:, 0, :tokens]
     carry, carried = torch.zeros_like(b[:, 0, 0]), []
     for a_last, b_last in zip(a[:, :, -1].unbind(1), b[:, :, -1].unbind(1), strict=True):
         carried.append(carry)
