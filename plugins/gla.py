@@ -21,7 +21,7 @@ GATE_RANK, TEMPERATURE = 16, 16.0
 
 
 def parallel(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, log_decay: torch.Tensor, chunk: int = 32
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, log_decay: torch.Tensor, chunk: int = 16
 ) -> torch.Tensor:
     """Chunked GLA: q, k, log_decay (B, H, T, dk), v (B, H, T, dv) -> (B, H, T, dv)."""
     from benchsuite.mixers._linear import chunk_linear_attention

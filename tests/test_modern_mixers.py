@@ -19,7 +19,7 @@ from benchsuite import Mixer, UsageError
 from benchsuite.testing import check_mixer, collect_mixers
 
 NEW = ["mamba", "gla", "deltanet", "gated_deltanet", "retnet", "sliding_window", "based"]
-LENGTHS = (9, 20, 64, 77, 150)  # one chunk, and on and off the grid of the default chunks (32-128)
+LENGTHS = (9, 20, 64, 77, 150)  # one chunk, and on and off the grid of the default chunks (16-128)
 B, H = 2, 2
 TOLERANCE = {torch.float64: 1e-5, torch.float32: 1e-3}
 
