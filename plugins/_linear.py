@@ -81,7 +81,7 @@ def chunk_linear_attention(
     k: torch.Tensor,
     v: torch.Tensor,
     log_decay: torch.Tensor | None = None,
-    chunk: int = 64,
+    chunk: int = 16,
 ) -> torch.Tensor:
     """o_t = S_t^T q_t with S_t = diag(exp(log_decay_t)) S_{t-1} + k_t v_t^T, S_0 = 0.
 
@@ -133,7 +133,7 @@ def chunk_delta_rule(
     v: torch.Tensor,
     beta: torch.Tensor,
     log_decay: torch.Tensor | None = None,
-    chunk: int = 64,
+    chunk: int = 16,
 ) -> torch.Tensor:
     """o_t = S_t^T q_t with S_t = a_t (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T, S_0 = 0.
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 def parallel(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, log_decay: torch.Tensor, chunk: int = 128
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, log_decay: torch.Tensor, chunk: int = 16
 ) -> torch.Tensor:
     """Chunked retention: q, k (B, H, T, dk), v (B, H, T, dv), log_decay (B or 1, H, T, 1)."""
     from benchsuite.mixers._linear import chunk_linear_attention
