@@ -23,28 +23,37 @@ if TYPE_CHECKING:
     from torch import nn
 
 
-def _scan_values(a: torch.Tensor, b: torch.Tensor, chunk: int) -> torch.Tensor:
-    """h_t = a_t h_{t-1} + b_t over dim 1 of (B, T, ...), h_0 = 0, without autograd: a
-    Hillis-Steele doubling scan inside chunks (log2(chunk) rounds), then one carry per chunk."""
+def _scan_values(
+    a: torch.Tensor, b: torch.Tensor, chunk: int, reverse: bool = False
+) -> torch.Tensor:
+    """h_t = a_t h_{t-1} + b_t over dim 1 of (B, T, ...), h_0 = 0 (``reverse``: h_t = a_t h_{t+1}
+    + b_t from the end), without autograd: a Hillis-Steele doubling scan inside chunks
+    (log2(chunk) rounds), then one carry per chunk."""
     import torch
     from torch.nn import functional
 
     tokens = a.shape[1]
     chunk = min(chunk, tokens)
     count = -(-tokens // chunk)
-    pad = (0, 0) * (a.dim() - 2) + (0, count * chunk - tokens)
+    pad = (0, 0) * (a.dim() - 2) + (0, count * chunk - tokens)  # a = 1, b = 0: inert either way
     a = functional.pad(a, pad, value=1.0).unflatten(1, (count, chunk))
     b = functional.pad(b, pad).unflatten(1, (count, chunk))
     step = 1
     while step < chunk:  # in place: each right-hand side is evaluated before the write
-        b[:, :, step:] += a[:, :, step:] * b[:, :, :-step]
-        a[:, :, step:] = a[:, :, step:] * a[:, :, :-step]
+        into, source = (slice(None, -step), slice(step, None))[:: 1 if reverse else -1]
+        b[:, :, into] += a[:, :, into] * b[:, :, source]
+        if count > 1 or 2 * step < chunk:  # one chunk: the last products are never read
+            a[:, :, into] = a[:, :, into] * a[:, :, source]
         step *= 2
+    if count == 1:  # no state to carry
+        return b[:, 0, :tokens]
+    edge, order = (0, -1) if reverse else (-1, 1)
     carry, carried = torch.zeros_like(b[:, 0, 0]), []
-    for a_last, b_last in zip(a[:, :, -1].unbind(1), b[:, :, -1].unbind(1), strict=True):
+    edges = list(zip(a[:, :, edge].unbind(1), b[:, :, edge].unbind(1), strict=True))
+    for a_edge, b_edge in edges[::order]:
         carried.append(carry)
-        carry = b_last + a_last * carry
-    return (b + a * torch.stack(carried, 1)[:, :, None]).flatten(1, 2)[:, :tokens]
+        carry = b_edge + a_edge * carry
+    return (b + a * torch.stack(carried[::order], 1)[:, :, None]).flatten(1, 2)[:, :tokens]
 
 
 @functools.cache
@@ -70,7 +79,7 @@ def _scan_function() -> type:
             a, h = ctx.saved_tensors
             # dL/dh_t in total: g_t + a_{t+1} dL/dh_{t+1}, a scan from the end
             a_next = torch.cat([a[:, 1:], torch.zeros_like(a[:, :1])], 1)
-            total = _scan_values(a_next.flip(1), grad.flip(1), ctx.chunk).flip(1)
+            total = _scan_values(a_next, grad, ctx.chunk, reverse=True)
             h_before = torch.cat([torch.zeros_like(h[:, :1]), h[:, :-1]], 1)
             return total * h_before, total, None
 

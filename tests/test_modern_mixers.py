@@ -19,7 +19,7 @@ from benchsuite import Mixer, UsageError
 from benchsuite.testing import check_mixer, collect_mixers
 
 NEW = ["mamba", "gla", "deltanet", "gated_deltanet", "retnet", "sliding_window", "based"]
-LENGTHS = (9, 20, 64, 77)  # one chunk, and on and off the grid of the default chunk of 16
+LENGTHS = (9, 20, 64, 77, 150)  # one chunk, and on and off the grid of the default chunks (16-128)
 B, H = 2, 2
 TOLERANCE = {torch.float64: 1e-5, torch.float32: 1e-3}
 
@@ -259,12 +259,14 @@ def test_sliding_window_matches_fla_reference():
     assert_agree(module("sliding_window").parallel(q, k, v, window), heads_last(expected), 1e-5)
 
 
-def test_mamba_scan_gradient_is_the_reverse_scan():
-    """The scan's hand-written backward against finite differences, off the chunk grid."""
+@pytest.mark.parametrize("chunk", [4, 16])
+def test_mamba_scan_gradient_is_the_reverse_scan(chunk):
+    """The scan's hand-written backward against finite differences, off the chunk grid (chunk
+    4) and in one chunk (16)."""
     g = torch.Generator().manual_seed(3)
     a = torch.rand(2, 11, 3, generator=g, dtype=torch.float64).requires_grad_()
     b = torch.randn(2, 11, 3, generator=g, dtype=torch.float64).requires_grad_()
-    assert torch.autograd.gradcheck(lambda a, b: module("mamba").scan(a, b, 4), (a, b))
+    assert torch.autograd.gradcheck(lambda a, b: module("mamba").scan(a, b, chunk), (a, b))
 
 
 def test_mamba_runs_under_torch_func_transforms():
