@@ -171,7 +171,10 @@ def test_every_section_is_there(page, report):
             improvement = numbers.pct(comparison["improvement_rel_pct"])
             assert any(c.startswith(improvement) for c in parsed.cells), (track, mixer)
     assert report["design"]["warning"] in text
-    assert parsed.tags.count("table") == 11  # 2 summary, 3 per track, across, costs, problems
+    flagged = sum(any(c["comparison"]["flags"] for c in e["comparisons"].values())
+                  for e in report["tracks"].values())  # fmt: skip
+    # 2 summary, 3 per track and its flags table where a flag is raised, across, costs, problems
+    assert parsed.tags.count("table") == 11 + flagged
     assert parsed.tags.count("img") == 14  # 5 per track, 4 across tracks
 
 

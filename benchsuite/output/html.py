@@ -202,7 +202,8 @@ def comparison_table(entry: dict, family: str = "") -> str:
             escape(num(c.get("p_value"), 3)), escape(num(c.get("p_holm"), 3)),
             escape(mde),
             escape(f"{c.get('wins', '–')}/{c.get('ties', '–')}/{c.get('losses', '–')}"),
-            _verdict(c.get("verdict")), escape(", ".join(c.get("flags") or [])),
+            _verdict(c.get("verdict")), _flag_cell(c.get("flags") or [],
+                                                   cell.get("flag_reasons") or {}),
         ))  # fmt: skip
     shift = 1 if points else 0
     first = _first(entry)
@@ -285,6 +286,7 @@ def track_section(track: str, entry: dict, plots: dict[tuple[str, str], Plot],
     if not entry.get("comparisons"):
         parts.append("<p class=warning>no comparisons: the baseline has no results here.</p>")
     parts.append(comparison_table(entry, family))
+    parts.append(flag_list(entry))
     parts.append(_figure(plots.get((track, "forest")),
                          "Every comparison's improvement with its 95% CI, ordered; the line at 0 "
                          "is the baseline, the grey band the equivalence margin; marker shape, "
@@ -438,6 +440,33 @@ def problems_section(report: dict) -> str:
     return "\n".join(parts)
 
 
+def _flag_cell(flags: list[str], reasons: dict[str, str]) -> str:
+    """The raised flags, each with its reason as a tooltip."""
+    shown = [f'<span title="{escape(reasons.get(f, ""))}">{escape(f)}</span>' for f in flags]
+    return ", ".join(shown)
+
+
+def flag_list(entry: dict) -> str:
+    """Every raised flag of the track's comparisons, with its one-line reason (docs/results.md
+    gives each threshold)."""
+    rows = [
+        (escape(mixer), escape(flag), escape((cell.get("flag_reasons") or {}).get(flag, "")))
+        for mixer, cell in (entry.get("comparisons") or {}).items()
+        for flag in (cell.get("comparison") or {}).get("flags") or []
+    ]
+    if not rows:
+        return ""
+    return _table(("mixer", "flag", "reason"), rows,
+                  "Flags raised on this track, each with the figure that crossed its threshold "
+                  "(the thresholds: docs/results.md).")  # fmt: skip
+
+
+def scale_head(report: dict) -> str:
+    """The page's scale warning: preset, width, depth and budget of every track."""
+    note = (report.get("scale") or {}).get("note")
+    return f"<p class=warning id=scale>{escape(note)}</p>" if note else ""
+
+
 def render_html(report: dict, plots: Sequence[Plot], scaling: str = "") -> str:
     """The whole page as text (``scaling``: the "Cost against sequence length" section, if any)."""
     by_key = {(p.section, p.kind): p for p in plots}
@@ -455,6 +484,7 @@ def render_html(report: dict, plots: Sequence[Plot], scaling: str = "") -> str:
         "<h1>benchsuite report</h1>",
         f"<p class=muted>{escape(str(date))} · baseline "
         f"{escape(str((report.get('settings') or {}).get('baseline', '–')))}</p>",
+        scale_head(report),
         f"<nav><ul>{nav}</ul></nav>",
         summary_section(report),
         *(track_section(t, e, by_key, _family_text(report)) for t, e in tracks.items()),

@@ -108,6 +108,12 @@ def _flags(entry: dict, mixer: str) -> str:
     return "undertrained" if entry["mixers"][mixer].get("undertrained") else ""
 
 
+def _scale_and_budget(entry: dict) -> str:
+    """The scale that produced the track's results, then its budget signature."""
+    budget = f"budget {entry['budget_signature']}"
+    return f"{note}; {budget}" if (note := entry.get("scale_note")) else budget
+
+
 def _spread(arm: dict) -> str:
     return f"{num(arm['full']['mean'])} ± {num(arm['full']['std'], 2)}"
 
@@ -145,7 +151,7 @@ def track_table(name: str, entry: dict, design: dict | None = None) -> Table:
         _title(name, entry),
         f"{entry['metric']} ({entry['direction']}); improvement > 0 means better than "
         f"{entry['baseline']}; {_scale(entry)}; {_family(entry, design)}; {CONFIG_NOTE}; "
-        f"budget {entry['budget_signature']}{_sizes(entry)}",
+        f"{_scale_and_budget(entry)}{_param_ratios(entry)}",
         ["mixer", "config", f"{entry['metric']} mean ± sd", "improvement [95% CI]",
          *(["Δ pt [95% CI]"] if points else []), "p", "Holm p", "MDE", "verdict", "flags"],
         no_wrap=("verdict",),
@@ -167,8 +173,8 @@ def track_tables_narrow(name: str, entry: dict, design: dict | None = None) -> l
     """The same figures in two narrower tables: each mixer's result, then its comparison."""
     results = _new(
         _title(name, entry),
-        f"{entry['metric']} ({entry['direction']}) on the test split; {CONFIG_NOTE}; budget "
-        f"{entry['budget_signature']}",
+        f"{entry['metric']} ({entry['direction']}) on the test split; {CONFIG_NOTE}; "
+        f"{_scale_and_budget(entry)}",
         ["mixer", "config", f"{entry['metric']} mean ± sd", "flags"],
         narrow=True,
     )  # fmt: skip
@@ -182,7 +188,7 @@ def track_tables_narrow(name: str, entry: dict, design: dict | None = None) -> l
         against = _new(
             f"[bold]{escape(name)}[/]: against {escape(entry['baseline'])}",
             f"improvement > 0 means better than {entry['baseline']}; {_scale(entry)}; "
-            f"{_family(entry, design)}; verdicts: {_legend(shown)}{_sizes(entry)}",
+            f"{_family(entry, design)}; verdicts: {_legend(shown)}{_param_ratios(entry)}",
             ["mixer", "improvement [95% CI]", *(["Δ pt [95% CI]"] if points else []), "p",
              "Holm p", "MDE", "verdict"],
             no_wrap=("verdict",),
@@ -197,7 +203,7 @@ def track_tables_narrow(name: str, entry: dict, design: dict | None = None) -> l
     return tables
 
 
-def _sizes(entry: dict) -> str:
+def _param_ratios(entry: dict) -> str:
     """For a caption: each comparison's parameters over the baseline's (docs/protocol.md)."""
     ratios = [f"{escape(mixer)} {size['params_ratio']:.2f}x"
               for mixer, cell in entry["comparisons"].items()
@@ -230,7 +236,7 @@ def signature_table(report: dict) -> Table | None:
         return None
     table = _new(
         "[bold]mechanism signatures[/] (trained model, first evaluation seed)",
-        "",
+        run_scale(report),
         ["track", "mixer", "probe", "predicted", "observed", "baseline", "confirmed"],
     )
     for track, mixer, key, value, sig in rows:
@@ -247,7 +253,8 @@ def signature_tables_narrow(report: dict) -> list[Table]:
         if track not in tables:
             tables[track] = _new(
                 f"[bold]mechanism signatures[/]: {escape(track)}",
-                "observed on the mixer (on the baseline); first evaluation seed",
+                "observed on the mixer (on the baseline); first evaluation seed; "
+                + report["tracks"][track].get("scale_note", ""),
                 ["mixer", "probe", "predicted", "observed (baseline)", "held"],
                 narrow=True,
             )
@@ -267,7 +274,7 @@ def across_table(report: dict) -> Table | None:
     table = _new(
         "[bold]across tracks[/] (score: fraction of the gap from the trivial predictor to the "
         "ideal value closed)",
-        _across_caption(across),
+        _across_caption(across, report),
         ["mixer", "suite effect [95% CI]", *map(escape, tracks), "p of the effect (Holm)",
          "verdict", "robust"],
     )  # fmt: skip
@@ -278,7 +285,12 @@ def across_table(report: dict) -> Table | None:
     return table
 
 
-def _across_caption(across: dict) -> str:
+def run_scale(report: dict) -> str:
+    """The run's scale sentence (preset, width, depth and budget per track), or ""."""
+    return (report.get("scale") or {}).get("note", "")
+
+
+def _across_caption(across: dict, report: dict) -> str:
     left = across.get("tracks_left_out") or {}
     dropped = "; left out: " + "; ".join(f"{t} ({why})" for t, why in left.items()) if left else ""
     return (
@@ -289,7 +301,7 @@ def _across_caption(across: dict) -> str:
         f"better/worse: Holm p < {num(across['alpha'], 2)} and the CI excludes 0; robust: the "
         "verdict holds with any one track left out (mixed: it does not; its direction in "
         "brackets); * ran on fewer "
-        f"tracks; ranks: docs/statistics.md{dropped}"
+        f"tracks; ranks: docs/statistics.md{dropped}; {run_scale(report)}"
     )
 
 
@@ -317,7 +329,7 @@ def across_tables_narrow(report: dict, width: int) -> list[Table]:
     """The suite figures, then the per-track effects in as many tables as the width needs."""
     across = report["across_tracks"]
     suite = _new("[bold]across tracks[/] (score: fraction of the gap from the trivial "
-                 "predictor to the ideal value closed)", _across_caption(across),
+                 "predictor to the ideal value closed)", _across_caption(across, report),
                  ["mixer", "suite effect [95% CI]", "p of the effect (Holm)", "verdict",
                   "robust"],
                  narrow=True)  # fmt: skip

@@ -23,14 +23,13 @@ from benchsuite.plan.matching import comparison_size
 from benchsuite.plan.plan import Plan
 from benchsuite.plan.power import design_warning, min_seeds_for_significance
 from benchsuite.plan.selection import NO_BETTER_THAN_TRIVIAL, NON_FINITE, divergence, on_edge
-from benchsuite.results import curves, stats
+from benchsuite.results import curves, flags, stats
 from benchsuite.results.aggregate import aggregate_across_tracks
 from benchsuite.results.store import Store
 from benchsuite.results.tradeoffs import quality_vs_cost
 from benchsuite.specs import Signature
 
 REPORT_VERSION = 2
-DECISIVE_AGREEMENT = 0.5  # fewer seeds than this share agreeing with the modal choice: flagged
 AT_CHANCE_P = 0.05  # one-sided level of "better than the trivial predictor"
 
 
@@ -85,6 +84,7 @@ def selection(grid: list[dict], chosen: dict[int, int], records: dict[int, RunRe
                      "mean": float(np.mean(values)) if values else math.nan})  # fmt: skip
     modal, tied = _modal(counts, rows, higher)
     n = max(len(chosen), 1)
+    steps, axis = flags.selection_spread(grid, list(chosen.values()))
     return {
         "modal": modal,
         "tied": tied if len(tied) > 1 else [],
@@ -94,7 +94,8 @@ def selection(grid: list[dict], chosen: dict[int, int], records: dict[int, RunRe
         "modal_on_edge": on_edge(grid, grid[modal]),
         "edge_of_grid": all(on_edge(grid, grid[k]) for k in tied) and not chance,
         "at_chance": chance,
-        "indecisive": counts[modal] / n < DECISIVE_AGREEMENT and not chance,
+        "spread": {"steps": steps, "axis": axis},
+        "indecisive": flags.indecisive(steps) and not chance,
         "chosen": {str(seed): index for seed, index in sorted(chosen.items())},
         "sweep": rows,
     }
@@ -106,7 +107,11 @@ def _arm(plan: Plan, track: str, mixer: str, results: dict[str, RunRecord]) -> d
     if not records:
         return None
     cell = plan.cells[track][mixer]
-    chosen = {int(seed): index for seed, index in cell.chosen.items() if int(seed) in records}
+    chosen = {  # the plan's record of each seed's choice; a run still going has not saved it yet
+        seed: cell.chosen.get(str(seed), record.chosen)
+        for seed, record in records.items()
+        if cell.chosen.get(str(seed), record.chosen) is not None
+    }
     metric = f"test.{facts.metric}"
     first = records[min(records)]
     values = {seed: r.metrics.get(metric, math.nan) for seed, r in records.items()}
@@ -186,14 +191,18 @@ def compare_cell(plan: Plan, track: str, base: dict, arm: dict) -> dict:
         edge_of_grid=arm["selection"]["edge_of_grid"],
         baseline_edge_of_grid=base["selection"]["edge_of_grid"],
         indecisive_selection=arm["selection"]["indecisive"],
-        param_ratio=(arm_params / base_params) if base_params and arm_params else None,
+        param_ratio=None,  # param_mismatch: flags.param_mismatch, just below
     )
+    ratio = flags.param_ratio(arm_params, base_params)
+    if flags.param_mismatch(ratio):
+        comparison.flags.append("param_mismatch")
     both = stats.compare_both_converged(
         base_raw, arm_raw, base_div, arm_div, higher, scale=metric,
         margin_rel=plan.settings["margin"],
     )  # fmt: skip
     return {
         "comparison": comparison,
+        "param_ratio": ratio,
         "seeds": seeds,
         "missing_seeds": arm["n_planned"] - len(seeds),
         "divergence": {
@@ -267,7 +276,9 @@ def analyse(plan: Plan, results: dict[str, RunRecord], failures: list[RunRecord]
         records = [r for arm in arms.values() if arm for r in arm["records"].values()]
         entry: dict[str, Any] = {**dataclasses.asdict(facts), "baseline": baseline,
                                  "test_set": test_set(records), "mixers": {},
-                                 "comparisons": {}}  # fmt: skip
+                                 "comparisons": {},
+                                 "scale_note": scale_note(settings.get("preset", ""),
+                                                          facts.budget)}  # fmt: skip
         tracks[track] = entry
         for mixer, arm in arms.items():
             if arm is None:
@@ -287,8 +298,11 @@ def analyse(plan: Plan, results: dict[str, RunRecord], failures: list[RunRecord]
     stats.apply_holm(family, family=max(size, len(family)))
     stats.apply_holm(both_family)
     for entry in tracks.values():
-        for cell in entry["comparisons"].values():
+        for mixer, cell in entry["comparisons"].items():
             cell["comparison"] = cell["comparison"].to_dict()
+            cell["flag_reasons"] = flags.reasons(
+                cell["comparison"], cell, entry["mixers"][mixer], entry["mixers"][baseline]
+            )
             if cell["both_converged"] is not None:
                 cell["both_converged"] = cell["both_converged"].to_dict()
     planned = plan.keys()
@@ -302,6 +316,7 @@ def analyse(plan: Plan, results: dict[str, RunRecord], failures: list[RunRecord]
         "mixers": {name: dataclasses.asdict(m) for name, m in plan.mixers.items()},
         "tracks": tracks,
         "skipped": [dataclasses.asdict(s) for s in plan.skipped],
+        "scale": scale_summary(settings.get("preset", ""), tracks),
         "design": design(settings, max(size, len(family)), len(family), len(both_family)),
         "selection": selection_summary(tracks),
         "across_tracks": across,
@@ -311,6 +326,32 @@ def analyse(plan: Plan, results: dict[str, RunRecord], failures: list[RunRecord]
             _failure_row(r) for r in failures if r.key not in results and r.key in planned
         ],
     }
+
+
+def scale_note(preset: str, budget: dict[str, Any]) -> str:
+    """One sentence naming the scale that produced a track's results: preset, width, depth and
+    budget (a quick preset's verdicts describe that scale, not the mixers at large)."""
+    size = (f"{preset} preset: dim {budget.get('dim')}, depth {budget.get('depth')}, "
+            f"{budget.get('steps')} steps × batch {budget.get('batch_size')}")  # fmt: skip
+    return f"{size} (verdicts describe this small scale)" if preset == "quick" else size
+
+
+def scale_summary(preset: str, tracks: dict[str, Any]) -> dict[str, Any]:
+    """The run's scale (``report.json`` → ``scale``): each track's width, depth and budget, and
+    the one sentence the page's head shows."""
+    budgets = {t: {k: e["budget"].get(k) for k in ("dim", "depth", "steps", "batch_size")}
+               for t, e in tracks.items()}  # fmt: skip
+    per_track = "; ".join(
+        f"{t}: dim {b['dim']}, depth {b['depth']}, {b['steps']} steps × batch {b['batch_size']}"
+        for t, b in budgets.items()
+    )
+    closing = (
+        "quick-preset verdicts describe this small scale, not the mixers at large"
+        if preset == "quick"
+        else "verdicts describe this scale"
+    )
+    return {"preset": preset, "tracks": budgets,
+            "note": f"{preset} preset ({per_track}): {closing}."}  # fmt: skip
 
 
 def flag_undertrained(comparison: stats.Comparison, arms: dict[str, Any], mixer: str,

@@ -1,0 +1,102 @@
+"""The thresholds of the flags that need one, and each raised flag's one-line reason.
+
+Every flag, what it warns about, its threshold and why that threshold: docs/results.md.
+Pure functions on plain numbers, so the rules are tested on their own.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+from benchsuite.results import curves
+from benchsuite.results.stats import PARAM_TOLERANCE, UNSTABLE_RATE
+
+INDECISIVE_STEPS = 2.0  # interquartile range of the seeds' choices, in grid steps: flagged
+
+
+def param_ratio(arm_params: float | None, base_params: float | None) -> float | None:
+    """The mixer model's parameter count over the baseline model's (None: either unknown)."""
+    return arm_params / base_params if arm_params and base_params else None
+
+
+def param_mismatch(ratio: float | None) -> bool:
+    """True outside ±``PARAM_TOLERANCE`` of the baseline's parameters (LRA's +10% rule); 10%
+    itself is inside (rounded to 12 digits, so 110 against 100 parameters passes)."""
+    return ratio is not None and round(abs(ratio - 1.0), 12) > PARAM_TOLERANCE
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def selection_spread(grid: list[dict[str, Any]], chosen: list[int]) -> tuple[float, str | None]:
+    """(steps, axis): the interquartile range of the seeds' chosen configs, in grid steps along
+    the numeric axis where it is widest (categorical axes have no order and are left out);
+    (0.0, None) when the middle half of the seeds agree on every axis."""
+    widest: tuple[float, str | None] = (0.0, None)
+    for key in dict.fromkeys(k for config in grid for k in config):
+        axis = sorted({c[key] for c in grid if key in c and _is_number(c[key])})
+        picked = [axis.index(grid[i][key]) for i in chosen if grid[i].get(key) in axis]
+        if len(axis) < 2 or not picked:
+            continue
+        q25, q75 = np.percentile(picked, [25, 75])
+        if q75 - q25 > widest[0]:
+            widest = (float(q75 - q25), key)
+    return widest
+
+
+def indecisive(steps: float) -> bool:
+    """True when the middle half of the seeds' choices spans ``INDECISIVE_STEPS`` grid steps or
+    more: they disagree on more than neighbouring values, so validation barely separates the
+    grid (neighbours disagreeing is the noise of a flat optimum, and is not flagged)."""
+    return steps >= INDECISIVE_STEPS
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:g}" if _is_number(value) else str(value)
+
+
+def _config(config: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={_fmt(v)}" for k, v in config.items()) or "the only config"
+
+
+def reasons(comparison: dict, cell: dict, arm: dict, base: dict) -> dict[str, str]:
+    """One line per raised flag of a comparison, with the figure that crossed its threshold.
+    ``cell``: the comparison cell (``divergence``, ``param_ratio``); ``arm`` / ``base``: the
+    mixer's and the baseline's entries of the track (``selection``, ``learning_curve``)."""
+    n = comparison.get("n") or 0
+    counts = cell["divergence"]["mixer_reasons"]
+    spread = arm["selection"].get("spread") or {}
+    ratio = cell.get("param_ratio")
+    text = {
+        "unstable": f"{counts.get('non_finite', 0)} of {n} seeds diverged "
+        f"(threshold {UNSTABLE_RATE:.0%})",
+        "no_better_than_trivial": f"{counts.get('no_better_than_trivial', 0)} of {n} seeds no "
+        f"better than the trivial predictor (threshold {UNSTABLE_RATE:.0%})",
+        "edge_of_grid": f"chosen {_config(arm['best_cfg'])} is an end of the grid",
+        "baseline_edge_of_grid": f"baseline's {_config(base['best_cfg'])} is an end of the grid",
+        "indecisive_selection": f"middle half of the seeds' choices spans "
+        f"{spread.get('steps', 0):g} grid steps of {spread.get('axis')} "
+        f"(threshold {INDECISIVE_STEPS:g})",
+        "param_mismatch": f"{ratio:.2f}× the baseline's parameters (allowed ±{PARAM_TOLERANCE:.0%})"
+        if ratio is not None
+        else "",
+        "undertrained": _curve_reason(arm),
+        "baseline_undertrained": "baseline's " + _curve_reason(base),
+    }
+    return {flag: text.get(flag, "") for flag in comparison.get("flags") or []}
+
+
+def _curve_reason(entry: dict) -> str:
+    curve = entry.get("learning_curve") or {}
+    drop, share = curve.get("tail_drop"), curve.get("tail_share")
+    if drop is None or share is None or not math.isfinite(drop):
+        return "training loss still falling"
+    return (
+        f"training loss fell {drop:.1%} over the last {curves.TAIL:.0%} of the budget "
+        f"(threshold {curves.MIN_DROP:.0%}; {share:.0%} of its whole fall)"
+    )

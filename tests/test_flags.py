@@ -1,0 +1,145 @@
+"""Each flag fires exactly when its documented threshold (docs/results.md) is crossed, the page
+lists every raised flag with its reason, and the terminal tables and the page's head name the
+scale (preset, width, depth, budget) that produced the results.
+
+The unit tests take the rules on their own; the rest read the real tiny run of test_html.py.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from rich.console import Console
+from test_html import Page, finished_run
+
+from benchsuite import api
+from benchsuite.output.html import render_html
+from benchsuite.output.tables import print_report
+from benchsuite.results import analysis, flags
+from benchsuite.results.stats import PARAM_TOLERANCE
+
+LR = [{"lr": v} for v in (0.001, 0.003, 0.01, 0.03, 0.1)]
+
+
+@pytest.mark.parametrize(
+    ("ratio", "raised"),
+    [(1.0, False), (1.10, False), (1.1001, True), (0.9, False), (0.8999, True), (2.99, True),
+     (None, False)],
+)  # fmt: skip
+def test_param_mismatch_outside_ten_percent(ratio, raised):
+    assert flags.param_mismatch(ratio) is raised
+
+
+def test_param_ratio_needs_both_counts():
+    assert flags.param_ratio(150, 100) == 1.5
+    assert flags.param_ratio(None, 100) is None
+    assert flags.param_ratio(150, 0) is None
+
+
+@pytest.mark.parametrize(
+    ("chosen", "steps", "raised"),
+    [([2, 2, 2, 2], 0.0, False), ([1, 2, 2, 3], 0.5, False), ([1, 1, 2, 3], 1.25, False),
+     ([1, 1, 3, 3], 2.0, True), ([0, 0, 4, 4], 4.0, True),
+     ([0, 2, 2, 2, 2, 2, 2, 4], 0.0, False)],  # two outliers: the middle half agrees
+)  # fmt: skip
+def test_indecisive_from_the_spread_of_choices(chosen, steps, raised):
+    spread, axis = flags.selection_spread(LR, chosen)
+    assert spread == pytest.approx(steps)
+    assert axis == ("lr" if steps else None)
+    assert flags.indecisive(spread) is raised
+
+
+def test_spread_takes_the_widest_numeric_axis_and_skips_categorical_ones():
+    grid = [{"lr": lr, "wd": wd, "opt": o} for lr in (0.01, 0.1) for wd in (0.0, 0.1, 0.2)
+            for o in ("adam", "sgd")]  # fmt: skip
+    far = [i for i, c in enumerate(grid) if c["lr"] == 0.01 and c["wd"] in (0.0, 0.2)]
+    assert flags.selection_spread(grid, far * 2) == (2.0, "wd")
+    assert flags.selection_spread([{"opt": "adam"}, {"opt": "sgd"}], [0, 1, 0, 1]) == (0.0, None)
+
+
+def test_selection_does_not_call_a_cell_at_chance_indecisive():
+    chosen = dict(enumerate([0, 0, 4, 4]))
+    assert analysis.selection(LR, chosen, {}, "acc")["indecisive"]
+    assert not analysis.selection(LR, chosen, {}, "acc", chance=True)["indecisive"]
+
+
+def test_every_raised_flag_gets_its_reason_with_its_figure():
+    comparison = {"n": 4, "flags": ["unstable", "param_mismatch", "indecisive_selection",
+                                    "baseline_undertrained"]}  # fmt: skip
+    cell = {"divergence": {"mixer_reasons": {"non_finite": 2}}, "param_ratio": 0.34}
+    arm = {"best_cfg": {"lr": 0.1}, "selection": {"spread": {"steps": 2.5, "axis": "lr"}}}
+    base = {"best_cfg": {"lr": 0.01},
+            "learning_curve": {"tail_drop": 0.253, "tail_share": 0.08}}  # fmt: skip
+    reasons = flags.reasons(comparison, cell, arm, base)
+    assert list(reasons) == comparison["flags"]
+    assert "2 of 4 seeds" in reasons["unstable"]
+    assert "0.34×" in reasons["param_mismatch"]
+    assert "2.5 grid steps of lr" in reasons["indecisive_selection"]
+    assert "25.3%" in reasons["baseline_undertrained"]
+
+
+def test_scale_note_names_preset_width_depth_and_budget():
+    budget = {"dim": 16, "depth": 2, "steps": 150, "batch_size": 8}
+    quick = analysis.scale_note("quick", budget)
+    assert quick.startswith("quick preset: dim 16, depth 2, 150 steps × batch 8")
+    assert "small scale" in quick
+    assert "small scale" not in analysis.scale_note("full", budget)
+
+
+# ----------------------------------------------------------------------- the real tiny run
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> dict:
+    return api.report(finished_run(tmp_path_factory))
+
+
+def _cells(report: dict):
+    for track, entry in report["tracks"].items():
+        for mixer, cell in entry["comparisons"].items():
+            yield track, entry, mixer, cell
+
+
+def test_flags_of_a_real_run_follow_their_thresholds(report):
+    seen = set()
+    for _track, entry, mixer, cell in _cells(report):
+        raised = cell["comparison"]["flags"]
+        arm, base = entry["mixers"][mixer], entry["mixers"][entry["baseline"]]
+        ratio = arm["costs"]["params"] / base["costs"]["params"]
+        assert cell["param_ratio"] == pytest.approx(ratio)
+        assert ("param_mismatch" in raised) is (abs(ratio - 1) > PARAM_TOLERANCE)
+        selection = arm["selection"]
+        wide = selection["spread"]["steps"] >= flags.INDECISIVE_STEPS
+        assert ("indecisive_selection" in raised) is (wide and not selection["at_chance"])
+        assert ("undertrained" in raised) is arm["undertrained"]
+        assert list(cell["flag_reasons"]) == raised and all(cell["flag_reasons"].values())
+        seen.update(raised)
+    assert "param_mismatch" in seen  # the run's mixers differ in size: the rule was exercised
+
+
+def test_page_lists_each_flag_with_its_reason_and_the_scale_in_its_head(report):
+    text = render_html(report, [])
+    page = Page(text)
+    for _track, _entry, mixer, cell in _cells(report):
+        for flag, reason in cell["flag_reasons"].items():
+            assert re.search(
+                rf"<td>{re.escape(mixer)}</td><td>{flag}</td><td>{re.escape(reason)}</td>",
+                text.replace("&#x27;", "'"),
+            ), (mixer, flag)
+            assert ("span", "title", reason) in page.attributes
+    head = text[text.index("<h1>") : text.index("<nav>")]
+    budget = report["tracks"]["sequence"]["budget"]
+    assert f"dim {budget['dim']}, depth {budget['depth']}" in head
+    assert f"{budget['steps']} steps × batch {budget['batch_size']}" in head
+    assert budget["steps"] == 30 and "quick preset" in head
+
+
+def test_terminal_tables_name_the_scale(report):
+    console = Console(file=io.StringIO(), width=80)
+    print_report(report, console)
+    printed = " ".join(console.file.getvalue().split())
+    for entry in report["tracks"].values():
+        assert entry["scale_note"] in printed
+        assert "30 steps" in entry["scale_note"]
