@@ -82,7 +82,7 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         sys.executable, "-m", "benchsuite.cli", "--plugins-dir", str(plugins), "run",
         "--tracks", ",".join(TRACKS), "--mixers", ",".join(MIXERS), "--seeds", "3",
         *[f"--grid={t}.lr=0.01,0.03" for t in TRACKS], "--budget", "steps=30", *options,
-        "--executor", "local",
+        "--executor", "local", "--match", "none",  # sizes as declared: param_mismatch can fire
         "--out", str(out),
     ]  # fmt: skip
     env = {**os.environ, "BENCHSUITE_CACHE": str(base / "report-cache"), "COLUMNS": "200"}

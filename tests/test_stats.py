@@ -219,20 +219,19 @@ def _flag(c, **given):
         "edge_of_grid": False,
         "baseline_edge_of_grid": False,
         "indecisive_selection": False,
-        "param_ratio": 1.0,
     }
     flag_comparison(c, **{**fields, **given})  # fmt: skip
 
 
 def test_flags():
     c = compare_paired(BASE, MIXER)
-    _flag(c, non_finite=1, no_better_than_trivial=1, param_ratio=1.05)
+    _flag(c, non_finite=1, no_better_than_trivial=1)
     assert c.flags == []
-    _flag(c, non_finite=2, edge_of_grid=True, param_ratio=0.85)
-    _flag(c, non_finite=2, edge_of_grid=True, param_ratio=None)
-    assert c.flags == ["unstable", "edge_of_grid", "param_mismatch"]
+    _flag(c, non_finite=2, edge_of_grid=True)
+    _flag(c, non_finite=2, edge_of_grid=True)
+    assert c.flags == ["unstable", "edge_of_grid"]
     _flag(c, no_better_than_trivial=2, baseline_edge_of_grid=True, indecisive_selection=True)
-    assert c.flags[3:] == ["no_better_than_trivial", "baseline_edge_of_grid",
+    assert c.flags[2:] == ["no_better_than_trivial", "baseline_edge_of_grid",
                            "indecisive_selection"]  # fmt: skip
 
 

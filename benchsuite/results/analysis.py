@@ -191,7 +191,6 @@ def compare_cell(plan: Plan, track: str, base: dict, arm: dict) -> dict:
         edge_of_grid=arm["selection"]["edge_of_grid"],
         baseline_edge_of_grid=base["selection"]["edge_of_grid"],
         indecisive_selection=arm["selection"]["indecisive"],
-        param_ratio=None,  # param_mismatch: flags.param_mismatch, just below
     )
     ratio = flags.param_ratio(arm_params, base_params)
     if flags.param_mismatch(ratio):

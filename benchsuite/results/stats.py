@@ -296,13 +296,12 @@ def flag_comparison(
     edge_of_grid: bool,
     baseline_edge_of_grid: bool,
     indecisive_selection: bool,
-    param_ratio: float | None,
 ) -> None:
     """Add the flags of docs/statistics.md to ``comp.flags``.
 
     ``non_finite`` / ``no_better_than_trivial``: the mixer's seeds imputed for each reason
-    (``unstable`` and ``no_better_than_trivial`` at 25% of ``n`` or more); ``param_ratio``: the
-    mixer model's parameter count over the baseline model's (None: unknown).
+    (``unstable`` and ``no_better_than_trivial`` at 25% of ``n`` or more). ``param_mismatch`` is
+    decided by :func:`benchsuite.results.flags.param_mismatch`.
     """
     wanted = []
     if n > 0 and non_finite / n >= UNSTABLE_RATE:
@@ -315,8 +314,6 @@ def flag_comparison(
         wanted.append("baseline_edge_of_grid")
     if indecisive_selection:
         wanted.append("indecisive_selection")
-    if param_ratio is not None and abs(param_ratio - 1.0) > PARAM_TOLERANCE:
-        wanted.append("param_mismatch")
     comp.flags.extend(f for f in wanted if f not in comp.flags)
 
 
