@@ -422,8 +422,7 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 
 def cmd_test(args: argparse.Namespace) -> int:
-    from benchsuite.errors import check_names
-    from benchsuite.registry import load_registry
+    from benchsuite.registry import load_registry, variants
 
     sizes = {"--tokens": args.tokens, "--dims": args.dims}
     for flag, values in sizes.items():
@@ -433,20 +432,19 @@ def cmd_test(args: argparse.Namespace) -> int:
     for failure in registry.failures:
         print(f"warning: plugin {failure.name!r} not loaded: {failure.reason}", file=sys.stderr)
     registry.check_loaded("mixer", args.mixers)
-    check_names("mixer", args.mixers, registry.mixers)
+    chosen = variants.select(args.mixers, registry.mixers, registry.unavailable)
     options = parse_assignments(args.mixer_option, "--mixer-option")
-    if unknown := sorted(set(options) - set(args.mixers)):
+    if unknown := sorted(set(options) - {v.base for v in chosen}):
         raise UsageError(f"--mixer-option {unknown[0]}: not among the mixers tested")
-    from benchsuite.specs import resolve_options
+    # every mistake before the first check runs; a variant's own options win
+    resolved = variants.variant_options(chosen, registry.mixers, options)
     from benchsuite.testing import run_contract  # torch: only once the names are known
 
-    for name in args.mixers:  # every mistake before the first check runs
-        resolve_options(registry.mixers[name].options, options.get(name, {}), name)
     tokens, dims = ([int(v) for v in values] for values in sizes.values())
     failed = 0
-    for name in args.mixers:
-        mixer = registry.mixers[name]
-        for outcome in run_contract(mixer, tokens=tokens, dims=dims, options=options.get(name)):
+    for variant in chosen:
+        name, mixer = variant.name, variants.lookup(registry.mixers, variant.name)
+        for outcome in run_contract(mixer, tokens=tokens, dims=dims, options=resolved[name]):
             failed += outcome.ran and not outcome.passed
             verdict = "passed" if outcome.passed else f"FAILED: {outcome.reason}"
             if not outcome.ran:

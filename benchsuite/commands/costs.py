@@ -14,6 +14,7 @@ import numpy as np
 
 from benchsuite.errors import check_names, one_line
 from benchsuite.plan.jobs import OVERRIDABLE, cell_jobs, grid_of
+from benchsuite.registry import variants
 from benchsuite.seeds import DEFAULT_SALT, Streams, evaluation_seeds
 from benchsuite.settings import RunSettings
 from benchsuite.specs import Budget, Mixer, Track, TrackData, resolve_options
@@ -106,12 +107,15 @@ def costs_table(
     of raising.
     """
     track_names = list(tracks) if tracks else sorted(registry.tracks)
-    mixer_names = list(mixers) if mixers else sorted(registry.mixers)
     check_names("track", track_names, registry.tracks)
-    check_names("mixer", mixer_names, registry.mixers)
+    chosen = variants.select(mixers or sorted(registry.mixers), registry.mixers,
+                             registry.unavailable)  # fmt: skip
     if baseline is not None:
-        check_names("baseline", [baseline], registry.mixers)
-        mixer_names = [baseline, *(m for m in mixer_names if m != baseline)]
+        base = variants.parse(baseline, registry.mixers, registry.unavailable)
+        chosen = [base, *(v for v in chosen if v.name != base.name)]
+        baseline = base.name
+    mixer_names = [v.name for v in chosen]
+    resolved = variants.variant_options(chosen, registry.mixers, mixer_options or {})
     rows: list[dict[str, Any]] = []
     for track_name in track_names:
         track = registry.tracks[track_name]
@@ -126,8 +130,8 @@ def costs_table(
         )
         data, problem = _load(track, options, preset, data_dir)
         cells = [
-            _cell(track, registry.mixers[name], data, problem, preset, options,
-                  (mixer_options or {}).get(name), device)
+            _cell(track, variants.lookup(registry.mixers, name), data, problem, preset, options,
+                  resolved[name], device)
             for name in mixer_names
         ]  # fmt: skip
         _compare_params(cells, baseline)
@@ -168,7 +172,7 @@ def _cell(track: Track, mixer: Mixer, data: TrackData | None, problem: str | Non
 
 
 def _compare_params(cells: list[dict[str, Any]], baseline: str | None) -> None:
-    from benchsuite.results.stats import PARAM_TOLERANCE
+    from benchsuite.results.flags import param_mismatch
 
     reference = next((c.get("params") for c in cells if c["mixer"] == baseline), None)
     if not reference:
@@ -176,4 +180,4 @@ def _compare_params(cells: list[dict[str, Any]], baseline: str | None) -> None:
     for cell in cells:
         if "params" in cell:
             cell["params_vs_baseline"] = cell["params"] / reference
-            cell["param_mismatch"] = abs(cell["params_vs_baseline"] - 1.0) > PARAM_TOLERANCE
+            cell["param_mismatch"] = param_mismatch(cell["params_vs_baseline"])

@@ -39,10 +39,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchsuite.errors import UsageError, check_names, one_line
+from benchsuite.errors import UsageError, one_line
+from benchsuite.registry import variants
 from benchsuite.seeds import DEFAULT_SALT, Streams
 from benchsuite.settings import RunSettings, parse_assignments, split_names
-from benchsuite.specs import Mixer, Track, resolve_options
+from benchsuite.specs import Mixer, Track
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -186,23 +187,20 @@ def scale(
     from benchsuite.plan.environment import describe
 
     settings.check()
-    names = list(settings.mixers or sorted(registry.mixers))
-    check_names("mixer", names, registry.mixers)
-    check_names("baseline", [settings.baseline], registry.mixers)
-    names = [settings.baseline, *(n for n in names if n != settings.baseline)]
-    options = {
-        name: resolve_options(registry.mixers[name].options,
-                              settings.mixer_options.get(name, {}), name)
-        for name in names
-    }  # fmt: skip
-    unknown = sorted(set(settings.mixer_options) - set(names))
+    chosen = variants.select(settings.mixers or sorted(registry.mixers), registry.mixers,
+                             registry.unavailable)  # fmt: skip
+    base = variants.parse(settings.baseline, registry.mixers, registry.unavailable)
+    chosen = [base, *(v for v in chosen if v.name != base.name)]
+    names = [v.name for v in chosen]
+    unknown = sorted(set(settings.mixer_options) - {v.base for v in chosen})
     if unknown:
         raise UsageError(f"--mixer-option {unknown[0]}: not among the mixers measured")
-    settings = dataclasses.replace(settings, mixer_options=options)
+    options = variants.variant_options(chosen, registry.mixers, settings.mixer_options)
+    settings = dataclasses.replace(settings, mixer_options=options, baseline=base.name)
     mixers, measuring = {}, PointProcess(settings)
     try:
         for name in names:
-            mixer = registry.mixers[name]
+            mixer = variants.lookup(registry.mixers, name)
             points = []
             for tokens in settings.tokens:
                 reason = mixer.reason_unsupported(tokens, settings.width, options[name])
@@ -360,7 +358,9 @@ def _serve_points(connection: Connection, settings: ScaleSettings) -> None:
             name, tokens = connection.recv()
         except EOFError:
             return
-        connection.send(("done", _point(mixers.get(name), name, settings, tokens)))
+        known = name in mixers or variants.base_of(name) in mixers
+        mixer = variants.lookup(mixers, name) if known else None
+        connection.send(("done", _point(mixer, name, settings, tokens)))
 
 
 def _point(mixer: Mixer | None, name: str, settings: ScaleSettings, tokens: int) -> dict:

@@ -186,7 +186,7 @@ def print_costs(rows: list[dict[str, Any]], console: Console) -> None:
                 continue
             ratio = f"{row['params_vs_baseline']:.2f}x" if "params_vs_baseline" in row else ""
             table.add_row(
-                row["mixer"], _count(row["params"]),
+                escape(row["mixer"]), _count(row["params"]),
                 f"[yellow]{ratio}[/]" if row.get("param_mismatch") else ratio,
                 _count(row["mixer_params"]), _count(row["flops_per_example"]),
                 f"{1e3 * row['seconds_per_step']:.2f}",
@@ -196,4 +196,5 @@ def print_costs(rows: list[dict[str, Any]], console: Console) -> None:
             console.print(table)
         for row in cells:
             if row["reason"] is not None:
-                console.print(f"[yellow]{track} / {row['mixer']}:[/] {escape(row['reason'])}")
+                where = escape(f"{track} / {row['mixer']}")
+                console.print(f"[yellow]{where}:[/] {escape(row['reason'])}")

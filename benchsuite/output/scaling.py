@@ -144,6 +144,7 @@ def _caption(result: dict[str, Any]) -> str:
 
 def scaling_tables(result: dict[str, Any]) -> list[Table]:
     """One rich table per quantity: lengths as columns, values relative to the baseline."""
+    from rich.markup import escape as escape_markup
     from rich.table import Table
 
     tables = []
@@ -156,7 +157,8 @@ def scaling_tables(result: dict[str, Any]) -> list[Table]:
         table.add_column("exponent", justify="right")
         for name, cells, slope in relative_rows(result, key):
             shown = [f"[red]{c}[/]" if c in ("over budget", "failed") else c for c in cells]
-            table.add_row(f"[bold]{name}[/]" if name == result["baseline"] else name, *shown,
+            label = escape_markup(name)
+            table.add_row(f"[bold]{label}[/]" if name == result["baseline"] else label, *shown,
                           slope)  # fmt: skip
         tables.append(table)
     return tables
