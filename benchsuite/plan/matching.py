@@ -5,9 +5,9 @@ every mixer.
 A mixer already within the band keeps its configuration. Otherwise the suite searches, by
 bisection over whole numbers (parameter counts grow with the value), first the mixer's declared
 ``size_option`` (unless the run gave that option), then, at the option's closest value, the hidden
-width of the block's channel MLP, and takes the value whose count is closest to the baseline's.
-When no value reaches the band the cell trains as declared and records by how much the closest
-size missed; its comparison is flagged.
+width of the block's channel MLP (never below half its declared width), and takes the value whose
+count is closest to the baseline's. When no value reaches the band the cell trains as declared and
+records by how much the closest size missed; its comparison is flagged.
 
 Counting is the caller's (a ``Count``: parameters of the model for a size, built on the ``meta``
 device by :mod:`benchsuite.train.size`); nothing here imports torch.
@@ -15,6 +15,7 @@ device by :mod:`benchsuite.train.size`); nothing here imports torch.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -24,6 +25,7 @@ from benchsuite.specs import Mixer
 MATCHES = ("params", "none")
 TOLERANCE = 0.10  # the band, as a fraction of the baseline's count (as param_mismatch's)
 MLP_WIDEST = 32  # the widest channel MLP searched, in multiples of its declared width
+MLP_NARROWEST = 0.5  # the narrowest channel MLP searched, as a fraction of its declared width
 OPTION_WIDEST = 8  # the largest size option searched, in multiples of its default
 
 Count = Callable[[Mapping[str, Any]], int]
@@ -88,8 +90,9 @@ def match(mixer: Mixer, name: str, options: Mapping[str, Any], target: int, widt
             if within(found, target):
                 return _record(target, f"option {option}", chosen, found)
         known = None if chosen else (width, declared)
+        narrowest = max(1, math.ceil(MLP_NARROWEST * width))
         hidden, found = _mlp_width(lambda h: count({**chosen, "mlp_hidden": h}), target,
-                                   MLP_WIDEST * width, known)  # fmt: skip
+                                   narrowest, MLP_WIDEST * width, known)  # fmt: skip
     except Exception as error:  # a model that cannot be built is the job's error to report
         return uncounted(target, error)
     chosen["mlp_hidden"] = hidden
@@ -103,19 +106,19 @@ def match(mixer: Mixer, name: str, options: Mapping[str, Any], target: int, widt
                       f"{declared / target:.2f}x"}  # fmt: skip
 
 
-def _mlp_width(count: Callable[[int], int], target: int, widest: int,
+def _mlp_width(count: Callable[[int], int], target: int, narrowest: int, widest: int,
                known: tuple[int, int] | None) -> tuple[int, int]:  # fmt: skip
-    """The channel-MLP width in ``[1, widest]`` whose count is closest to ``target``. The count
-    is affine in the width (only the MLPs change): two points (``known``: one already counted)
-    give the line, a third build confirms the width read off it (else: bisection)."""
-    far, at_far = known if known and known[0] > 1 else (2, count(2))
-    one = count(1)
-    slope = max((at_far - one) / (far - 1), 1e-9)
-    guess = min(max(round(1 + (target - one) / slope), 1), widest)
+    """The channel-MLP width in ``[narrowest, widest]`` whose count is closest to ``target``. The
+    count is affine in the width (only the MLPs change): two points (``known``: one already
+    counted) give the line, a third build confirms the width read off it (else: bisection)."""
+    far, at_far = known if known and known[0] > narrowest else (narrowest + 1, count(narrowest + 1))
+    low = count(narrowest)
+    slope = max((at_far - low) / (far - narrowest), 1e-9)
+    guess = min(max(round(narrowest + (target - low) / slope), narrowest), widest)
     found = count(guess)
-    if found == round(one + slope * (guess - 1)):
+    if found == round(low + slope * (guess - narrowest)):
         return guess, found
-    return closest(count, target, 1, widest)
+    return closest(count, target, narrowest, widest)
 
 
 def _record(target: int, by: str, chosen: Mapping[str, Any], params: int) -> dict[str, Any]:
