@@ -116,5 +116,6 @@ def benchsuite_register_mixers(register) -> None:
             options=OPTIONS,
             fixed_tokens=False,
             causal=True,
+            tags=("recurrent",),
         )
     )

@@ -36,5 +36,6 @@ def benchsuite_register_mixers(register) -> None:
             options=OPTIONS,
             fixed_tokens=False,
             causal=True,
+            tags=("recurrent",),
         )
     )
