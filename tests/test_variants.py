@@ -74,7 +74,7 @@ def test_the_baseline_may_be_a_variant(registry):
          "mixer 'attention[heads=two]': option attention.heads: expected int, got 'two'"),
         (("attention[heads=2]", "attention[heads=02]"),
          "mixer 'attention[heads=2]' is named twice"),
-        (("tag:nope",), "no mixer has the tag 'nope'; declared tags: (none)"),
+        (("tag:nope",), "no mixer has the tag 'nope'; declared tags: local, recurrent"),
     ],
 )  # fmt: skip
 def test_a_bad_variant_is_a_one_line_error_naming_it(registry, mixers, message):
@@ -92,11 +92,15 @@ def test_options_for_a_variant_go_inside_its_brackets(registry):
 def test_a_tag_selects_every_mixer_that_declares_it():
     registry = load_registry()
     for name in ("recur_a", "recur_b"):
-        registry.add(Mixer(name=name, build="torch.nn:Identity", tags=("recurrent",)))
-    settings = RunSettings(tracks=("sequence",), seeds=2, mixers=("tag:recurrent", "attention"))
+        registry.add(Mixer(name=name, build="torch.nn:Identity", tags=("test_tag",)))
+    settings = RunSettings(tracks=("sequence",), seeds=2, mixers=("tag:test_tag", "attention"))
     done = resolve(settings, registry)
     assert done.mixers == ("dense", "recur_a", "recur_b", "attention")
-    assert listing(registry)["mixers"]["recur_a"]["tags"] == ["recurrent"]
+    assert listing(registry)["mixers"]["recur_a"]["tags"] == ["test_tag"]
+    built_in = resolve(RunSettings(tracks=("sequence",), seeds=2, mixers=("tag:recurrent",)),
+                       load_registry())  # fmt: skip
+    assert built_in.mixers == ("dense", "based", "deltanet", "gated_deltanet", "gla", "mamba",
+                               "retnet")  # fmt: skip
 
 
 def test_the_config_file_names_variants(tmp_path, registry):
