@@ -32,9 +32,15 @@ Count = Callable[[Mapping[str, Any]], int]
 """Parameters of a cell's model under a size: ``{"mlp_hidden": 96}``, ``{"expansion": 3}``."""
 
 
+def within_band(ratio: float) -> bool:
+    """Whether a parameter ratio to the baseline is inside ±``TOLERANCE`` (the band's edge is
+    inside: rounded to 12 digits, so 110 against 100 parameters passes)."""
+    return round(abs(ratio - 1.0), 12) <= TOLERANCE
+
+
 def within(params: int, target: int) -> bool:
     """Whether ``params`` is inside the band around ``target``."""
-    return abs(params / target - 1.0) <= TOLERANCE
+    return within_band(params / target)
 
 
 def closest(count: Callable[[int], int], target: int, low: int, high: int) -> tuple[int, int]:

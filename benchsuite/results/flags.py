@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from benchsuite.plan.matching import within_band
 from benchsuite.results import curves
 from benchsuite.results.stats import PARAM_TOLERANCE, UNSTABLE_RATE
 
@@ -24,9 +25,9 @@ def param_ratio(arm_params: float | None, base_params: float | None) -> float | 
 
 
 def param_mismatch(ratio: float | None) -> bool:
-    """True outside ±``PARAM_TOLERANCE`` of the baseline's parameters (LRA's +10% rule); 10%
-    itself is inside (rounded to 12 digits, so 110 against 100 parameters passes)."""
-    return ratio is not None and round(abs(ratio - 1.0), 12) > PARAM_TOLERANCE
+    """True outside ±``PARAM_TOLERANCE`` of the baseline's parameters (LRA's rule): the band the
+    equal-size rule matches to (:func:`benchsuite.plan.matching.within_band`)."""
+    return ratio is not None and not within_band(ratio)
 
 
 def _is_number(value: Any) -> bool:

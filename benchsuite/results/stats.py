@@ -15,13 +15,14 @@ import numpy as np
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
+from benchsuite.plan.matching import TOLERANCE
 from benchsuite.plan.power import dz_star, min_sign_flip_p
 
 MAX_EXACT = 100_000
 """Largest number of sign patterns enumerated exactly; beyond it, this many Monte Carlo flips."""
 
 UNSTABLE_RATE = 0.25
-PARAM_TOLERANCE = 0.10
+PARAM_TOLERANCE = TOLERANCE  # param_mismatch: outside the equal-size rule's band
 
 
 @dataclass
