@@ -129,7 +129,7 @@ def run(settings: RunSettings, *, registry: Registry | None = None,
     store.close()
     report, warnings = _cached_report(out, digest), []
     if report is None:
-        report = {**analyse(plan, results, failures), "inputs_digest": digest}
+        report = analyse(plan, results, failures, digest)
         warnings = write_all(report, out)
     counts = runner.counts
     summary = RunSummary(out, report, counts["trained"], counts["reused"], counts["failed"],
@@ -169,7 +169,9 @@ def _cached_report(out: Path, digest: str) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     fresh = previous.get("inputs_digest") == digest and (out / "report.html").exists()
-    return previous if fresh else None
+    from benchsuite.results.schema import Analysis
+
+    return Analysis.from_dict(previous) if fresh else None
 
 
 def write_all(result: dict[str, Any], out: Path) -> list[str]:

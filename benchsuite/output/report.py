@@ -11,6 +11,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+from benchsuite.results.schema import Analysis
+from benchsuite.results.serial import to_plain
+
 BENCH_VERSION = 1
 
 
@@ -25,54 +28,53 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def bench_report(report: dict, track: str, mixer: str) -> dict:
+def bench_report(report: Analysis, track: str, mixer: str) -> dict:
     """One comparison in the prototype's ``bench_report`` v1 layout (plus honest extra keys)."""
-    entry = report["tracks"][track]
-    baseline = entry["baseline"]
-    base, arm = entry["mixers"][baseline], entry["mixers"][mixer]
-    cell = entry["comparisons"][mixer]
-    comparison = cell["comparison"]
+    entry = report.tracks[track]
+    base, arm = entry.mixers[entry.baseline], entry.mixers[mixer]
+    cell = entry.comparisons[mixer]
+    comparison = cell.comparison
     return {
         "bench_version": BENCH_VERSION,
         "track": track,
-        "dataset": entry["dataset"],
-        "model": f"metaformer dim {entry['budget']['dim']} depth {entry['budget']['depth']}",
-        "metric": entry["metric"],
-        "metric_direction": entry["direction"],
-        "n_seeds": comparison["n"],
+        "dataset": entry.dataset,
+        "model": f"metaformer dim {entry.budget.get('dim')} depth {entry.budget.get('depth')}",
+        "metric": entry.metric,
+        "metric_direction": entry.direction,
+        "n_seeds": comparison.n,
         "baseline": {
-            "name": baseline,
-            "best_cfg": base["best_cfg"],
-            "sweep": [{"cfg": row["cfg"], "mean": row["mean"]} for row in base["sweep"]],
-            "full": {**base["full"], "per_seed": cell["baseline_values"]},
+            "name": entry.baseline,
+            "best_cfg": base.best_cfg,
+            "sweep": [{"cfg": row.cfg, "mean": row.mean} for row in base.sweep],
+            "full": {**to_plain(base.full), "per_seed": cell.baseline_values},
         },
         "idea": {
             "name": mixer,
-            "best_cfg": arm["best_cfg"],
-            "sweep": [{"cfg": row["cfg"], "mean": row["mean"]} for row in arm["sweep"]],
-            **arm["full"],
-            "per_seed": cell["mixer_values"],
+            "best_cfg": arm.best_cfg,
+            "sweep": [{"cfg": row.cfg, "mean": row.mean} for row in arm.sweep],
+            **to_plain(arm.full),
+            "per_seed": cell.mixer_values,
         },
         "comparison": {
-            **comparison,
-            "idea_wins": comparison["wins"],
-            "n_pairs": comparison["n"],
-            "divergence": cell["divergence"],
-            "both_converged": cell["both_converged"],
+            **to_plain(comparison),
+            "idea_wins": comparison.wins,
+            "n_pairs": comparison.n,
+            "divergence": to_plain(cell.divergence),
+            "both_converged": to_plain(cell.both_converged),
         },
-        "mechanism_signature": cell["signature"],
-        "budget_signature": entry["budget_signature"],
-        "versions": report.get("environment", {}),
+        "mechanism_signature": to_plain(cell.signature),
+        "budget_signature": entry.budget_signature,
+        "versions": report.environment,
     }
 
 
-def write_report(report: dict, out: Path) -> list[Path]:
+def write_report(report: Analysis, out: Path) -> list[Path]:
     """Write ``report.json`` and one bench_report per comparison; returns the paths written."""
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "report.json"]
-    written[0].write_text(json.dumps(_clean(report), indent=2))
-    for track, entry in report["tracks"].items():
-        for mixer in entry["comparisons"]:
+    written[0].write_text(json.dumps(_clean(report.to_dict()), indent=2))
+    for track, entry in report.tracks.items():
+        for mixer in entry.comparisons:
             path = out / track / f"{mixer}.json"
             path.parent.mkdir(exist_ok=True)
             path.write_text(json.dumps(_clean(bench_report(report, track, mixer)), indent=2))

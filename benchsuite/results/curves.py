@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
 from benchsuite.execute.record import RunRecord
+from benchsuite.results.cell_schema import LearningCurve, TrackResult
+from benchsuite.results.schema import CurvesSummary, Undertrained
 
 TAIL = 0.2  # the last fifth of the budget
 SMOOTH = 0.05  # each end of the tail: the mean of this share of the points
@@ -68,7 +69,7 @@ def tail_figures(curve: np.ndarray) -> tuple[float, float] | None:
     return drop, share
 
 
-def learning_curve(records: Mapping[int, RunRecord], steps: int | None) -> dict[str, Any] | None:
+def learning_curve(records: Mapping[int, RunRecord], steps: int | None) -> LearningCurve | None:
     """A cell's median curve over its seeds with its band and the ``undertrained`` verdict."""
     curves = {seed: chosen_curve(r) for seed, r in sorted(records.items())}
     finite = {s: np.asarray(c) for s, c in curves.items() if c and np.isfinite(c).all()}
@@ -81,38 +82,33 @@ def learning_curve(records: Mapping[int, RunRecord], steps: int | None) -> dict[
     median = np.median(stack, axis=0)
     low, high = np.percentile(stack, [25, 75], axis=0)
     figures = tail_figures(median)
-    return {
-        "points": points,
-        "steps": steps,
-        "seeds": sorted(used),
-        "left_out": len(curves) - len(used),
-        "median": _rounded(median),
-        "q25": _rounded(low),
-        "q75": _rounded(high),
-        "tail_drop": None if figures is None else figures[0],
-        "tail_share": None if figures is None else figures[1],
-        "undertrained": None
+    return LearningCurve(
+        points=points,
+        steps=steps,
+        seeds=sorted(used),
+        left_out=len(curves) - len(used),
+        median=_rounded(median),
+        q25=_rounded(low),
+        q75=_rounded(high),
+        tail_drop=None if figures is None else figures[0],
+        tail_share=None if figures is None else figures[1],
+        undertrained=None
         if figures is None
         else bool(figures[0] > MIN_DROP and figures[1] > MIN_SHARE),
-    }
+    )
 
 
-def summary(tracks: Mapping[str, Any]) -> dict[str, Any]:
+def summary(tracks: Mapping[str, TrackResult]) -> CurvesSummary:
     """The rule, its thresholds, and every cell it flagged (``report.json`` →
     ``learning_curves``)."""
     flagged = [
-        {"track": track, "mixer": mixer, "tail_drop": curve["tail_drop"],
-         "tail_share": curve["tail_share"],
-         "reason": f"training loss still fell {curve['tail_drop']:.1%} over the last "
-                   f"{TAIL:.0%} of the budget ({curve['tail_share']:.0%} of its whole fall)"}
+        Undertrained(track=track, mixer=mixer, tail_drop=curve.tail_drop,
+                     tail_share=curve.tail_share,
+                     reason=f"training loss still fell {curve.tail_drop:.1%} over the last "
+                     f"{TAIL:.0%} of the budget ({curve.tail_share:.0%} of its whole fall)")
         for track, entry in tracks.items()
-        for mixer, arm in entry["mixers"].items()
-        if (curve := arm.get("learning_curve")) and curve["undertrained"]
+        for mixer, arm in entry.mixers.items()
+        if (curve := arm.learning_curve) and curve.undertrained
     ]  # fmt: skip
-    return {
-        "rule": RULE,
-        "tail_fraction": TAIL,
-        "min_drop": MIN_DROP,
-        "min_share": MIN_SHARE,
-        "undertrained": flagged,
-    }
+    return CurvesSummary(rule=RULE, tail_fraction=TAIL, min_drop=MIN_DROP, min_share=MIN_SHARE,
+                         undertrained=flagged)  # fmt: skip

@@ -14,6 +14,7 @@ import numpy as np
 
 from benchsuite.plan.matching import within_band
 from benchsuite.results import curves
+from benchsuite.results.cell_schema import CellResult, MixerResult
 from benchsuite.results.stats import PARAM_TOLERANCE, UNSTABLE_RATE
 
 INDECISIVE_STEPS = 2.0  # interquartile range of the seeds' choices, in grid steps: flagged
@@ -65,23 +66,23 @@ def _config(config: dict[str, Any]) -> str:
     return ", ".join(f"{k}={_fmt(v)}" for k, v in config.items()) or "the only config"
 
 
-def reasons(comparison: dict, cell: dict, arm: dict, base: dict) -> dict[str, str]:
+def reasons(cell: CellResult, arm: MixerResult, base: MixerResult) -> dict[str, str]:
     """One line per raised flag of a comparison, with the figure that crossed its threshold.
-    ``cell``: the comparison cell (``divergence``, ``param_ratio``); ``arm`` / ``base``: the
-    mixer's and the baseline's entries of the track (``selection``, ``learning_curve``)."""
-    n = comparison.get("n") or 0
-    counts = cell["divergence"]["mixer_reasons"]
-    spread = arm["selection"].get("spread") or {}
-    ratio = cell.get("param_ratio")
+    ``cell``: the comparison (``divergence``, ``param_ratio``); ``arm`` / ``base``: the mixer's
+    and the baseline's results on the track (``selection``, ``learning_curve``)."""
+    n = cell.comparison.n or 0
+    counts = cell.divergence.mixer_reasons
+    spread = arm.selection.spread
+    ratio = cell.param_ratio
     text = {
         "unstable": f"{counts.get('non_finite', 0)} of {n} seeds diverged "
         f"(threshold {UNSTABLE_RATE:.0%})",
         "no_better_than_trivial": f"{counts.get('no_better_than_trivial', 0)} of {n} seeds no "
         f"better than the trivial predictor (threshold {UNSTABLE_RATE:.0%})",
-        "edge_of_grid": f"chosen {_config(arm['best_cfg'])} is an end of the grid",
-        "baseline_edge_of_grid": f"baseline's {_config(base['best_cfg'])} is an end of the grid",
+        "edge_of_grid": f"chosen {_config(arm.best_cfg)} is an end of the grid",
+        "baseline_edge_of_grid": f"baseline's {_config(base.best_cfg)} is an end of the grid",
         "indecisive_selection": f"middle half of the seeds' choices spans "
-        f"{spread.get('steps', 0):g} grid steps of {spread.get('axis')} "
+        f"{spread.steps:g} grid steps of {spread.axis} "
         f"(threshold {INDECISIVE_STEPS:g})",
         "param_mismatch": f"{ratio:.2f}× the baseline's parameters (allowed ±{PARAM_TOLERANCE:.0%})"
         if ratio is not None
@@ -89,12 +90,12 @@ def reasons(comparison: dict, cell: dict, arm: dict, base: dict) -> dict[str, st
         "undertrained": _curve_reason(arm),
         "baseline_undertrained": "baseline's " + _curve_reason(base),
     }
-    return {flag: text.get(flag, "") for flag in comparison.get("flags") or []}
+    return {flag: text.get(flag, "") for flag in cell.comparison.flags}
 
 
-def _curve_reason(entry: dict) -> str:
-    curve = entry.get("learning_curve") or {}
-    drop, share = curve.get("tail_drop"), curve.get("tail_share")
+def _curve_reason(entry: MixerResult) -> str:
+    curve = entry.learning_curve
+    drop, share = (curve.tail_drop, curve.tail_share) if curve else (None, None)
     if drop is None or share is None or not math.isfinite(drop):
         return "training loss still falling"
     return (

@@ -12,8 +12,11 @@ figures draw exactly these.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from benchsuite.results.cell_schema import MixerResult, TrackResult
+from benchsuite.results.schema import AcrossTracks, CostPoint, QualityVsCost, Tradeoff
 
 COSTS = ("params", "flops_per_example", "seconds_per_step")
 
@@ -36,44 +39,52 @@ def pareto(points: Mapping[str, tuple[float | None, float | None]]) -> list[str]
     return sorted(front, key=lambda name: (valid[name][0], -valid[name][1]))
 
 
-def _costs(arm: Mapping[str, Any]) -> dict[str, Any]:
-    return arm.get("costs_median") or arm.get("costs") or {}
+def _costs(arm: MixerResult) -> dict[str, Any]:
+    return arm.costs_median or arm.costs or {}
 
 
-def _with_fronts(points: dict[str, dict[str, Any]], costs: tuple[str, ...]) -> dict[str, Any]:
-    return {
-        "points": points,
-        "pareto": {k: pareto({n: (p[k], p["score"]) for n, p in points.items()}) for k in costs},
-    }
+def _number(value: float | None) -> float | None:
+    return value if value is None or math.isfinite(value) else None
 
 
-def track_tradeoff(entry: Mapping[str, Any]) -> dict[str, Any] | None:
+def _interval(bounds: Sequence[float] | None) -> list[float | None] | None:
+    return None if bounds is None else [_number(v) for v in bounds]
+
+
+def _with_fronts(points: dict[str, CostPoint], costs: tuple[str, ...], score: str,
+                 cost_scale: str | None = None) -> Tradeoff:  # fmt: skip
+    fronts = {k: pareto({n: (p.cost(k), p.score) for n, p in points.items()}) for k in costs}
+    return Tradeoff(score=score, points=points, pareto=fronts, cost_scale=cost_scale)
+
+
+def track_tradeoff(entry: TrackResult) -> Tradeoff | None:
     """One track's points and fronts; None without comparisons."""
-    comparisons, baseline = entry.get("comparisons") or {}, entry.get("baseline")
-    if not comparisons or baseline not in entry.get("mixers", {}):
+    comparisons, baseline = entry.comparisons, entry.baseline
+    if not comparisons or baseline not in entry.mixers:
         return None
     points = {}
-    for mixer, arm in entry["mixers"].items():
-        comparison = (comparisons.get(mixer) or {}).get("comparison") or {}
-        if mixer != baseline and not comparison:
+    for mixer, arm in entry.mixers.items():
+        cell = comparisons.get(mixer)
+        if mixer != baseline and cell is None:
             continue
         costs = _costs(arm)
-        points[mixer] = {
-            "score": 0.0 if mixer == baseline else comparison.get("improvement_rel_pct"),
-            "ci95": None if mixer == baseline else comparison.get("ci95_rel_pct"),
-            "verdict": None if mixer == baseline else comparison.get("verdict"),
+        c = None if mixer == baseline else cell.comparison
+        points[mixer] = CostPoint(
+            score=0.0 if c is None else _number(c.improvement_rel_pct),
+            ci95=None if c is None else _interval(c.ci95_rel_pct),
+            verdict=None if c is None else c.verdict,
             **{k: _positive(costs.get(k)) for k in COSTS},
-        }
+        )
     score = "improvement over the baseline in % (improvement_rel_pct, on the track's scale)"
-    return {"score": score, **_with_fronts(points, COSTS)}
+    return _with_fronts(points, COSTS, score)
 
 
-def _relative_cost(tracks: Mapping[str, Any], names: list[str], mixer: str, baseline: str,
-                   cost: str) -> float | None:  # fmt: skip
+def _relative_cost(tracks: Mapping[str, TrackResult], names: list[str], mixer: str,
+                   baseline: str, cost: str) -> float | None:  # fmt: skip
     """Geometric mean over ``names`` of the mixer's cost over the baseline's."""
     logs = []
     for track in names:
-        arms = tracks[track]["mixers"]
+        arms = tracks[track].mixers
         if mixer not in arms or baseline not in arms:
             continue
         mine, theirs = (
@@ -85,39 +96,40 @@ def _relative_cost(tracks: Mapping[str, Any], names: list[str], mixer: str, base
     return math.exp(sum(logs) / len(logs)) if logs else None
 
 
-def across_tradeoff(tracks: Mapping[str, Any], across: Mapping[str, Any] | None) -> dict | None:
+def across_tradeoff(tracks: Mapping[str, TrackResult],
+                    across: AcrossTracks | None) -> Tradeoff | None:  # fmt: skip
     """Across tracks: suite effect against relative cost, per mixer, with the fronts."""
-    if not across or not across.get("mixers"):
+    if not across or not across.mixers:
         return None
-    baseline = across["baseline"]
+    baseline = across.baseline
     measured = {
-        k: any(_positive(_costs(tracks[t]["mixers"].get(baseline, {})).get(k))
-               for t in across["tracks"])
+        k: any(_positive(_costs(arm).get(k))
+               for t in across.tracks if (arm := tracks[t].mixers.get(baseline)))
         for k in COSTS
     }  # fmt: skip
-    points = {baseline: {"score": 0.0, "ci95": None, "verdict": None, "tracks": across["tracks"],
-                         **{k: 1.0 if measured[k] else None for k in COSTS}}}  # fmt: skip
-    for mixer, row in across["mixers"].items():
-        names = row.get("tracks") or []
-        points[mixer] = {
-            "score": row.get("suite_effect"),
-            "ci95": row.get("suite_effect_ci95"),
-            "verdict": row.get("verdict"),
-            "tracks": names,
-            **{k: _relative_cost(tracks, names, mixer, baseline, k) for k in COSTS},
-        }
-    return {
-        "score": "suite effect: mean over tracks of the paired score difference with the baseline",
-        "cost_scale": "relative to the baseline's cost, geometric mean over the mixer's tracks",
-        **_with_fronts(points, COSTS),
-    }
+    points = {baseline: CostPoint(score=0.0, ci95=None, verdict=None, tracks=across.tracks,
+                                  **{k: 1.0 if measured[k] else None for k in COSTS})}  # fmt: skip
+    for mixer, row in across.mixers.items():
+        points[mixer] = CostPoint(
+            score=row.suite_effect,
+            ci95=row.suite_effect_ci95,
+            verdict=row.verdict,
+            tracks=row.tracks,
+            **{k: _relative_cost(tracks, row.tracks, mixer, baseline, k) for k in COSTS},
+        )
+    return _with_fronts(
+        points, COSTS,
+        "suite effect: mean over tracks of the paired score difference with the baseline",
+        "relative to the baseline's cost, geometric mean over the mixer's tracks",
+    )  # fmt: skip
 
 
-def quality_vs_cost(tracks: Mapping[str, Any], across: Mapping[str, Any] | None) -> dict:
+def quality_vs_cost(tracks: Mapping[str, TrackResult],
+                    across: AcrossTracks | None) -> QualityVsCost:  # fmt: skip
     """``report.json`` → ``quality_vs_cost``: per track and across tracks."""
     per_track = {name: track_tradeoff(entry) for name, entry in tracks.items()}
-    return {
-        "costs": list(COSTS),
-        "tracks": {name: value for name, value in per_track.items() if value is not None},
-        "across": across_tradeoff(tracks, across),
-    }
+    return QualityVsCost(
+        costs=list(COSTS),
+        tracks={name: value for name, value in per_track.items() if value is not None},
+        across=across_tradeoff(tracks, across),
+    )

@@ -1,0 +1,231 @@
+"""The typed results of one track: each mixer's result (``MixerResult``), each comparison
+against the baseline (``CellResult``) and the track that holds them (``TrackResult``).
+
+Plain dataclasses of JSON's types (no torch, no numpy), like the run-level ones of
+:mod:`benchsuite.results.schema`. Each fact is stored once: a mixer's chosen config is its
+``selection.modal`` (``best_cfg`` is that grid point; ``best_index`` and ``edge_of_grid`` are
+derived keys of report.json), a comparison's parameter ratio is ``size.params_ratio``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from benchsuite.plan.plan import TrackFacts
+from benchsuite.results.stats import Comparison
+
+
+@dataclass
+class Summary:
+    """Mean, sample sd (ddof 1) and every value of a cell's test scores."""
+
+    mean: float | None
+    std: float | None
+    per_seed: list[float]
+    n: int
+
+
+@dataclass
+class Full(Summary):
+    """The test scores with diverged runs imputed by their cap, and ``raw`` as measured."""
+
+    raw: Summary | None = None
+
+
+@dataclass
+class SweepRow:
+    """One grid config: its validation value per seed, how many seeds chose it, their mean."""
+
+    cfg: dict[str, Any]
+    val: list[float]
+    chosen_by: int
+    mean: float
+
+
+@dataclass
+class Spread:
+    """The interquartile range of the seeds' choices in grid steps, on its widest axis."""
+
+    steps: float
+    axis: str | None
+
+
+@dataclass
+class Selection:
+    """How a cell's seeds chose their config on their validation splits (docs/results.md)."""
+
+    modal: int
+    tied: list[int]
+    counts: list[int]
+    agreement: float
+    edge_share: float
+    modal_on_edge: bool
+    edge_of_grid: bool
+    at_chance: bool
+    spread: Spread
+    indecisive: bool
+    chosen: dict[str, int]
+
+
+@dataclass
+class LearningCurve:
+    """The training loss of the chosen configs: median and band over the seeds, the rule."""
+
+    points: int
+    steps: int | None
+    seeds: list[int]
+    left_out: int
+    median: list[float]
+    q25: list[float]
+    q75: list[float]
+    tail_drop: float | None
+    tail_share: float | None
+    undertrained: bool | None
+
+
+@dataclass
+class MixerResult:
+    """One mixer on one track (``tracks.<t>.mixers.<m>``)."""
+
+    DERIVED: ClassVar[tuple[str, ...]] = ("best_index", "edge_of_grid")
+    best_cfg: dict[str, Any]
+    selection: Selection
+    sweep: list[SweepRow]
+    full: Full
+    diverged: int
+    costs: dict[str, float]
+    costs_median: dict[str, float]
+    probes: dict[str, Any]
+    learning_curve: LearningCurve | None
+    undertrained: bool
+
+    @property
+    def best_index(self) -> int:
+        """The grid index of the chosen config (the one most seeds chose)."""
+        return self.selection.modal
+
+    @property
+    def edge_of_grid(self) -> bool:
+        """Whether the chosen config is an end of the grid (``selection.edge_of_grid``)."""
+        return self.selection.edge_of_grid
+
+
+@dataclass
+class Count:
+    """Diverged runs of one arm with their exact 95% interval."""
+
+    count: int
+    n: int
+    rate: float | None
+    ci95: list[float]
+
+
+@dataclass
+class Divergence:
+    """Diverged counts of the mixer and the baseline, and the mixer's reasons."""
+
+    mixer: Count
+    baseline: Count
+    mixer_reasons: dict[str, int]
+
+
+@dataclass
+class SignatureCheck:
+    """A mixer's predicted probe values beside those observed on it and on the baseline."""
+
+    prediction: str
+    predicted: dict[str, float]
+    tolerance: float
+    observed: dict[str, float]
+    baseline_observed: dict[str, float]
+    confirmed: bool
+    measured_on: str = "trained model (chosen config), first evaluation seed"
+
+    def extra_keys(self) -> dict[str, float]:
+        """The prototype's bench_report v1 keys (``observed_<probe>_seed0``, ...)."""
+        keys: dict[str, float] = {}
+        for key, value in self.predicted.items():
+            keys[f"predicted_{key}"] = value
+            keys[f"observed_{key}_seed0"] = self.observed[key]
+            keys[f"baseline_observed_{key}_seed0"] = self.baseline_observed[key]
+        return keys
+
+
+@dataclass
+class Size:
+    """Both models' sizes as trained and how the equal-size rule sized the mixer's."""
+
+    by: str | None
+    within: Any
+    reason: str | None
+    set: dict[str, Any]
+    baseline_params: float | None
+    mixer_params: float | None
+    params_ratio: float | None
+    baseline_flops: float | None
+    mixer_flops: float | None
+    flops_ratio: float | None
+
+
+@dataclass
+class CellResult:
+    """One mixer against the baseline on one track (``tracks.<t>.comparisons.<m>``)."""
+
+    comparison: Comparison
+    seeds: list[int]
+    missing_seeds: int
+    divergence: Divergence
+    both_converged: Comparison | None
+    baseline_values: list[float]
+    mixer_values: list[float]
+    caps: list[float]
+    signature: SignatureCheck | None
+    size: Size
+    flag_reasons: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def param_ratio(self) -> float | None:
+        """The mixer model's parameters over the baseline's."""
+        return self.size.params_ratio
+
+
+@dataclass
+class TestSet:
+    """Whether every seed of a track was scored on one test set, and its digest."""
+
+    fixed: bool
+    digest: str
+    seeds: int
+
+
+@dataclass
+class TrackResult(TrackFacts):
+    """One track: its facts (as the plan has them), each mixer's result and each comparison."""
+
+    baseline: str = ""
+    test_set: TestSet | None = None
+    mixers: dict[str, MixerResult] = field(default_factory=dict)
+    comparisons: dict[str, CellResult] = field(default_factory=dict)
+    scale_note: str = ""
+
+    def in_points(self) -> bool:
+        """An accuracy-type metric (higher is better, ideal 1): effects also in points."""
+        return bool(self.higher_is_better) and self.ideal == 1.0
+
+    def ordered(self, names: list[str] | None = None) -> list[str]:
+        """``names`` (default: the track's mixers) with the baseline first."""
+        names = list(self.mixers) if names is None else names
+        return ([self.baseline] if self.baseline in names else []) + [
+            n for n in names if n != self.baseline
+        ]
+
+    def by_effect(self) -> list[str]:
+        """The compared mixers, largest improvement first (no estimate last)."""
+
+        def key(name: str) -> float:
+            value = self.comparisons[name].comparison.improvement_rel_pct
+            return -value if value is not None and math.isfinite(value) else math.inf
+
+        return sorted(self.comparisons, key=key)

@@ -1,0 +1,206 @@
+"""One cell of a run (a mixer on a track) read from its stored records: each seed's test score,
+whether it diverged (and is imputed with its seed's cap), how the seeds chose their config, its
+costs. The config each seed chose is the plan's record of it; nothing is selected again here.
+
+:func:`arm` is all the analysis needs of a cell, and all ``benchsuite compare`` needs: per-seed
+values without any test, bootstrap or sign flip.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from benchsuite.execute.record import RunRecord
+from benchsuite.plan.plan import Plan, TrackFacts
+from benchsuite.plan.selection import NON_FINITE, divergence, on_edge
+from benchsuite.results import curves, flags, stats
+from benchsuite.results.cell_schema import Full, MixerResult, Selection, Spread, Summary, SweepRow
+
+AT_CHANCE_P = 0.05  # one-sided level of "better than the trivial predictor"
+
+
+def at_chance(values: dict[int, float], caps: dict[int, float | None], higher: bool) -> bool:
+    """True when a cell's test scores are not better than its seeds' trivial predictor (one-sided
+    sign-flip test at ``AT_CHANCE_P``): its validation curve is flat noise, so where its choice
+    falls in the grid says nothing about the grid."""
+    seeds = [s for s in values if caps.get(s) is not None and math.isfinite(values[s])]
+    if len(seeds) < 2:
+        return False
+    gain = np.array([values[s] - caps[s] for s in seeds]) * (1.0 if higher else -1.0)
+    p_two_sided = stats.sign_flip_p(gain)[0]
+    return not (gain.mean() > 0 and p_two_sided / 2 < AT_CHANCE_P)
+
+
+def sweep_rows(grid: list[dict], counts: list[int], records: dict[int, RunRecord],
+               metric: str) -> list[SweepRow]:  # fmt: skip
+    """Every grid config's validation value per seed, how many seeds chose it, and their mean."""
+    rows = []
+    for k, config in enumerate(grid):
+        values = [
+            float(records[seed].sweep[k]["metrics"].get(f"val.{metric}", math.nan))
+            for seed in sorted(records)
+            if len(records[seed].sweep) > k
+        ]
+        rows.append(SweepRow(cfg=config, val=values, chosen_by=counts[k],
+                             mean=float(np.mean(values)) if values else math.nan))  # fmt: skip
+    return rows
+
+
+def _modal(counts: list[int], rows: list[SweepRow], higher: bool) -> tuple[int, list[int]]:
+    """The most-chosen config and every config tied with it; a tie goes to the best mean
+    validation score over the seeds, then to grid order."""
+    tied = [k for k, c in enumerate(counts) if c == max(counts)]
+    sign = 1.0 if higher else -1.0
+
+    def score(k: int) -> float:
+        mean = rows[k].mean
+        return sign * mean if math.isfinite(mean) else -math.inf
+
+    return max(tied, key=lambda k: (score(k), -k)), tied
+
+
+def selection(grid: list[dict], chosen: dict[int, int], records: dict[int, RunRecord],
+              metric: str, chance: bool = False, higher: bool = True) -> Selection:  # fmt: skip
+    """How a cell's seeds chose: counts per config, the modal config (ties: best validation mean,
+    then grid order), how many seeds agree with it, how many chose an end of the grid.
+    ``edge_of_grid`` needs every config tied for the most choices on an end of the grid (a
+    tie-break never makes an edge). ``chance``: the cell is at chance, so an end of the grid is
+    recorded (``modal_on_edge``) but not flagged."""
+    counts = [sum(index == k for index in chosen.values()) for k in range(len(grid))]
+    modal, tied = _modal(counts, sweep_rows(grid, counts, records, metric), higher)
+    n = max(len(chosen), 1)
+    steps, axis = flags.selection_spread(grid, list(chosen.values()))
+    return Selection(
+        modal=modal,
+        tied=tied if len(tied) > 1 else [],
+        counts=counts,
+        agreement=counts[modal] / n,
+        edge_share=sum(on_edge(grid, grid[i]) for i in chosen.values()) / n,
+        modal_on_edge=on_edge(grid, grid[modal]),
+        edge_of_grid=all(on_edge(grid, grid[k]) for k in tied) and not chance,
+        at_chance=chance,
+        spread=Spread(steps=steps, axis=axis),
+        indecisive=flags.indecisive(steps) and not chance,
+        chosen={str(seed): index for seed, index in sorted(chosen.items())},
+    )
+
+
+@dataclass
+class Arm:
+    """A cell's stored runs by seed: test scores, divergence and its reasons, caps, selection."""
+
+    records: dict[int, RunRecord]
+    values: dict[int, float]
+    reasons: dict[int, str]
+    caps: dict[int, float | None]
+    selection: Selection
+    sweep: list[SweepRow]
+    n_planned: int
+
+    @property
+    def diverged(self) -> dict[int, bool]:
+        """Per seed: the result is imputed (non-finite, or no better than the trivial one)."""
+        return {seed: bool(reason) for seed, reason in self.reasons.items()}
+
+    @property
+    def costs(self) -> dict[str, float]:
+        """The costs of the first evaluation run."""
+        return self.records[min(self.records)].costs
+
+    @property
+    def probes(self) -> dict[str, Any]:
+        """The probes of the first evaluation run, when it measured them."""
+        first = self.records[min(self.records)]
+        return first.probes if first.job.get("measure") else {}
+
+    def imputed(self, seeds: list[int], higher: bool, caps: list[float] | None = None,
+                ) -> list[float]:  # fmt: skip
+        """The test scores of ``seeds``, a diverged one replaced by its cap (``caps``: the caps
+        to use, default this cell's own)."""
+        fill = -math.inf if higher else math.inf
+        if caps is None:
+            caps = [fill if self.caps[s] is None else self.caps[s] for s in seeds]
+        diverged = self.diverged
+        return stats.impute_diverged([self.values[s] for s in seeds],
+                                     [diverged[s] for s in seeds], caps)  # fmt: skip
+
+
+def _reason(record: RunRecord, value: float, higher: bool) -> str:
+    """Why a stored result is imputed, with the caps compared at float32 precision (records
+    stored before that tolerance keep their non-finite reason, not a rounding one)."""
+    if record.divergence == NON_FINITE or (record.diverged and not record.divergence):
+        return record.divergence or NON_FINITE
+    return divergence(value, record.cap, higher, finite=True)
+
+
+def arm(plan: Plan, track: str, mixer: str, results: dict[str, RunRecord]) -> Arm | None:
+    """The stored runs of one cell (None when none finished)."""
+    facts = plan.tracks[track]
+    cell = plan.cells[track].get(mixer)
+    found = [results[key] for key in (cell.jobs if cell else []) if key in results]
+    records = {record.job["seed"]: record for record in found}
+    if not records:
+        return None
+    chosen = {  # the plan's record of each seed's choice; a run still going has not saved it yet
+        seed: cell.chosen.get(str(seed), record.chosen)
+        for seed, record in records.items()
+        if cell.chosen.get(str(seed), record.chosen) is not None
+    }
+    metric = f"test.{facts.metric}"
+    values = {seed: r.metrics.get(metric, math.nan) for seed, r in records.items()}
+    caps = {seed: r.cap for seed, r in records.items()}
+    higher = facts.higher_is_better
+    chance = at_chance(values, caps, higher)
+    picked = selection(facts.grid, chosen, records, facts.metric, chance, higher)
+    return Arm(
+        records=records,
+        values=values,
+        reasons={seed: _reason(r, values[seed], higher) for seed, r in records.items()},
+        caps=caps,
+        selection=picked,
+        sweep=sweep_rows(facts.grid, picked.counts, records, facts.metric),
+        n_planned=len(cell.jobs),
+    )
+
+
+def summary(values: list[float]) -> Summary:
+    """Mean, sample sd and every value (None where there are too few)."""
+    array = np.asarray(values, dtype=float)
+    return Summary(
+        mean=float(array.mean()) if len(array) else None,
+        std=float(array.std(ddof=1)) if len(array) > 1 else None,
+        per_seed=[float(v) for v in array],
+        n=len(array),
+    )
+
+
+def cost_medians(records: dict[int, RunRecord]) -> dict[str, float]:
+    """Each recorded cost's median over a cell's evaluation runs (the seeds that measured it)."""
+    names = dict.fromkeys(name for record in records.values() for name in record.costs)
+    return {
+        name: float(np.median([r.costs[name] for r in records.values() if name in r.costs]))
+        for name in names
+    }
+
+
+def mixer_result(facts: TrackFacts, cell: Arm) -> MixerResult:
+    """``tracks.<t>.mixers.<m>``: the cell's choice, sweep, test scores, costs and curve."""
+    seeds = sorted(cell.values)
+    imputed = summary(cell.imputed(seeds, facts.higher_is_better))
+    curve = curves.learning_curve(cell.records, facts.budget.get("steps"))
+    return MixerResult(
+        best_cfg=facts.grid[cell.selection.modal],
+        selection=cell.selection,
+        sweep=cell.sweep,
+        full=Full(**vars(imputed), raw=summary([cell.values[s] for s in seeds])),
+        diverged=int(sum(cell.diverged.values())),
+        costs=cell.costs,
+        costs_median=cost_medians(cell.records),
+        probes=cell.probes,
+        learning_curve=curve,
+        undertrained=bool(curve and curve.undertrained),
+    )

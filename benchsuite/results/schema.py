@@ -1,0 +1,266 @@
+"""The typed results of a run: what :func:`benchsuite.results.analysis.analyse` returns and what
+output/ and the commands read, attribute by attribute.
+
+Plain dataclasses of JSON's types (no torch, no numpy); ``report.json`` is their serialisation
+(:meth:`Analysis.to_dict`, :meth:`Analysis.from_dict`; docs/results.md gives every field). The
+per-track types are in :mod:`benchsuite.results.cell_schema`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchsuite.plan.plan import MixerFacts, Skip
+from benchsuite.results import serial
+from benchsuite.results.cell_schema import TrackResult
+
+OMIT_NONE = {"omit_none": True}
+REPORT_VERSION = 3  # 3: comparisons.<m>.param_ratio left out (it is size.params_ratio)
+
+
+@dataclass
+class SuiteTest:
+    """The two-sided sign-flip test of a mixer's suite effect."""
+
+    statistic: float
+    statistic_name: str
+    alternative: str
+    direction: str
+    p_value: float
+    p_method: str
+    flips: int
+    mc_seed: int
+    p_holm: float
+
+
+@dataclass
+class AcrossMixer:
+    """One mixer's normalised-score figures across tracks (``across_tracks.mixers.<m>``)."""
+
+    n_tracks: int
+    tracks: list[str]
+    n_cells: int
+    per_track_effect: dict[str, float]
+    suite_effect: float
+    suite_effect_ci95: list[float]
+    iqm: float
+    iqm_ci95: list[float]
+    iqm_diff: float
+    iqm_diff_ci95: list[float]
+    prob_improvement: float
+    prob_improvement_ci95: list[float]
+    fewer_tracks: bool
+    tracks_won: int | None
+    tracks_lost: int | None
+    tracks_equivalent: int | None
+    tracks_inconclusive: int | None
+    suite_test: SuiteTest
+    without_track: dict[str, str]
+    robust_without_any_track: bool
+    verdict: str
+
+    def shown_verdict(self) -> str:
+        """The verdict; ``mixed`` with the direction its effect tested."""
+        mixed = self.verdict == "mixed" and self.suite_test.direction
+        return f"mixed ({self.suite_test.direction})" if mixed else self.verdict
+
+
+@dataclass
+class Ranks:
+    """Average ranks with Friedman and Nemenyi's CD (descriptive)."""
+
+    descriptive: bool
+    tracks: list[str]
+    tracks_dropped: dict[str, str]
+    per_track: dict[str, dict[str, float]]
+    average_rank: dict[str, float | None]
+    friedman_statistic: float | None
+    friedman_p: float | None
+    nemenyi_cd: float | None
+    reason: str | None
+
+
+@dataclass
+class AcrossTracks:
+    """The suite-level figures (``across_tracks``)."""
+
+    baseline: str
+    scale: str
+    baseline_iqm: float | None
+    n_boot: int
+    flips: int
+    seed: int
+    alpha: float
+    tracks: list[str]
+    tracks_not_scored: list[str]
+    mixers: dict[str, AcrossMixer]
+    ranks: Ranks
+    tracks_left_out: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class CostPoint:
+    """A mixer's score with its CI and verdict against each cost (None: not measured)."""
+
+    score: float | None
+    ci95: list[float] | None
+    verdict: str | None
+    params: float | None
+    flops_per_example: float | None
+    seconds_per_step: float | None
+    tracks: list[str] | None = field(default=None, metadata=OMIT_NONE)  # across: its tracks
+
+    def cost(self, name: str) -> float | None:
+        """The cost ``name`` (one of ``tradeoffs.COSTS``)."""
+        return getattr(self, name)
+
+
+@dataclass
+class Tradeoff:
+    """Quality against cost: the points and, per cost, the Pareto front (cheapest first)."""
+
+    score: str
+    points: dict[str, CostPoint]
+    pareto: dict[str, list[str]]
+    cost_scale: str | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass
+class QualityVsCost:
+    """``quality_vs_cost``: per track and across tracks."""
+
+    costs: list[str]
+    tracks: dict[str, Tradeoff]
+    across: Tradeoff | None
+
+
+@dataclass
+class Undertrained:
+    """A cell the ``undertrained`` rule flagged, with the figures that crossed it."""
+
+    track: str
+    mixer: str
+    tail_drop: float
+    tail_share: float
+    reason: str
+
+
+@dataclass
+class CurvesSummary:
+    """``learning_curves``: the rule in words, its thresholds, every flagged cell."""
+
+    rule: str
+    tail_fraction: float
+    min_drop: float
+    min_share: float
+    undertrained: list[Undertrained]
+
+
+@dataclass
+class Design:
+    """The analysis' Holm family and what the seeds can reach (``design``)."""
+
+    comparisons: int
+    finished: int
+    partial: bool
+    alpha: float
+    verdict_alpha: float
+    both_converged_comparisons: int
+    seeds: int
+    min_seeds_for_significance: int
+    warning: str | None
+
+
+@dataclass
+class TrackScale:
+    """A track's width, depth and budget."""
+
+    dim: int | None
+    depth: int | None
+    steps: int | None
+    batch_size: int | None
+
+
+@dataclass
+class Scale:
+    """The run's scale (``scale``) and the one sentence the page's head shows."""
+
+    preset: str
+    tracks: dict[str, TrackScale]
+    note: str
+
+
+@dataclass
+class SelectionSummary:
+    """Across every cell: at chance, edges chosen, agreement with the modal choice."""
+
+    cells: int
+    at_chance: int
+    edge_of_grid: int
+    edge_share: float | None
+    median_agreement: float | None
+    indecisive: int
+
+
+@dataclass
+class Failure:
+    """A failed job of the run."""
+
+    track: str
+    mixer: str
+    seed: int
+    reason: str | None
+    traceback: str | None
+
+
+@dataclass
+class Analysis:
+    """The whole report of a run (``report.json``)."""
+
+    report_version: int
+    warnings: list[str]
+    settings: dict[str, Any]  # the plan's resolved run settings, as saved
+    environment: dict[str, Any]  # the plan's environment block, as saved
+    mixers: dict[str, MixerFacts]
+    tracks: dict[str, TrackResult]
+    skipped: list[Skip]
+    scale: Scale
+    design: Design
+    selection: SelectionSummary
+    across_tracks: AcrossTracks | None
+    learning_curves: CurvesSummary
+    quality_vs_cost: QualityVsCost
+    failures: list[Failure]
+    inputs_digest: str | None = None
+
+    @property
+    def baseline(self) -> str:
+        """The mixer every other one is compared with."""
+        return str(self.settings.get("baseline", ""))
+
+    def setting(self, name: str, default: Any = None) -> Any:
+        """One resolved run setting (``settings.<name>``)."""
+        return self.settings.get(name, default)
+
+    def env(self, name: str, default: Any = None) -> Any:
+        """One entry of the environment block (``environment.<name>``)."""
+        return self.environment.get(name, default)
+
+    def mixer_names(self) -> list[str]:
+        """Every mixer of the run (the baseline first), then any other found in a track."""
+        names = list(self.setting("mixers") or [])
+        names = ([self.baseline] if self.baseline else []) + [n for n in names
+                                                              if n != self.baseline]  # fmt: skip
+        for entry in self.tracks.values():
+            names += [n for n in entry.mixers if n not in names]
+        return names
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plain data ``report.json`` holds (NaN kept: the writer makes it ``null``)."""
+        return serial.to_plain(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Analysis:
+        """The typed report from ``report.json``'s data."""
+        return serial.build(cls, raw)

@@ -1,0 +1,91 @@
+"""Plain data to and from the typed results: a dataclass tree becomes JSON-able dicts and lists
+(``to_plain``) and is rebuilt from them (``from_plain``), by the fields' type hints.
+
+``report.json`` writes NaN as ``null``; read back, a ``null`` in a field typed ``float`` is NaN
+again, so a report from the store and one from its file are the same objects. A dataclass may
+name ``DERIVED`` properties and give ``extra_keys()``: they are written (the schema has them) and
+ignored when read; a field with ``metadata={"omit_none": True}`` is not written while None.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+import types
+import typing
+from functools import cache
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def to_plain(value: Any) -> Any:
+    """Dataclasses as dicts (fields in order, then their ``DERIVED`` properties), tuples as
+    lists, numbers as Python ``int`` / ``float``: nothing but JSON's types (NaN kept)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        plain = {
+            f.name: to_plain(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if f.repr and not (f.metadata.get("omit_none") and getattr(value, f.name) is None)
+        }
+        for name in getattr(value, "DERIVED", ()):
+            plain[name] = to_plain(getattr(value, name))
+        if extra := getattr(value, "extra_keys", None):
+            plain.update(to_plain(extra()))
+        return plain
+    if isinstance(value, dict):
+        return {str(k): to_plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_plain(v) for v in value]
+    if isinstance(value, bool | str) or value is None:
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    return value
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def from_plain(kind: Any, value: Any) -> Any:
+    """``value`` (plain data, as :func:`to_plain` or ``json.loads`` gives it) as type ``kind``."""
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if kind is Any or kind is object:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return from_plain(inner[0], value) if len(inner) == 1 else value
+    if value is None:
+        return math.nan if kind is float else None
+    if dataclasses.is_dataclass(kind):
+        return build(kind, value)
+    if origin is list:
+        return [from_plain(args[0] if args else Any, v) for v in value]
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(from_plain(args[0], v) for v in value)
+        return tuple(from_plain(a, v) for a, v in zip(args or [Any] * len(value), value,
+                                                     strict=False))  # fmt: skip
+    if origin is dict:
+        key, item = args or (Any, Any)
+        return {from_plain(key, k): from_plain(item, v) for k, v in value.items()}
+    if kind is float:
+        return float(value)
+    if kind is int and isinstance(value, str):
+        return int(value)
+    return value
+
+
+def build(cls: type[T], raw: dict[str, Any]) -> T:
+    """An instance of dataclass ``cls`` from a dict: known fields converted by their hints,
+    missing ones at their defaults, anything else (derived keys) left out."""
+    hints = _hints(cls)
+    known = {f.name for f in dataclasses.fields(cls) if f.init}
+    return cls(**{k: from_plain(hints[k], v) for k, v in raw.items() if k in known})

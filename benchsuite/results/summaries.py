@@ -1,0 +1,113 @@
+"""The run-level parts of a report that need no test: its scale, its design (the Holm family and
+the seeds it needs), how the cells chose their configs, the test sets, environment warnings and
+the failures."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from benchsuite.execute.record import RunRecord
+from benchsuite.plan.power import design_warning, min_seeds_for_significance
+from benchsuite.results.cell_schema import TestSet, TrackResult
+from benchsuite.results.schema import Design, Failure, Scale, SelectionSummary, TrackScale
+
+ENVIRONMENT_KEYS = ("torch", "python", "threads", "device", "deterministic")
+
+
+def scale_note(preset: str, budget: dict[str, Any]) -> str:
+    """One sentence naming the scale that produced a track's results: preset, width, depth and
+    budget (a quick preset's verdicts describe that scale, not the mixers at large)."""
+    size = (f"{preset} preset: dim {budget.get('dim')}, depth {budget.get('depth')}, "
+            f"{budget.get('steps')} steps × batch {budget.get('batch_size')}")  # fmt: skip
+    return f"{size} (verdicts describe this small scale)" if preset == "quick" else size
+
+
+def scale_summary(preset: str, tracks: Mapping[str, TrackResult]) -> Scale:
+    """The run's scale (``report.json`` → ``scale``): each track's width, depth and budget, and
+    the one sentence the page's head shows."""
+    budgets = {t: TrackScale(**{k: e.budget.get(k) for k in ("dim", "depth", "steps",
+                                                               "batch_size")})
+               for t, e in tracks.items()}  # fmt: skip
+    per_track = "; ".join(
+        f"{t}: dim {b.dim}, depth {b.depth}, {b.steps} steps × batch {b.batch_size}"
+        for t, b in budgets.items()
+    )
+    closing = (
+        "quick-preset verdicts describe this small scale, not the mixers at large"
+        if preset == "quick"
+        else "verdicts describe this scale"
+    )
+    return Scale(preset=preset, tracks=budgets, note=f"{preset} preset ({per_track}): {closing}.")
+
+
+def selection_summary(tracks: Mapping[str, TrackResult]) -> SelectionSummary:
+    """Across every cell (the baseline's included): how many are at chance, how many of the
+    others chose an end of their grid, and how many seeds agreed with their cell's modal choice."""
+    every = [arm for entry in tracks.values() for arm in entry.mixers.values()]
+    cells = [arm for arm in every if not arm.selection.at_chance]
+    edge = [arm.edge_of_grid for arm in cells]
+    agreement = [arm.selection.agreement for arm in cells]
+    return SelectionSummary(
+        cells=len(every),
+        at_chance=len(every) - len(cells),
+        edge_of_grid=sum(edge),
+        edge_share=sum(edge) / len(cells) if cells else None,
+        median_agreement=float(np.median(agreement)) if agreement else None,
+        indecisive=sum(arm.selection.indecisive for arm in cells),
+    )
+
+
+def environment_warnings(records: list[RunRecord]) -> list[str]:
+    """One line per environment setting that differs between the runs combined in a report."""
+    warnings = []
+    for key in ENVIRONMENT_KEYS:
+        values = sorted({str(r.environment.get(key)) for r in records if r.environment})
+        if len(values) > 1:
+            warnings.append(
+                f"results combine training runs with different {key}: {', '.join(values)}"
+            )
+    return warnings
+
+
+def design(settings: dict, comparisons: int, finished: int | None = None,
+           both_converged: int = 0) -> Design:  # fmt: skip
+    """Whether the seed count can reach Holm significance for this family size; ``finished``:
+    the comparisons made (fewer than the family after an interruption: the tables are
+    ``partial``); ``both_converged``: the size of the both-converged analyses' own family."""
+    needed = min_seeds_for_significance(max(comparisons, 1))
+    finished = comparisons if finished is None else finished
+    return Design(
+        comparisons=comparisons,
+        finished=finished,
+        partial=finished < comparisons,
+        alpha=0.05,
+        verdict_alpha=0.05 / max(comparisons, 1),
+        both_converged_comparisons=both_converged,
+        seeds=settings["seeds"],
+        min_seeds_for_significance=needed,
+        warning=design_warning(settings["seeds"], max(comparisons, 1)),
+    )
+
+
+def test_set(records: list[RunRecord]) -> TestSet:
+    """Whether every seed of a track was scored on the same test set, and its digest (else one
+    digest of the seeds' test sets), read from the records."""
+    digests = {r.job["seed"]: r.test_digest for r in records if r.test_digest}
+    unique = sorted(set(digests.values()))
+    combined = hashlib.sha256(" ".join(digests[s] for s in sorted(digests)).encode())
+    return TestSet(
+        fixed=len(unique) == 1,
+        digest=unique[0] if len(unique) == 1 else combined.hexdigest()[:16],
+        seeds=len(digests),
+    )
+
+
+def failure(record: RunRecord) -> Failure:
+    """A failed job as the report lists it."""
+    job = record.job
+    return Failure(track=job["track"], mixer=job["mixer"], seed=job["seed"],
+                   reason=record.error, traceback=record.traceback)  # fmt: skip
