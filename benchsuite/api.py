@@ -72,7 +72,9 @@ def prepare(
     registry.check_loaded("track", settings.tracks or ())
     check_out(Path(settings.out))
     resolved = resolve(settings, registry)
-    design = design_check(resolved, registry.tracks)
+    from benchsuite.results.summaries import previous_sd
+
+    design = design_check(resolved, registry.tracks, previous_sd(Path(resolved.out)))
     events.design(design)
     if design["warning"] and resolved.strict:
         raise UsageError(f"{design['warning']} (--strict)")

@@ -322,7 +322,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     result = compare_runs(load_run(args.a), load_run(args.b), mixers=args.mixers)
     if args.json:
-        print(json.dumps(result, indent=2, default=str))
+        print(json.dumps(result.to_dict(), indent=2))
     else:
         _console().print(compare_table(result))
     return 0

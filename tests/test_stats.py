@@ -498,7 +498,7 @@ def test_nothing_is_detectable_when_the_seeds_cannot_reach_alpha():
 def test_the_design_line_says_when_nothing_is_detectable(tmp_path):
     from rich.console import Console
 
-    from benchsuite.output.tables import print_design
+    from benchsuite.output.progress import print_design
     from benchsuite.plan.design import design_check
     from benchsuite.registry.plugins import load_registry
     from benchsuite.settings import RunSettings

@@ -3,42 +3,56 @@
 Typical use: a mixer before and after a change. Run B is the "mixer", run A the "baseline" of each
 paired comparison, so improvement > 0 means B is better. Each comparison is analysed as ``run``
 analyses the track: on its scale (log-ratios or differences) with run A's equivalence margin, and
-Holm over every row. Runs whose budget signatures or seeds
-differ are refused, naming the settings that differ: their numbers do not mean the same thing.
+Holm over every row. Runs whose budget signatures or seeds differ are refused, naming the
+settings that differ: their numbers do not mean the same thing.
+
+Each run is read from its store: the plan and, per cell, each seed's stored test score (a
+diverged one imputed with its seed's cap, as ``run`` does). No other figure of the runs' reports
+is computed.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from benchsuite.errors import UsageError
+from benchsuite.plan.plan import TrackFacts
 from benchsuite.results import stats
-from benchsuite.results.analysis import analyse_store
+from benchsuite.results.analysis import last_plan, open_store
+from benchsuite.results.cells import arm
+from benchsuite.results.schema import CompareRow, RunComparison
 from benchsuite.results.store import FILENAME
 
 
-def _values(report: dict, track: str, mixer: str) -> list[float] | None:
-    entry = report["tracks"][track]
-    cell = entry["comparisons"].get(mixer)
-    if cell is not None:
-        return cell["mixer_values"]
-    if mixer == entry["baseline"] and entry["comparisons"]:
-        return next(iter(entry["comparisons"].values()))["baseline_values"]
-    arm = entry["mixers"].get(mixer)
-    return arm["full"]["per_seed"] if arm else None
+@dataclass
+class StoredTrack:
+    """One track of a stored run: its facts and each mixer's test score by seed."""
+
+    facts: TrackFacts
+    values: dict[str, dict[int, float]]
 
 
-def budget_terms(report: dict, track: str) -> dict[str, Any]:
-    """The settings a track's budget signature covers, read back from a report (the terms of
+@dataclass
+class StoredRun:
+    """What ``compare`` reads of a run: its settings and its tracks' per-seed scores."""
+
+    settings: dict[str, Any]
+    tracks: dict[str, StoredTrack]
+
+    def setting(self, name: str, default: Any = None) -> Any:
+        """One resolved run setting."""
+        return self.settings.get(name, default)
+
+
+def budget_terms(run: StoredRun, track: str) -> dict[str, Any]:
+    """The settings a track's budget signature covers, read back from a run (the terms of
     :func:`benchsuite.plan.jobs.budget_terms`)."""
-    entry, settings = report["tracks"][track], report["settings"]
-    return {
-        "grid": entry.get("grid"),
-        **entry.get("budget", {}),
-        "preset": settings.get("preset"),
-        "track_options": settings.get("track_options", {}).get(track, {}),
-    }
+    facts = run.tracks[track].facts
+    options = run.setting("track_options", {}) or {}
+    return {"grid": facts.grid, **facts.budget, "preset": run.setting("preset"),
+            "track_options": options.get(track, {})}  # fmt: skip
 
 
 def differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
@@ -50,8 +64,8 @@ def differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     ]
 
 
-def _check_comparable(a: dict, b: dict, track: str) -> None:
-    sig_a, sig_b = a["tracks"][track]["budget_signature"], b["tracks"][track]["budget_signature"]
+def _check_comparable(a: StoredRun, b: StoredRun, track: str) -> None:
+    sig_a, sig_b = (run.tracks[track].facts.budget_signature for run in (a, b))
     if sig_a != sig_b:
         differ = differences(budget_terms(a, track), budget_terms(b, track))
         what = (
@@ -62,48 +76,62 @@ def _check_comparable(a: dict, b: dict, track: str) -> None:
         raise UsageError(f"track {track!r}: budget signatures differ {what}: the runs cannot be "
                          "compared seed by seed")  # fmt: skip
     for key in ("seeds", "salt", "preset"):
-        if a["settings"].get(key) != b["settings"].get(key):
+        if a.setting(key) != b.setting(key):
             raise UsageError(
-                f"the runs differ in {key} ({a['settings'].get(key)!r} vs "
-                f"{b['settings'].get(key)!r}) and cannot be compared seed by seed"
+                f"the runs differ in {key} ({a.setting(key)!r} vs {b.setting(key)!r}) and cannot "
+                "be compared seed by seed"
             )
 
 
-def compare_runs(a: dict, b: dict, *, mixers: list[str] | None = None) -> dict[str, Any]:
+def compare_runs(a: StoredRun, b: StoredRun, *, mixers: list[str] | None = None) -> RunComparison:
     """Paired comparisons of run ``b`` against run ``a`` for every shared (track, mixer)."""
-    shared_tracks = [t for t in a["tracks"] if t in b["tracks"]]
+    shared_tracks = [t for t in a.tracks if t in b.tracks]
     if not shared_tracks:
         raise UsageError("the two runs have no track in common")
     rows, family = [], []
     for track in shared_tracks:
         _check_comparable(a, b, track)
-        entry_a, entry_b = a["tracks"][track], b["tracks"][track]
-        names = [m for m in entry_a["mixers"] if m in entry_b["mixers"]]
+        facts, before, after = a.tracks[track].facts, a.tracks[track].values, b.tracks[track].values
+        names = [m for m in before if m in after]
         for mixer in names if mixers is None else [m for m in names if m in mixers]:
-            before, after = _values(a, track, mixer), _values(b, track, mixer)
-            if not before or not after or len(before) != len(after):
+            seeds = sorted(before[mixer])
+            if not seeds or seeds != sorted(after[mixer]):
                 continue
             comparison = stats.compare_paired(
-                before, after, higher_is_better=entry_a["higher_is_better"],
-                scale=entry_a.get("scale", "difference"),
-                margin_rel=a["settings"].get("margin", 0.05),
+                [before[mixer][s] for s in seeds], [after[mixer][s] for s in seeds],
+                higher_is_better=facts.higher_is_better, scale=facts.scale,
+                margin_rel=a.setting("margin", 0.05),
             )  # fmt: skip
             family.append(comparison)
-            rows.append({"track": track, "mixer": mixer, "metric": entry_a["metric"],
-                         "comparison": comparison})  # fmt: skip
+            rows.append(CompareRow(track=track, mixer=mixer, metric=facts.metric,
+                                   comparison=comparison))  # fmt: skip
     if not rows:
         raise UsageError("the two runs share no (track, mixer) with the same seeds")
     stats.apply_holm(family)
-    for row in rows:
-        row["comparison"] = row["comparison"].to_dict()
-    return {"a": a["settings"], "b": b["settings"], "rows": rows}
+    return RunComparison(a=a.settings, b=b.settings, rows=rows)
 
 
-def load_run(path: Path | str) -> dict:
-    """The report of a finished run, re-derived from its store (an output folder or the file)."""
+def load_run(path: Path | str) -> StoredRun:
+    """A finished run's per-seed test scores, read from its store (an output folder or the
+    file)."""
     path = Path(path)
-    if path.is_file():
-        if path.suffix == ".json":
-            raise UsageError(f"{path}: give the output folder or its benchsuite.sqlite store")
-        return analyse_store(path)
-    return analyse_store(path / FILENAME)
+    if path.is_file() and path.suffix == ".json":
+        raise UsageError(f"{path}: give the output folder or its benchsuite.sqlite store")
+    path = path if path.is_file() else path / FILENAME
+    store = open_store(path)
+    try:
+        plan = last_plan(store, path)
+        results = store.results(plan.keys())
+    finally:
+        store.close()
+    tracks = {}
+    for track, facts in plan.tracks.items():
+        values = {}
+        for mixer in plan.cells.get(track, {}):
+            found = arm(plan, track, mixer, results)
+            if found is not None:
+                seeds = sorted(found.values)
+                values[mixer] = dict(zip(seeds, found.imputed(seeds, facts.higher_is_better),
+                                         strict=True))  # fmt: skip
+        tracks[track] = StoredTrack(facts=facts, values=values)
+    return StoredRun(settings=plan.settings, tracks=tracks)

@@ -2,9 +2,9 @@
 diverge?), a forest plot of every comparison (an interval each, not a colour), and quality
 against cost (is the win bought with parameters, FLOPs or step time?).
 
-Each reads only the report dict (``report.json`` works the same: non-finite numbers are
-``null``) and returns a matplotlib figure, or None when it has nothing to draw; each ``*_note``
-says in words what its figure leaves out, for the figure's title and the HTML caption.
+Each reads only the typed report (:class:`~benchsuite.results.schema.Analysis` and its parts)
+and returns a matplotlib figure, or None when it has nothing to draw; each ``*_note`` says in
+words what its figure leaves out, for the figure's title and the HTML caption.
 """
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ from benchsuite.output import numbers
 from benchsuite.output.canvas import new_figure, titled
 from benchsuite.output.numbers import finite
 from benchsuite.output.palette import Style, verdict
+from benchsuite.results.cell_schema import LearningCurve, TrackResult
+from benchsuite.results.schema import CostPoint, Tradeoff
+from benchsuite.results.stats import Comparison
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.axes import Axes
@@ -29,39 +32,32 @@ COST_LABELS = {
 EDGE = "0.15"
 
 
-def ordered(entry: dict, names: list[str]) -> list[str]:
-    """``names`` with the track's baseline first."""
-    baseline = entry.get("baseline")
-    return ([baseline] if baseline in names else []) + [n for n in names if n != baseline]
-
-
-def _curves(entry: dict) -> dict[str, dict]:
-    arms = entry.get("mixers") or {}
+def _curves(entry: TrackResult) -> dict[str, LearningCurve]:
     return {
-        name: arms[name]["learning_curve"]
-        for name in ordered(entry, list(arms))
-        if (arms[name].get("learning_curve") or {}).get("median")
+        name: curve
+        for name in entry.ordered()
+        if (curve := entry.mixers[name].learning_curve) is not None and curve.median
     }
 
 
-def curves_note(entry: dict) -> str:
+def curves_note(entry: TrackResult) -> str:
     """Which cells the learning-curve figure flags, and which seeds it leaves out."""
     found = _curves(entry)
     parts = []
-    flagged = [name for name, curve in found.items() if curve.get("undertrained")]
+    flagged = [name for name, curve in found.items() if curve.undertrained]
     if flagged:
         parts.append(f"undertrained (dashed): {', '.join(flagged)}")
-    left = [f"{name} {c['left_out']} of {c['left_out'] + len(c['seeds'])}"
-            for name, c in found.items() if c.get("left_out")]  # fmt: skip
+    left = [f"{name} {c.left_out} of {c.left_out + len(c.seeds)}"
+            for name, c in found.items() if c.left_out]  # fmt: skip
     if left:
         parts.append(f"seeds left out for a non-finite loss (diverged): {', '.join(left)}")
-    missing = [name for name in entry.get("mixers") or {} if name not in found]
+    missing = [name for name in entry.mixers if name not in found]
     if missing:
         parts.append(f"no stored curve: {', '.join(missing)}")
     return "; ".join(parts)
 
 
-def curves_figure(track: str, entry: dict, styles: dict[str, Style],
+def curves_figure(track: str, entry: TrackResult, styles: dict[str, Style],
                   tail: float = 0.2) -> Figure | None:  # fmt: skip
     """Per mixer, the median training-loss curve of the chosen configs over the seeds, with the
     25-75% band (log scale when the losses span more than a decade); dashed when the cell is
@@ -75,16 +71,16 @@ def curves_figure(track: str, entry: dict, styles: dict[str, Style],
     fig, (ax,) = new_figure(7.5, 4.2)
     lowest, highest, steps = math.inf, -math.inf, 1
     for name, curve in found.items():
-        median = np.array([finite(v) for v in curve["median"]], dtype=float)
-        low = np.array([finite(v) for v in curve.get("q25") or curve["median"]], dtype=float)
-        high = np.array([finite(v) for v in curve.get("q75") or curve["median"]], dtype=float)
+        median = np.array([finite(v) for v in curve.median], dtype=float)
+        low = np.array([finite(v) for v in curve.q25 or curve.median], dtype=float)
+        high = np.array([finite(v) for v in curve.q75 or curve.median], dtype=float)
         n = len(median)
-        steps = curve.get("steps") or n
+        steps = curve.steps or n
         x = (np.arange(n) + 0.5) / n * steps
         style = styles.get(name, Style("0.3", "o"))
         lowest, highest = min(lowest, float(np.nanmin(low))), max(highest, float(np.nanmax(high)))
         ax.fill_between(x, low, high, color=style.colour, alpha=0.15, lw=0)
-        flagged = bool(curve.get("undertrained"))
+        flagged = bool(curve.undertrained)
         ax.plot(x, median, color=style.colour, marker=style.marker, markevery=max(1, n // 8),
                 ms=4, lw=1.3, ls="--" if flagged else "-",
                 label=name + (" (undertrained)" if flagged else ""))  # fmt: skip
@@ -102,14 +98,14 @@ def curves_figure(track: str, entry: dict, styles: dict[str, Style],
     return fig
 
 
-def margin_band(comparison: dict) -> tuple[float, float] | None:
+def margin_band(comparison: Comparison) -> tuple[float, float] | None:
     """The ±margin of a comparison as % of the baseline (lower, upper)."""
-    margin = finite(comparison.get("margin"))
+    margin = finite(comparison.margin)
     if margin is None:
         return None
-    if comparison.get("scale") == "log":
+    if comparison.scale == "log":
         return 100 * (1 - math.exp(margin)), 100 * (1 - math.exp(-margin))
-    base = finite(comparison.get("baseline_mean"))
+    base = finite(comparison.baseline_mean)
     return (-100 * margin / abs(base), 100 * margin / abs(base)) if base else None
 
 
@@ -119,39 +115,37 @@ def _marker(ax: Axes, x: float, y: float, name: str | None, size: float = 60) ->
                facecolor="white" if look.hollow else look.colour)  # fmt: skip
 
 
-def forest_figure(track: str, entry: dict) -> Figure | None:
+def forest_figure(track: str, entry: TrackResult) -> Figure | None:
     """Every comparison's improvement with its 95% CI, ordered; a line at 0, the ±margin band,
     the verdict as marker shape, colour and text."""
     from matplotlib.lines import Line2D
 
     rows = [
-        (mixer, cell.get("comparison") or {})
-        for mixer, cell in (entry.get("comparisons") or {}).items()
-        if finite((cell.get("comparison") or {}).get("improvement_rel_pct")) is not None
+        (mixer, cell.comparison)
+        for mixer, cell in entry.comparisons.items()
+        if finite(cell.comparison.improvement_rel_pct) is not None
     ]
     if not rows:
         return None
-    rows.sort(key=lambda row: row[1]["improvement_rel_pct"])
+    rows.sort(key=lambda row: row[1].improvement_rel_pct)
     fig, (ax,) = new_figure(7.5, 0.38 * len(rows) + 1.5)
     band = margin_band(rows[0][1])
     if band:
         ax.axvspan(*band, color="0.88", zorder=0, lw=0)
     ax.axvline(0, color="0.2", lw=1, zorder=1)
     for y, (_, c) in enumerate(rows):
-        lo, hi = (finite(v) for v in (c.get("ci95_rel_pct") or (None, None)))
+        lo, hi = (finite(v) for v in c.ci95_rel_pct)
         if lo is not None and hi is not None:
             ax.hlines(y, lo, hi, color="0.3", lw=1.6, zorder=2)
-        _marker(ax, c["improvement_rel_pct"], y, c.get("verdict"))
-        look = verdict(c.get("verdict"))
-        text = f"{look.symbol} {look.short}  {numbers.pct(c['improvement_rel_pct'])}"
+        _marker(ax, c.improvement_rel_pct, y, c.verdict)
+        look = verdict(c.verdict)
+        text = f"{look.symbol} {look.short}  {numbers.pct(c.improvement_rel_pct)}"
         ax.annotate(text, (1.01, y), xycoords=("axes fraction", "data"), va="center", fontsize=7)
     ax.set_yticks(range(len(rows)), labels=[mixer for mixer, _ in rows])
     ax.set_ylim(-0.7, len(rows) - 0.3)
-    scale = ("1 − geometric-mean ratio, %" if entry.get("scale") == "log"
-             else "% of its mean")  # fmt: skip
-    ax.set_xlabel(f"improvement over {entry.get('baseline')} ({scale}; > 0 is better) "
-                  "with 95% CI")  # fmt: skip
-    used = dict.fromkeys(c.get("verdict") for _, c in rows)
+    scale = "1 − geometric-mean ratio, %" if entry.scale == "log" else "% of its mean"
+    ax.set_xlabel(f"improvement over {entry.baseline} ({scale}; > 0 is better) with 95% CI")
+    used = dict.fromkeys(c.verdict for _, c in rows)
     handles = [
         Line2D([], [], ls="", marker=verdict(v).marker, markersize=7, markeredgecolor=EDGE,
                markerfacecolor="white" if verdict(v).hollow else verdict(v).colour,
@@ -170,17 +164,17 @@ def forest_figure(track: str, entry: dict) -> Figure | None:
     return fig
 
 
-def _used_costs(points: dict[str, dict], costs: list[str]) -> list[str]:
-    return [k for k in costs if sum(finite(p.get(k)) is not None for p in points.values()) >= 2]
+def _used_costs(points: dict[str, CostPoint], costs: list[str]) -> list[str]:
+    return [k for k in costs if sum(finite(p.cost(k)) is not None for p in points.values()) >= 2]
 
 
-def cost_note(tradeoff: dict | None, costs: list[str]) -> str:
+def cost_note(tradeoff: Tradeoff | None, costs: list[str]) -> str:
     """The Pareto front for each cost, in words; the costs not recorded."""
     if not tradeoff:
         return ""
-    points = tradeoff.get("points") or {}
+    points = tradeoff.points
     used = _used_costs(points, costs)
-    parts = [f"Pareto front by {k}: {', '.join(tradeoff['pareto'].get(k) or ['–'])}" for k in used]
+    parts = [f"Pareto front by {k}: {', '.join(tradeoff.pareto.get(k) or ['–'])}" for k in used]
     missing = [k for k in costs if k not in used]
     if missing:
         parts.append(f"not drawn (recorded for fewer than 2 mixers): {', '.join(missing)}")
@@ -203,30 +197,30 @@ def _cost_ticks(ax: Axes, cost: str, relative: bool) -> None:
     ax.tick_params(axis="x", labelsize=7)
 
 
-def cost_figure(title: str, tradeoff: dict | None, costs: list[str], styles: dict[str, Style],
+def cost_figure(title: str, tradeoff: Tradeoff | None, costs: list[str], styles: dict[str, Style],
                 ylabel: str, relative: bool = False) -> Figure | None:  # fmt: skip
     """One panel per cost: each mixer's score (with its CI) against that cost, log x; the
     Pareto front ringed and joined by a dashed line."""
-    points = (tradeoff or {}).get("points") or {}
+    points = tradeoff.points if tradeoff else {}
     used = _used_costs(points, costs)
-    if not used:
+    if not used or tradeoff is None:
         return None
     fig, axes = new_figure(3.3 * len(used) + 1.6, 3.6, columns=len(used))
     for ax, cost in zip(axes, used, strict=True):
-        front = (tradeoff.get("pareto") or {}).get(cost) or []
+        front = tradeoff.pareto.get(cost) or []
         for name, point in points.items():
-            x, y = finite(point.get(cost)), finite(point.get("score"))
+            x, y = finite(point.cost(cost)), finite(point.score)
             if x is None or y is None:
                 continue
             style = styles.get(name, Style("0.3", "o"))
-            lo, hi = (finite(v) for v in (point.get("ci95") or (None, None)))
+            lo, hi = (finite(v) for v in (point.ci95 or (None, None)))
             if lo is not None and hi is not None:
                 ax.vlines(x, lo, hi, color=style.colour, lw=1.2, alpha=0.8)
             ax.scatter([x], [y], color=style.colour, marker=style.marker, s=36, zorder=3,
                        edgecolor=EDGE, linewidth=0.5, label=name)  # fmt: skip
             if name in front:
                 ax.scatter([x], [y], s=160, facecolor="none", edgecolor="black", lw=1, zorder=4)
-        line = [(points[n][cost], points[n]["score"]) for n in front]
+        line = [(points[n].cost(cost), points[n].score) for n in front]
         if len(line) > 1:
             ax.plot(*zip(*line, strict=True), ls="--", color="0.35", lw=1, zorder=1,
                     drawstyle="steps-post")  # fmt: skip

@@ -37,17 +37,6 @@ def mixer_styles(names: list[str]) -> dict[str, Style]:
     return {ordered[0]: Style(*BASELINE), **styles} if ordered else {}
 
 
-def report_mixers(report: dict) -> list[str]:
-    """Every mixer of a report: the run's order (baseline first), then any other found in it."""
-    names = list((report.get("settings") or {}).get("mixers") or [])
-    baseline = (report.get("settings") or {}).get("baseline")
-    if baseline:
-        names = [baseline] + [n for n in names if n != baseline]
-    for entry in (report.get("tracks") or {}).values():
-        names += [n for n in entry.get("mixers") or {} if n not in names]
-    return names
-
-
 @dataclass(frozen=True)
 class Verdict:
     """How one verdict is shown: colour, figure marker (drawn with a dark edge so pale colours

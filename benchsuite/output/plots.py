@@ -1,8 +1,8 @@
 """Figures of a run's report, drawn with matplotlib (Agg, no pyplot state) as PNG bytes.
 
-Every figure reads only the report dict that :func:`benchsuite.results.analysis.analyse` returns
-(or the ``report.json`` it was written to, where non-finite numbers are ``null``). A figure whose
-data is missing (a track without comparisons, a run without across-track figures) is simply not
+Every figure reads only the typed report that :func:`benchsuite.results.analysis.analyse` returns
+(or :meth:`~benchsuite.results.schema.Analysis.from_dict` reads from ``report.json``). A figure
+whose data is missing (a track without comparisons, a run without across-track figures) is not
 drawn; a figure that leaves tracks or seeds out says so in its title and its :class:`Plot`'s
 ``note``. Mixers keep one colour and marker across every figure (:mod:`.palette`); numbers are
 written by :mod:`.numbers`, as in the tables.
@@ -23,7 +23,6 @@ from benchsuite.output.diagnostics import (
     curves_figure,
     curves_note,
     forest_figure,
-    ordered,
 )
 from benchsuite.output.numbers import finite
 from benchsuite.output.palette import (
@@ -34,24 +33,22 @@ from benchsuite.output.palette import (
     WORSE,
     Style,
     mixer_styles,
-    report_mixers,
     verdict,
 )
+from benchsuite.results.cell_schema import TrackResult
+from benchsuite.results.schema import AcrossTracks, Analysis
+
+SCALING_PREFIX = "scaling-"  # benchsuite scale's figures (output/scaling.py)
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.figure import Figure
 
 
-def _ordered_mixers(entry: dict) -> list[str]:
-    """Mixers of a track with the baseline first."""
-    return ordered(entry, list(entry.get("mixers", {})))
+def _metric_label(entry: TrackResult, split: str) -> str:
+    return f"{split}.{entry.metric} ({entry.direction})"
 
 
-def _metric_label(entry: dict, split: str) -> str:
-    return f"{split}.{entry.get('metric', 'metric')} ({entry.get('direction', '')})"
-
-
-def seeds_figure(track: str, entry: dict) -> Figure | None:
+def seeds_figure(track: str, entry: TrackResult) -> Figure | None:
     """Per-seed test metric of every mixer, each beside the baseline's paired seeds.
 
     For a mixer at x = j the baseline's seeds sit at j - 0.2 and the mixer's at j + 0.2; a line
@@ -60,25 +57,23 @@ def seeds_figure(track: str, entry: dict) -> Figure | None:
     """
     from matplotlib.collections import LineCollection
 
-    names = _ordered_mixers(entry)
+    names = entry.ordered()
     if not names:
         return None
-    higher = bool(entry.get("higher_is_better"))
+    higher = bool(entry.higher_is_better)
     fig, (ax,) = new_figure(max(4.5, 1.3 * len(names) + 1.5), 3.8)
     omitted = 0
     for x, name in enumerate(names):
-        cell = entry.get("comparisons", {}).get(name)
+        cell = entry.comparisons.get(name)
         if cell is None:  # the baseline itself, or a track without comparisons
-            values = [
-                finite(v) for v in (entry["mixers"][name].get("full") or {}).get("per_seed", [])
-            ]
+            values = [finite(v) for v in entry.mixers[name].full.per_seed]
             omitted += values.count(None)
             shown = [v for v in values if v is not None]
             ax.scatter([x] * len(shown), shown, color="0.35", zorder=3, s=22)
             if shown:
                 ax.hlines(sum(shown) / len(shown), x - 0.25, x + 0.25, color="0.2", lw=2)
             continue
-        pairs = zip(cell.get("baseline_values", []), cell.get("mixer_values", []), strict=False)
+        pairs = zip(cell.baseline_values, cell.mixer_values, strict=False)
         segments, colours, styles = [], [], []
         for base_raw, mix_raw in pairs:
             base, mix = finite(base_raw), finite(mix_raw)
@@ -104,7 +99,7 @@ def seeds_figure(track: str, entry: dict) -> Figure | None:
     ax.set_ylabel(_metric_label(entry, "test"))
     note = f"; {omitted} non-finite omitted" if omitted else ""
     ax.set_title(
-        titled(fig, f"{track}: per-seed test metric", f"(hollow: baseline {entry.get('baseline')}, "
+        titled(fig, f"{track}: per-seed test metric", f"(hollow: baseline {entry.baseline}, "
                f"paired by seed; solid blue: mixer better, dashed red: worse{note})"),
         fontsize=9,
     )  # fmt: skip
@@ -112,10 +107,10 @@ def seeds_figure(track: str, entry: dict) -> Figure | None:
     return fig
 
 
-def sweep_figure(track: str, entry: dict, styles: dict[str, Style]) -> Figure | None:
+def sweep_figure(track: str, entry: TrackResult, styles: dict[str, Style]) -> Figure | None:
     """Validation metric of every sweep config per mixer: mean line, seed dots, chosen ringed."""
-    names = _ordered_mixers(entry)
-    sweeps = {n: entry["mixers"][n].get("sweep") or [] for n in names}
+    names = entry.ordered()
+    sweeps = {n: entry.mixers[n].sweep for n in names}
     if not any(sweeps.values()):
         return None
     grid = max((len(rows) for rows in sweeps.values()), default=0)
@@ -127,21 +122,21 @@ def sweep_figure(track: str, entry: dict, styles: dict[str, Style]) -> Figure | 
         colour = style.colour
         xs, means = [], []
         for x, row in enumerate(sweeps[name]):
-            values = [v for v in map(finite, row.get("val") or []) if v is not None]
+            values = [v for v in map(finite, row.val) if v is not None]
             ax.scatter([x + offset] * len(values), values, color=colour, s=10, alpha=0.5)
-            mean = finite(row.get("mean"))
+            mean = finite(row.mean)
             if mean is not None:
                 xs.append(x + offset)
                 means.append(mean)
         ax.plot(xs, means, color=colour, marker=style.marker, ms=4, lw=1.2, label=name)
-        best = entry["mixers"][name].get("best_index")
-        if best is not None and best < len(sweeps[name]):
-            mean = finite(sweeps[name][best].get("mean"))
+        best = entry.mixers[name].best_index
+        if best < len(sweeps[name]):
+            mean = finite(sweeps[name][best].mean)
             if mean is not None:
                 ax.scatter([best + offset], [mean], s=140, facecolor="none", edgecolor=colour,
                            lw=1.5, zorder=4)  # fmt: skip
-    configs = entry.get("grid") or next(
-        ([row.get("cfg", {}) for row in rows] for rows in sweeps.values() if len(rows) == grid), []
+    configs = entry.grid or next(
+        ([row.cfg for row in rows] for rows in sweeps.values() if len(rows) == grid), []
     )
     ax.set_xticks(range(grid), labels=[numbers.config(c, "\n") for c in configs[:grid]], fontsize=7)
     ax.set_ylabel(_metric_label(entry, "val"))
@@ -153,28 +148,35 @@ def sweep_figure(track: str, entry: dict, styles: dict[str, Style]) -> Figure | 
     return fig
 
 
-def heatmap_figure(report: dict) -> Figure | None:
+def heatmap_order(report: Analysis) -> tuple[list[str], list[str]]:
+    """(tracks with a comparison, mixers): the mixers in the headline's order (largest suite
+    effect first), then any other."""
+    from benchsuite.output.headline import headline
+
+    tracks = [t for t, e in report.tracks.items() if e.comparisons]
+    mixers = [line.mixer for line in headline(report)]
+    return tracks, mixers
+
+
+def heatmap_figure(report: Analysis) -> Figure | None:
     """Relative improvement over the baseline (mixer x track), each cell coloured by its verdict
     and headed by the verdict's symbol."""
     from matplotlib.patches import Patch, Rectangle
 
-    tracks = [t for t, e in report.get("tracks", {}).items() if e.get("comparisons")]
-    mixers: list[str] = []
-    for track in tracks:
-        mixers += [m for m in report["tracks"][track]["comparisons"] if m not in mixers]
+    tracks, mixers = heatmap_order(report)
     if not mixers:
         return None
     fig, (ax,) = new_figure(max(4.5, 1.5 * len(tracks) + 3.5), 0.45 * len(mixers) + 1.8)
     for row, mixer in enumerate(mixers):
         for col, track in enumerate(tracks):
-            cell = report["tracks"][track]["comparisons"].get(mixer)
-            comparison = (cell or {}).get("comparison") or {}
-            colour = VERDICT_COLOURS.get(comparison.get("verdict"), MISSING_COLOUR)
+            cell = report.tracks[track].comparisons.get(mixer)
+            name = cell.comparison.verdict if cell else None
+            colour = VERDICT_COLOURS.get(name or "", MISSING_COLOUR)
             ax.add_patch(Rectangle((col, row), 1, 1, facecolor=colour, edgecolor="white", lw=2))
-            value = finite(comparison.get("improvement_rel_pct"))
-            symbol = verdict(comparison.get("verdict")).symbol
+            value = finite(cell.comparison.improvement_rel_pct) if cell else None
+            symbol = verdict(name).symbol
             text = numbers.MISSING if value is None else f"{symbol} {numbers.pct(value)}"
-            dark = comparison.get("verdict") in ("significant_win", "significant_loss")
+            dark = name in ("significant_win", "significant_loss")
             ax.text(col + 0.5, row + 0.5, text, ha="center", va="center", fontsize=8,
                     color="white" if dark else "black")  # fmt: skip
     ax.set_xlim(0, len(tracks))
@@ -184,61 +186,58 @@ def heatmap_figure(report: dict) -> Figure | None:
     ax.tick_params(length=0)
     for side in ax.spines.values():
         side.set_visible(False)
-    used = {
-        (c.get("comparison") or {}).get("verdict")
-        for t in tracks
-        for c in report["tracks"][t]["comparisons"].values()
-    }
+    used = {c.comparison.verdict for t in tracks for c in report.tracks[t].comparisons.values()}
     handles = [Patch(color=c, label=f"{verdict(v).symbol} {v.replace('_', ' ')}")
                for v, c in VERDICT_COLOURS.items() if v in used]  # fmt: skip
     ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
-    baseline = report.get("settings", {}).get("baseline", "baseline")
-    fig.suptitle(f"improvement over {baseline} (%, > 0 is better), coloured by verdict", fontsize=9)
+    fig.suptitle(f"improvement over {report.baseline or 'the baseline'} (%, > 0 is better), "
+                 "coloured by verdict", fontsize=9)  # fmt: skip
     return fig
 
 
-def across_note(across: dict | None, kind: str) -> str:
+def across_note(across: AcrossTracks | None, kind: str) -> str:
     """What an across-track figure leaves out: tracks left out of the aggregation (and why),
     mixers scored on fewer tracks (``iqm``) or tracks the ranks skip (``ranks``)."""
-    across = across or {}
+    if across is None:
+        return ""
     parts = []
-    left = across.get("tracks_left_out") or {}
+    left = across.tracks_left_out
     if left:
         parts.append("tracks left out: " + "; ".join(f"{t} ({why})" for t, why in left.items()))
     if kind == "iqm":
-        total = len(across.get("tracks") or [])
-        fewer = [f"{name} ({len(row.get('tracks') or [])} of {total})"
-                 for name, row in (across.get("mixers") or {}).items()
-                 if len(row.get("tracks") or []) < total]  # fmt: skip
+        total = len(across.tracks)
+        fewer = [f"{name} ({len(row.tracks)} of {total})"
+                 for name, row in across.mixers.items() if len(row.tracks) < total]  # fmt: skip
         if fewer:
             parts.append(f"scored on fewer tracks: {', '.join(fewer)}")
     if kind == "ranks":
-        dropped = (across.get("ranks") or {}).get("tracks_dropped") or {}
+        dropped = across.ranks.tracks_dropped
         if dropped:
             parts.append("not ranked (ranks use only the tracks every mixer ran on): "
                          + "; ".join(f"{t} ({why})" for t, why in dropped.items()))  # fmt: skip
     return "; ".join(parts)
 
 
-def iqm_figure(across: dict | None, styles: dict[str, Style]) -> Figure | None:
+def iqm_figure(across: AcrossTracks | None, styles: dict[str, Style]) -> Figure | None:
     """IQM of normalised scores (0 = trivial predictor, 1 = ideal) with its 95% CI, per mixer;
     the dashed line is the baseline's IQM."""
-    rows = [(name, row) for name, row in (across or {}).get("mixers", {}).items()
-            if finite(row.get("iqm")) is not None]  # fmt: skip
+    if across is None:
+        return None
+    rows = [(name, row) for name, row in across.mixers.items() if finite(row.iqm) is not None]
     if not rows:
         return None
-    rows.sort(key=lambda item: item[1]["iqm"])
+    rows.sort(key=lambda item: item[1].iqm)
     fig, (ax,) = new_figure(6.5, 0.4 * len(rows) + 1.8)
     for y, (name, row) in enumerate(rows):
-        lo, hi = (finite(v) for v in (row.get("iqm_ci95") or (None, None)))
+        lo, hi = (finite(v) for v in row.iqm_ci95)
         style = styles.get(name, Style("0.3", "o"))
         if lo is not None and hi is not None:
             ax.plot([lo, hi], [y, y], color=style.colour, lw=2.5, solid_capstyle="butt")
-        ax.scatter([row["iqm"]], [y], color=style.colour, marker=style.marker, edgecolor="0.15",
+        ax.scatter([row.iqm], [y], color=style.colour, marker=style.marker, edgecolor="0.15",
                    zorder=3, s=30)  # fmt: skip
-    base = finite(across.get("baseline_iqm"))
+    base = finite(across.baseline_iqm)
     if base is not None:
-        ax.axvline(base, color="0.4", ls="--", lw=1, label=f"baseline {across.get('baseline')}")
+        ax.axvline(base, color="0.4", ls="--", lw=1, label=f"baseline {across.baseline}")
         ax.legend(fontsize=7, loc="lower right")
     ax.set_yticks(range(len(rows)), labels=[name for name, _ in rows])
     ax.set_xlabel("IQM of normalised score (0 = trivial predictor, 1 = ideal; higher is better)")
@@ -260,18 +259,19 @@ def _cliques(ranked: list[tuple[str, float]], cd: float) -> list[tuple[float, fl
     return spans
 
 
-def rank_figure(across: dict | None) -> Figure | None:
+def rank_figure(across: AcrossTracks | None) -> Figure | None:
     """Critical-difference diagram: average ranks (1 = best) and, when computed, Nemenyi's CD."""
-    ranks = (across or {}).get("ranks") or {}
+    if across is None:
+        return None
+    ranks = across.ranks
     ranked = sorted(
-        ((name, value) for name, value in (ranks.get("average_rank") or {}).items()
-         if finite(value) is not None),
+        ((name, value) for name, value in ranks.average_rank.items() if finite(value) is not None),
         key=lambda item: item[1],
-    )  # fmt: skip
+    )
     if not ranked:
         return None
     k = max(len(ranked), 2)
-    cd = finite(ranks.get("nemenyi_cd"))
+    cd = finite(ranks.nemenyi_cd)
     spans = _cliques(ranked, cd) if cd else []
     half = math.ceil(len(ranked) / 2)
     fig, (ax,) = new_figure(6.5, 1.8 + 0.3 * half)
@@ -292,10 +292,10 @@ def rank_figure(across: dict | None) -> Figure | None:
     if cd:
         ax.hlines(0.45, 1, 1 + cd, color="black", lw=1.5)
         ax.text(1 + cd / 2, 0.5, f"CD = {cd:.2f}", ha="center", va="bottom", fontsize=8)
-        p = finite(ranks.get("friedman_p"))
+        p = finite(ranks.friedman_p)
         subtitle = f"Friedman p = {p:.3g}; bars join mixers closer than the CD" if p else ""
     else:
-        subtitle = ranks.get("reason") or "no critical difference computed"
+        subtitle = ranks.reason or "no critical difference computed"
     ax.set_xlim(-1.2, k + 2.2)
     ax.set_ylim(top - 0.25 * half - 0.1, 0.8)
     ax.axis("off")
@@ -304,16 +304,16 @@ def rank_figure(across: dict | None) -> Figure | None:
     return fig
 
 
-def make_plots(report: dict) -> list[Plot]:
+def make_plots(report: Analysis) -> list[Plot]:
     """Every figure of a report, rendered to PNG."""
-    styles = mixer_styles(report_mixers(report))
-    tail = (report.get("learning_curves") or {}).get("tail_fraction", 0.2)
-    tradeoffs = report.get("quality_vs_cost") or {}
-    costs = tradeoffs.get("costs") or []
+    styles = mixer_styles(report.mixer_names())
+    tail = report.learning_curves.tail_fraction
+    tradeoffs = report.quality_vs_cost
+    costs = tradeoffs.costs
     drawn: list[tuple[str, str, str, str, Figure | None, str]] = []
-    for track, entry in report.get("tracks", {}).items():
-        name, tradeoff = slug(track), (tradeoffs.get("tracks") or {}).get(track)
-        baseline = entry.get("baseline")
+    for track, entry in report.tracks.items():
+        name, tradeoff = slug(track), tradeoffs.tracks.get(track)
+        baseline = entry.baseline
         drawn += [
             (f"{name}-forest", track, "forest", f"{track}: comparisons with their CIs",
              forest_figure(track, entry), ""),
@@ -328,9 +328,9 @@ def make_plots(report: dict) -> list[Plot]:
             (f"{name}-sweep", track, "sweep", f"{track}: sweep",
              sweep_figure(track, entry, styles), ""),
         ]  # fmt: skip
-    across = report.get("across_tracks")
-    overall = tradeoffs.get("across") if across else None
-    baseline = (report.get("settings") or {}).get("baseline", "the baseline")
+    across = report.across_tracks
+    overall = tradeoffs.across if across else None
+    baseline = report.baseline or "the baseline"
     drawn += [
         ("across-heatmap", "across", "heatmap", "improvement by track", heatmap_figure(report),
          ""),
@@ -352,8 +352,10 @@ def make_plots(report: dict) -> list[Plot]:
     ]
 
 
-def write_plots(plots: Iterable[Plot], out: Path) -> list[Path]:
-    """Write ``OUT/plots/<name>.png`` per plot; PNGs left from an earlier render are removed."""
+def write_plots(plots: Iterable[Plot], out: Path, prefix: str = "") -> list[Path]:
+    """Write ``OUT/plots/<name>.png`` per plot; PNGs left from an earlier render are removed
+    (``prefix``: only those whose name starts with it; the report's figures and
+    ``benchsuite scale``'s ``scaling-*`` ones are written apart and never remove each other's)."""
     folder = Path(out) / "plots"
     folder.mkdir(parents=True, exist_ok=True)
     written = []
@@ -361,6 +363,7 @@ def write_plots(plots: Iterable[Plot], out: Path) -> list[Path]:
         path = folder / f"{plot.name}.png"
         path.write_bytes(plot.png)
         written.append(path)
-    for stale in set(folder.glob("*.png")) - set(written):
-        stale.unlink()
+    for stale in set(folder.glob(f"{prefix}*.png")) - set(written):
+        if prefix or not stale.name.startswith(SCALING_PREFIX):
+            stale.unlink()
     return written

@@ -27,7 +27,39 @@ from rich.progress import Progress as RichProgress
 
 from benchsuite.execute.events import Events
 from benchsuite.execute.record import RunRecord
-from benchsuite.output.tables import print_design
+from benchsuite.output.numbers import num, pct
+
+
+def print_design(design: dict, console: Console) -> None:
+    """The design check, before training: seeds, family size and the planned MDE per track
+    (``design``: :func:`benchsuite.plan.design.design_check`'s plain dict, not a report)."""
+    m = design["comparisons"]
+    why = (
+        "as given" if design["seeds_given"]
+        else f"the fewest with which a comparison with one discordant seed passes Holm over {m} "
+        "comparisons, and at least 12"
+    )  # fmt: skip
+    console.print(
+        f"design: {design['seeds']} paired seeds ({why}), {m} comparisons (Holm needs at least "
+        f"{design['min_seeds_for_significance']} seeds; verdicts at alpha "
+        f"{num(design['alpha'], 2)}, its first step; the analysis uses this family less any "
+        "cell a track's data rules out, as every table states); each seed tunes on its own "
+        "validation split"
+    )
+    if design["warning"]:
+        console.print(f"[yellow]warning:[/] {design['warning']}")
+    for track, plan in design["tracks"].items():
+        scale = "geometric-mean ratio" if plan.get("scale") == "log" else "of the baseline mean"
+        mde = (
+            f"planned MDE {pct(plan['planned_mde_rel_pct'], signed=False)} ({scale}) at that alpha"
+            if plan["planned_mde_rel_pct"] is not None
+            else f"nothing detectable: the smallest sign-flip p of {design['seeds']} seeds is "
+            "not below that alpha"
+        )  # fmt: skip
+        console.print(
+            f"  {track}: {mde} (sd of paired differences "
+            f"{pct(100 * plan['planning_sd_rel'], signed=False)}, {plan['source']})"
+        )
 
 
 class PipeConsole(Console):

@@ -7,25 +7,12 @@ The per-comparison files keep the keys of the prototype's ``bench_report`` v1, w
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
-from typing import Any
 
 from benchsuite.results.schema import Analysis
-from benchsuite.results.serial import to_plain
+from benchsuite.results.serial import strict, to_plain
 
 BENCH_VERSION = 1
-
-
-def _clean(value: Any) -> Any:
-    """JSON-safe: NaN and infinities become None (strict JSON has no NaN)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    return value
 
 
 def bench_report(report: Analysis, track: str, mixer: str) -> dict:
@@ -72,11 +59,11 @@ def write_report(report: Analysis, out: Path) -> list[Path]:
     """Write ``report.json`` and one bench_report per comparison; returns the paths written."""
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "report.json"]
-    written[0].write_text(json.dumps(_clean(report.to_dict()), indent=2))
+    written[0].write_text(json.dumps(strict(report.to_dict()), indent=2))
     for track, entry in report.tracks.items():
         for mixer in entry.comparisons:
             path = out / track / f"{mixer}.json"
             path.parent.mkdir(exist_ok=True)
-            path.write_text(json.dumps(_clean(bench_report(report, track, mixer)), indent=2))
+            path.write_text(json.dumps(strict(bench_report(report, track, mixer)), indent=2))
             written.append(path)
     return written

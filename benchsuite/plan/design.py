@@ -9,15 +9,15 @@ n seeds (2/2**n) is not below that alpha: the planned MDE is then None.
 
 The planning sd (sd of the paired differences on the track's analysis scale: log-ratios, or
 differences relative to the baseline mean) comes from the last run in the same output folder when
-it compared mixers on that track, else from the track's declared ``planning_sd``.
+it compared mixers on that track (the caller reads it from that run's report:
+:func:`benchsuite.results.summaries.previous_sd`; the plan reads no report), else from the
+track's declared ``planning_sd``.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import statistics
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from benchsuite.plan.power import (
@@ -32,32 +32,15 @@ from benchsuite.settings import RunSettings
 from benchsuite.specs import Track
 
 
-def _previous_sd(out: Path) -> dict[str, float]:
-    """Median relative sd of paired differences per track, from ``out/report.json`` if present."""
-    path = out / "report.json"
-    try:
-        report = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    found = {}
-    for track, entry in report.get("tracks", {}).items():
-        ratios = [
-            cell["comparison"]["sd_rel"]
-            for cell in entry.get("comparisons", {}).values()
-            if cell["comparison"].get("sd_rel") is not None
-        ]
-        if ratios:
-            found[track] = statistics.median(ratios)
-    return found
-
-
-def design_check(settings: RunSettings, tracks: dict[str, Track]) -> dict[str, Any]:
+def design_check(settings: RunSettings, tracks: dict[str, Track],
+                 previous: Mapping[str, float] | None = None) -> dict[str, Any]:  # fmt: skip
     """Family size, seeds needed, the warning if too few, and the planned MDE per track, for
-    resolved ``settings`` (``tracks``: the registered tracks)."""
+    resolved ``settings`` (``tracks``: the registered tracks; ``previous``: per track the sd
+    measured by the last run in the same folder, which the caller reads from its report)."""
     names, mixers, seeds = settings.tracks or (), settings.mixers or (), settings.seeds or 0
     comparisons = len(names) * (len(mixers) - 1)
     alpha = holm_first_alpha(comparisons)
-    previous = _previous_sd(Path(settings.out))
+    previous = previous or {}
     planned = {}
     for name in names:
         measured = name in previous

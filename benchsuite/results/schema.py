@@ -14,6 +14,7 @@ from typing import Any
 from benchsuite.plan.plan import MixerFacts, Skip
 from benchsuite.results import serial
 from benchsuite.results.cell_schema import TrackResult
+from benchsuite.results.stats import Comparison
 
 OMIT_NONE = {"omit_none": True}
 REPORT_VERSION = 3  # 3: comparisons.<m>.param_ratio left out (it is size.params_ratio)
@@ -264,3 +265,26 @@ class Analysis:
     def from_dict(cls, raw: dict[str, Any]) -> Analysis:
         """The typed report from ``report.json``'s data."""
         return serial.build(cls, raw)
+
+
+@dataclass
+class CompareRow:
+    """One (track, mixer) of ``benchsuite compare``: run B against run A, paired by seed."""
+
+    track: str
+    mixer: str
+    metric: str
+    comparison: Comparison
+
+
+@dataclass
+class RunComparison:
+    """``benchsuite compare A B``: both runs' settings and one row per shared cell."""
+
+    a: dict[str, Any]
+    b: dict[str, Any]
+    rows: list[CompareRow]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Strict JSON data (``--json``; NaN as None)."""
+        return serial.strict(serial.to_plain(self))

@@ -47,6 +47,17 @@ def to_plain(value: Any) -> Any:
     return value
 
 
+def strict(value: Any) -> Any:
+    """Plain data for strict JSON: NaN and infinities become None (JSON has no NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): strict(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict(v) for v in value]
+    return value
+
+
 @cache
 def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)

@@ -5,7 +5,11 @@ the failures."""
 from __future__ import annotations
 
 import hashlib
+import json
+import math
+import statistics
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,7 +17,7 @@ import numpy as np
 from benchsuite.execute.record import RunRecord
 from benchsuite.plan.power import design_warning, min_seeds_for_significance
 from benchsuite.results.cell_schema import TestSet, TrackResult
-from benchsuite.results.schema import Design, Failure, Scale, SelectionSummary, TrackScale
+from benchsuite.results.schema import Analysis, Design, Failure, Scale, SelectionSummary, TrackScale
 
 ENVIRONMENT_KEYS = ("torch", "python", "threads", "device", "deterministic")
 
@@ -59,6 +63,22 @@ def selection_summary(tracks: Mapping[str, TrackResult]) -> SelectionSummary:
         median_agreement=float(np.median(agreement)) if agreement else None,
         indecisive=sum(arm.selection.indecisive for arm in cells),
     )
+
+
+def previous_sd(out: Path) -> dict[str, float]:
+    """Per track, the median relative sd of the paired differences of the last run in ``out``
+    (its ``report.json``), for the design check's planning sd; {} when there is none."""
+    try:
+        report = Analysis.from_dict(json.loads((out / "report.json").read_text()))
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return {}
+    found = {}
+    for track, entry in report.tracks.items():
+        ratios = [c.comparison.sd_rel for c in entry.comparisons.values()
+                  if math.isfinite(c.comparison.sd_rel)]  # fmt: skip
+        if ratios:
+            found[track] = statistics.median(ratios)
+    return found
 
 
 def environment_warnings(records: list[RunRecord]) -> list[str]:

@@ -1,0 +1,125 @@
+"""Every caption of the terminal tables and the HTML page, in one place: what a column, a figure
+or a table means. The page's template (``templates/report.html.j2``) reads them as ``captions``;
+docs/report.md explains each section at more length.
+"""
+
+from __future__ import annotations
+
+from benchsuite.results.curves import RULE
+
+SCALE_NOTE = {
+    "log": "improvement, CI and MDE on the log-ratio scale, shown as 1 − the geometric-mean "
+    "ratio mixer/baseline in % (never beyond +100%)",
+    "difference": "improvement, CI and MDE on the difference scale, shown as % of the "
+    "baseline's mean",
+}
+PAGE_SCALE = {
+    "log": "improvement, CI and MDE from paired log-ratios, shown as 1 − the geometric-mean "
+    "ratio mixer/baseline in % (never beyond +100%)",
+    "difference": "improvement, CI and MDE from paired differences, as % of the baseline mean",
+}
+POINTS_NOTE = "Δ pt: the same paired difference in percentage points, with its 95% CI"
+CONFIG_NOTE = (
+    "config: the one most seeds chose on their validation split (seeds agreeing / seeds; a tie "
+    "goes to the best validation mean)"
+)
+
+HEADLINE = (
+    "Per mixer, against the baseline: the tracks where its Holm-adjusted verdict is a "
+    "significant win or loss (below the margin included), those where it is equivalent within "
+    "the margin, and those left inconclusive; its suite effect (the mean over tracks of the "
+    "paired normalised-score difference, 95% stratified bootstrap CI) and the suite verdict; "
+    "its parameters and training step time relative to the baseline's (geometric mean over its "
+    "tracks). Largest suite effect first."
+)
+HEATMAP = (
+    "The mixer × track verdict matrix: relative improvement over the baseline per mixer and "
+    "track, coloured by the Holm-adjusted verdict, with its symbol."
+)
+FOREST = (
+    "Every comparison's improvement with its 95% CI, ordered; the line at 0 is the baseline, "
+    "the grey band the equivalence margin; marker shape, symbol and colour give the "
+    "Holm-adjusted verdict (▲ win, △ win below the margin, = equivalent, ? inconclusive, "
+    "▽ loss below the margin, ▼ loss)."
+)
+SEEDS = (
+    "Test metric per evaluation seed; each mixer (filled) beside the baseline (hollow), the "
+    "same seed joined by a line: solid blue where the mixer is better on that seed, dashed red "
+    "where worse."
+)
+CURVES = (
+    "Training loss of the config each seed chose: median over the seeds (line) and 25–75% band, "
+    "log scale when it spans more than a decade. Dashed: undertrained, one rule for every "
+    f"mixer: {RULE}."
+)
+TRACK_COST = (
+    "Improvement over the baseline (95% CI, on the track's scale: {scale}; the baseline at 0) "
+    "against parameters, forward FLOPs per example and training step time (medians over the "
+    "evaluation runs), log scale; ringed and joined: the Pareto front, mixers no other beats on "
+    "both axes."
+)
+SWEEP_FIGURE = (
+    "Validation metric of every grid config per mixer: dots are the evaluation seeds (each "
+    "tunes on its own validation split), the line joins their means, the ring marks the config "
+    "most seeds chose."
+)
+SWEEP_TABLE = (
+    "mean val.{metric} over the evaluation seeds (each tunes on its own validation split); ★ = "
+    "the config most seeds chose (ties: the best validation mean), not necessarily the best "
+    "mean in its column"
+)
+COMPARISON = (
+    "{metric} ({direction}); improvement > 0 means better than {baseline}; {scale}; p: paired "
+    "sign-flip test; Holm p: adjusted over every comparison of the run ({family}); significant: "
+    "Holm p < {alpha} and the 95% CI excludes 0; chosen config: the one most seeds chose on "
+    "their own validation split (a tie goes to the best validation mean). Rows: the baseline, "
+    "then the largest improvement first."
+)
+SIGNATURES = (
+    "measured on the trained model of the first evaluation seed; confirmed when |observed − "
+    "predicted| ≤ tolerance"
+)
+FLAGS = (
+    "Flags raised on this track, each with the figure that crossed its threshold (the "
+    "thresholds: docs/results.md)."
+)
+DATASETS = (
+    "MDE: the smallest improvement the paired test would detect with 80% power at α = {alpha} "
+    "(Holm's first step over {comparisons} comparisons; observed spread of the per-seed "
+    "differences), on each track's scale: 1 − the geometric-mean ratio for log-ratio tracks, % "
+    "of the baseline mean otherwise; none: the seeds cannot reach that α."
+)
+ACROSS = (
+    "score: the fraction of the gap from the trivial predictor (0) to the ideal value (1) "
+    "closed, higher is better; suite effect: the mean over tracks (each weighing the same) of "
+    "the mean paired score difference with the baseline, 95% CI by stratified bootstrap; p: "
+    "two-sided sign-flip test of that same suite effect (its sign is the direction tested), "
+    "Holm across {mixers} mixers; better/worse: Holm p < {alpha} and the CI excludes 0, "
+    "holding with any one track left out (else mixed); IQM and P(improvement): descriptive, "
+    "stratified bootstrap CIs. Largest suite effect first."
+)
+IQM = (
+    "IQM of normalised scores (0 = trivial predictor, 1 = ideal) with its 95% CI; the dashed "
+    "line is the baseline's IQM."
+)
+ACROSS_COST = (
+    "Suite effect (mean over tracks of the paired score difference with the baseline, 95% CI; "
+    "the baseline at 0) against each cost relative to the baseline's (geometric mean over the "
+    "mixer's tracks; the baseline at 1), log scale; ringed and joined: the Pareto front. The "
+    "numbers are in report.json under quality_vs_cost."
+)
+RANKS = (
+    "Average rank of the mean normalised score over tracks (1 = best); with ≥ 3 mixers and ≥ 2 "
+    "tracks, Nemenyi's critical difference (CD) and bars joining mixers that do not differ by "
+    "more than it."
+)
+COSTS = (
+    "as recorded with the first evaluation run of the chosen config: params = whole model, "
+    "mixer_params = token mixers only, flops_per_example = forward FLOPs per example, "
+    "seconds_per_step = training step time (k = thousand, M = million, G = billion)."
+)
+SCALING = (
+    "From benchsuite scale ({date}): one training step of each mixer as the token count "
+    "doubles. Cells are relative to the baseline at the same length; the exponent is the "
+    "log-log slope over the upper half of the ladder (1: linear in the length, 2: quadratic)."
+)

@@ -1,0 +1,251 @@
+"""Rich tables of one track (its comparisons against the baseline, largest effect first) and of
+the mechanism signatures, each in a wide layout and a narrow one.
+
+The narrow layout splits a table in two, with short verdict labels and a legend;
+:class:`~benchsuite.output.widths.FirstFitting` draws the wide one when it fits the terminal, so
+that at 80 columns no verdict, word or number is split across lines. Numbers are written by
+:mod:`benchsuite.output.numbers`, as in the HTML page and the figures; verdicts carry a symbol as
+well as a colour (:mod:`benchsuite.output.palette`).
+"""
+
+from __future__ import annotations
+
+from rich.console import RenderableType
+from rich.markup import escape
+from rich.table import Table
+
+from benchsuite.output import numbers
+from benchsuite.output.captions import CONFIG_NOTE, POINTS_NOTE, SCALE_NOTE
+from benchsuite.output.numbers import interval, num, pct
+from benchsuite.output.palette import VERDICTS, verdict
+from benchsuite.output.widths import FirstFitting
+from benchsuite.results.cell_schema import MixerResult, SignatureCheck, TrackResult
+from benchsuite.results.schema import Analysis, Design
+from benchsuite.results.stats import Comparison
+
+
+def verdict_text(name: str, short: bool = False) -> str:
+    """A verdict with its symbol, in its colour: ``▲ significant_win`` (``▲ win`` if short)."""
+    look = verdict(name)
+    return f"[{look.style}]{look.symbol} {look.short if short else name}[/]"
+
+
+def legend(names: list[str]) -> str:
+    """What each short verdict label shown stands for."""
+    return "; ".join(
+        f"{look.symbol} {look.short}: {name}" for name, look in VERDICTS.items() if name in names
+    )
+
+
+def new_table(title: str, caption: str, columns: list[str], no_wrap: tuple[str, ...] = (),
+              narrow: bool = False) -> Table:  # fmt: skip
+    """A table whose cells fold only as a last resort; ``narrow``: no outer border or padding."""
+    table = Table(title=title, caption=caption, show_edge=not narrow, pad_edge=not narrow)
+    for column in columns:
+        table.add_column(column, no_wrap=column in no_wrap, overflow="fold")
+    return table
+
+
+def _cfg(config: dict, grid: list[dict]) -> str:
+    """The hyperparameters that vary over the grid (all of them if none varies)."""
+    varying = [k for k in config if len({repr(point.get(k)) for point in grid}) > 1] or list(config)
+    return numbers.config({k: config[k] for k in varying})
+
+
+def _choice(arm: MixerResult, grid: list[dict]) -> str:
+    """The config most seeds chose, with how many of them did."""
+    counts = arm.selection.counts
+    return f"{_cfg(arm.best_cfg, grid)} ({max(counts)}/{sum(counts)})"
+
+
+def improvement(c: Comparison) -> str:
+    """``+1.2% [-0.3%, +2.8%]``."""
+    return f"{pct(c.improvement_rel_pct)} {interval(list(c.ci95_rel_pct), pct)}"
+
+
+def _points(c: Comparison) -> str:
+    scaled = [100 * v for v in c.ci95_diff]
+    return f"{num(100 * c.improvement_diff, 3)} {interval(scaled, lambda v: num(v, 3))}"
+
+
+def mde(c: Comparison) -> str:
+    """The MDE, or ``none`` when no sign pattern of the seeds reaches the verdict's alpha."""
+    return "none" if c.detectable is False else pct(c.mde_rel_pct, signed=False)
+
+
+def _scale(entry: TrackResult) -> str:
+    note = SCALE_NOTE.get(entry.scale, "")
+    return f"{note}; {POINTS_NOTE}" if entry.in_points() else note
+
+
+def _family(entry: TrackResult, design: Design | None) -> str:
+    """The Holm family and the alpha of the verdicts, as the comparisons record them."""
+    first = next(iter(entry.comparisons.values()), None)
+    if first is None:
+        return ""
+    c = first.comparison
+    partial = ""
+    if design and design.partial:
+        partial = f" (partial: {design.finished} of {design.comparisons} finished)"
+    return (
+        f"Holm over {c.family} comparisons{partial}; significant: Holm p < "
+        f"{num(c.alpha, 2)} and the 95% CI excludes 0; MDE at alpha {num(c.mde_alpha, 2)} "
+        "(Holm's first step), none: the seeds cannot reach that alpha"
+    )
+
+
+def _flags(entry: TrackResult, mixer: str) -> str:
+    cell = entry.comparisons.get(mixer)
+    if cell is not None:
+        return ", ".join(cell.comparison.flags)
+    return "undertrained" if entry.mixers[mixer].undertrained else ""
+
+
+def _scale_and_budget(entry: TrackResult) -> str:
+    """The scale that produced the track's results, then its budget signature."""
+    budget = f"budget {entry.budget_signature}"
+    return f"{entry.scale_note}; {budget}" if entry.scale_note else budget
+
+
+def _spread(arm: MixerResult) -> str:
+    return f"{num(arm.full.mean)} ± {num(arm.full.std, 2)}"
+
+
+def _label(entry: TrackResult, mixer: str) -> str:
+    name = escape(mixer)
+    return f"[bold]{name}[/] (baseline)" if mixer == entry.baseline else name
+
+
+def _title(name: str, entry: TrackResult) -> str:
+    """The track's name, then its data (whose description may itself start with the name)."""
+    dataset = entry.dataset.removeprefix(f"{name}: ")
+    return f"[bold]{escape(name)}[/] — {escape(dataset)}"
+
+
+def rows_by_effect(entry: TrackResult) -> list[str]:
+    """The baseline, then the compared mixers by effect (largest first), then the others."""
+    compared = entry.by_effect()
+    rest = [m for m in entry.ordered() if m not in compared]
+    return rest[:1] + compared + rest[1:] if entry.baseline in rest else compared + rest
+
+
+def track_table(name: str, entry: TrackResult, design: Design | None = None) -> Table:
+    """The comparison table of one track (baseline first, then by effect), wide layout."""
+    points = entry.in_points()
+    table = new_table(
+        _title(name, entry),
+        f"{entry.metric} ({entry.direction}); improvement > 0 means better than "
+        f"{entry.baseline}; {_scale(entry)}; {_family(entry, design)}; {CONFIG_NOTE}; "
+        f"{_scale_and_budget(entry)}{_param_ratios(entry)}",
+        ["mixer", "config", f"{entry.metric} mean ± sd", "improvement [95% CI]",
+         *(["Δ pt [95% CI]"] if points else []), "p", "Holm p", "MDE", "verdict", "flags"],
+        no_wrap=("verdict",),
+    )  # fmt: skip
+    for mixer in rows_by_effect(entry):
+        arm, cell = entry.mixers[mixer], entry.comparisons.get(mixer)
+        row = [_label(entry, mixer), _choice(arm, entry.grid), _spread(arm)]
+        if cell is None:
+            table.add_row(*row, *[""] * (6 if points else 5), _flags(entry, mixer))
+            continue
+        c = cell.comparison
+        table.add_row(*row, improvement(c), *([_points(c)] if points else []),
+                      num(c.p_value, 3), num(c.p_holm, 3), mde(c),
+                      verdict_text(c.verdict), _flags(entry, mixer))  # fmt: skip
+    return table
+
+
+def track_tables_narrow(name: str, entry: TrackResult, design: Design | None = None,
+                        ) -> list[Table]:  # fmt: skip
+    """The same figures in two narrower tables: each mixer's result, then its comparison."""
+    results = new_table(
+        _title(name, entry),
+        f"{entry.metric} ({entry.direction}) on the test split; {CONFIG_NOTE}; "
+        f"{_scale_and_budget(entry)}",
+        ["mixer", "config", f"{entry.metric} mean ± sd", "flags"],
+        narrow=True,
+    )  # fmt: skip
+    for mixer in rows_by_effect(entry):
+        arm = entry.mixers[mixer]
+        results.add_row(_label(entry, mixer), _choice(arm, entry.grid), _spread(arm),
+                        _flags(entry, mixer))  # fmt: skip
+    tables = [results]
+    if entry.comparisons:
+        shown = [cell.comparison.verdict for cell in entry.comparisons.values()]
+        points = entry.in_points()
+        against = new_table(
+            f"[bold]{escape(name)}[/]: against {escape(entry.baseline)}",
+            f"improvement > 0 means better than {entry.baseline}; {_scale(entry)}; "
+            f"{_family(entry, design)}; verdicts: {legend(shown)}{_param_ratios(entry)}",
+            ["mixer", "improvement [95% CI]", *(["Δ pt [95% CI]"] if points else []), "p",
+             "Holm p", "MDE", "verdict"],
+            no_wrap=("verdict",),
+            narrow=True,
+        )  # fmt: skip
+        for mixer in entry.by_effect():
+            c = entry.comparisons[mixer].comparison
+            against.add_row(escape(mixer), improvement(c), *([_points(c)] if points else []),
+                            num(c.p_value, 3), num(c.p_holm, 3), mde(c),
+                            verdict_text(c.verdict, short=True))  # fmt: skip
+        tables.append(against)
+    return tables
+
+
+def track_view(name: str, entry: TrackResult, design: Design | None = None) -> RenderableType:
+    """One track's table, wide or narrow as the terminal allows."""
+    return FirstFitting([
+        lambda _width: [track_table(name, entry, design)],
+        lambda _width: track_tables_narrow(name, entry, design),
+    ])  # fmt: skip
+
+
+def _param_ratios(entry: TrackResult) -> str:
+    """For a caption: each comparison's parameters over the baseline's (docs/protocol.md)."""
+    ratios = [f"{escape(mixer)} {cell.param_ratio:.2f}x"
+              for mixer, cell in entry.comparisons.items() if cell.param_ratio]  # fmt: skip
+    return f"; parameters vs {entry.baseline}: {', '.join(ratios)}" if ratios else ""
+
+
+def signatures(report: Analysis) -> list[tuple[str, str, str, float, SignatureCheck]]:
+    """(track, mixer, probe, predicted value, the check) of every mixer with a signature."""
+    return [
+        (track, mixer, key, value, cell.signature)
+        for track, entry in report.tracks.items()
+        for mixer, cell in entry.comparisons.items()
+        if cell.signature
+        for key, value in cell.signature.predicted.items()
+    ]
+
+
+def signature_table(report: Analysis) -> Table | None:
+    """Predicted vs observed mechanism signatures, for the mixer and the baseline (wide)."""
+    rows = signatures(report)
+    if not rows:
+        return None
+    table = new_table(
+        "[bold]mechanism signatures[/] (trained model, first evaluation seed)",
+        report.scale.note,
+        ["track", "mixer", "probe", "predicted", "observed", "baseline", "confirmed"],
+    )
+    for track, mixer, key, value, sig in rows:
+        ok = "[blue]yes[/]" if sig.confirmed else "[red]no[/]"
+        table.add_row(escape(track), escape(mixer), key, num(value), num(sig.observed[key], 6),
+                      num(sig.baseline_observed[key], 6), ok)  # fmt: skip
+    return table
+
+
+def signature_tables_narrow(report: Analysis) -> list[Table]:
+    """The signatures, one table per track, the baseline's value beside the observed one."""
+    tables: dict[str, Table] = {}
+    for track, mixer, key, value, sig in signatures(report):
+        if track not in tables:
+            tables[track] = new_table(
+                f"[bold]mechanism signatures[/]: {escape(track)}",
+                "observed on the mixer (on the baseline); first evaluation seed; "
+                + report.tracks[track].scale_note,
+                ["mixer", "probe", "predicted", "observed (baseline)", "held"],
+                narrow=True,
+            )
+        observed = f"{num(sig.observed[key], 6)} ({num(sig.baseline_observed[key], 6)})"
+        tables[track].add_row(escape(mixer), key, num(value), observed,
+                              "yes" if sig.confirmed else "no")  # fmt: skip
+    return list(tables.values())
