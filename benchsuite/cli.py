@@ -331,7 +331,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_scale(args: argparse.Namespace) -> int:
     import json
 
-    from benchsuite.commands.scale import refresh_report, scale, settings_from
+    from benchsuite.commands.scale import scale, settings_from
     from benchsuite.output.scaling import point_line, print_scaling, write_scaling
     from benchsuite.registry import load_registry
 
@@ -342,7 +342,7 @@ def cmd_scale(args: argparse.Namespace) -> int:
 
     result = scale(load_registry(args.plugins_dir), settings_from(args), on_point=on_point)
     written = write_scaling(result, args.out)
-    page = refresh_report(args.out)
+    page = written[0].with_name("scaling.html")  # written beside it; report.html links it
     if args.json:
         print(json.dumps(result, indent=2))
         return 0

@@ -36,7 +36,6 @@ import re
 import signal
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchsuite.errors import UsageError, one_line
@@ -246,19 +245,6 @@ def exponents(points: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
         x, y = np.log(np.array(pairs, dtype=float)).T
         slopes[key] = float(np.polyfit(x, y, 1)[0])
     return slopes
-
-
-def refresh_report(out: Path | str) -> Path | None:
-    """Re-render ``OUT/report.html`` (now with the scaling section) when OUT holds a run's
-    ``report.json``; returns the page, or None when there is no run there."""
-    import json
-
-    from benchsuite.output.html import write_html
-
-    path = Path(out) / "report.json"
-    if not path.is_file():
-        return None
-    return write_html(json.loads(path.read_text()), out)
 
 
 # ----------------------------------------------------------------------------- the points

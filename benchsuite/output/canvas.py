@@ -6,12 +6,10 @@ matplotlib is imported inside the functions: importing it costs about half a sec
 
 from __future__ import annotations
 
-import base64
 import io
 import re
 import textwrap
 from dataclasses import dataclass
-from html import escape
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -75,17 +73,3 @@ def titled(fig: Figure, *parts: str) -> str:
     each wrapped to the figure's width at 9 points."""
     width = max(40, round(fig.get_figwidth() * 13))
     return "\n".join(line for part in parts if part for line in textwrap.wrap(part, width))
-
-
-def figure_html(plot: Plot | None, caption: str) -> str:
-    """A figure with its caption, then what the figure leaves out (``plot.note``)."""
-    if plot is None:
-        return ""
-    data = base64.b64encode(plot.png).decode("ascii")
-    note = f" <b>{escape(plot.note[:1].upper() + plot.note[1:])}.</b>" if plot.note else ""
-    return (
-        f'<figure><img alt="{escape(plot.title)}" width={round(plot.width * 100 / DPI)} '
-        f'height={round(plot.height * 100 / DPI)} src="data:image/png;base64,{data}">'
-        f"<figcaption>{escape(caption)}{note} (also "
-        f"<code>plots/{escape(plot.name)}.png</code>)</figcaption></figure>"
-    )

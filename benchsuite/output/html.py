@@ -9,43 +9,23 @@ are written to ``OUT/plots/*.png`` for pasting into papers. docs/report.md expla
 
 from __future__ import annotations
 
-import base64
 import statistics
 from collections.abc import Sequence
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from benchsuite.output import captions, numbers
-from benchsuite.output.canvas import DPI, Plot, slug
+from benchsuite.output.canvas import Plot, slug
 from benchsuite.output.headline import Line, headline, tracks_text
 from benchsuite.output.numbers import finite, num, pct
-from benchsuite.output.palette import verdict
 from benchsuite.output.plots import heatmap_order, make_plots, write_plots
+from benchsuite.output.templating import render
 from benchsuite.output.track_tables import rows_by_effect
 from benchsuite.results.cell_schema import TrackResult
 from benchsuite.results.schema import Analysis
 
 FILENAME = "report.html"
 SCALING_PAGE = "scaling.html"  # written by benchsuite scale (output/scaling.py)
-
-
-@cache
-def environment() -> Any:
-    """The template environment: the package's templates, autoescape on, the number filters."""
-    from jinja2 import Environment, PackageLoader, StrictUndefined
-
-    env = Environment(loader=PackageLoader("benchsuite.output", "templates"), autoescape=True,
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)  # fmt: skip
-    env.filters.update(num=num, pct=pct, config=numbers.config, slug=slug, data_uri=data_uri,
-                       css_px=lambda pixels: round(pixels * 100 / DPI))  # fmt: skip
-    env.globals.update(captions=captions, verdict_look=verdict)
-    return env
-
-
-def data_uri(plot: Plot) -> str:
-    """The PNG of a figure as a ``data:`` URI."""
-    return "data:image/png;base64," + base64.b64encode(plot.png).decode("ascii")
 
 
 def scale_text(entry: TrackResult) -> str:
@@ -224,7 +204,7 @@ def render_html(report: Analysis, plots: Sequence[Plot], scaling_page: str | Non
            *[(f"track-{slug(t)}", f"Track {t}") for t in report.tracks],
            ("across", "Across tracks"), ("costs", "Cost per mixer"),
            ("problems", "Skipped, failed and undertrained")]  # fmt: skip
-    return environment().get_template("report.html.j2").render(
+    return render("report.html.j2",
         report=report, plots={(p.section, p.kind): p for p in plots}, lines=lines,
         headline_rows=_headline_rows(lines), matrix_tracks=tracks, matrix_mixers=mixers,
         nav=nav, scaling_page=scaling_page, facts=_facts(report), datasets=_datasets(report),

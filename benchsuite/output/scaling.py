@@ -1,5 +1,6 @@
 """What ``benchsuite scale`` shows: tables relative to the baseline, log-log plots, ``scaling.json``
-and the HTML section "Cost against sequence length".
+and its own page ``scaling.html``, "Cost against sequence length" (report.html links it; neither
+command renders the other's page).
 
 Everything here reads the scaling record of :func:`benchsuite.commands.scale.scale` (or the
 ``OUT/scaling.json`` it was written to); docs/performance.md explains how to read it.
@@ -9,19 +10,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from benchsuite.output.canvas import Plot, figure_html, new_figure, render
+from benchsuite.output.canvas import Plot, new_figure
+from benchsuite.output.canvas import render as render_plot
 from benchsuite.output.numbers import count, finite, seconds
 from benchsuite.output.palette import mixer_styles
+from benchsuite.output.templating import render
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from rich.console import Console
     from rich.table import Table
 
 FILENAME = "scaling.json"
+PAGE = "scaling.html"
 
 
 class Quantity(NamedTuple):
@@ -38,20 +41,17 @@ QUANTITIES = {
 STATUS_TEXT = {"over budget": "over budget", "unsupported": "n/a", "failed": "failed"}
 
 
-def load_scaling(out_dir: Path | str) -> dict[str, Any] | None:
-    """The scaling record in ``OUT/scaling.json``, or None when there is none."""
-    path = Path(out_dir) / FILENAME
-    return json.loads(path.read_text()) if path.is_file() else None
-
-
 def write_scaling(result: dict[str, Any], out_dir: Path | str) -> list[Path]:
-    """Write ``OUT/scaling.json`` and ``OUT/plots/scaling-*.png``; returns the paths written."""
+    """Write ``OUT/scaling.json``, ``OUT/plots/scaling-*.png`` and ``OUT/scaling.html`` (beside
+    the JSON); returns the paths of the JSON and the figures."""
     out = Path(out_dir)
     (out / "plots").mkdir(parents=True, exist_ok=True)
     path = out / FILENAME
     path.write_text(json.dumps(result, indent=2) + "\n")
+    plots = scaling_plots(result)
+    write_scaling_page(result, out, plots)
     written = [path]
-    for plot in scaling_plots(result):
+    for plot in plots:
         written.append(out / "plots" / f"{plot.name}.png")
         written[-1].write_bytes(plot.png)
     return written
@@ -224,45 +224,25 @@ def scaling_plots(result: dict[str, Any]) -> list[Plot]:
         ax.set_ylabel(f"{label} ({quantity.unit})")
         ax.set_title(f"{label} against sequence length (log-log)", fontsize=10)
         ax.legend(fontsize=7)
-        plots.append(render(f"scaling-{quantity.stem}", "scaling", quantity.stem,
+        plots.append(render_plot(f"scaling-{quantity.stem}", "scaling", quantity.stem,
                             f"scaling: {label}", fig))  # fmt: skip
     return plots
 
 
-def _html_table(result: dict[str, Any], key: str) -> str:
-    lengths = _lengths(result)
-    head = "".join(f"<th>{escape(h)}</th>" for h in ["mixer", *map(str, lengths), "exponent"])
-    body = "".join(
-        f"<tr><td>{escape(name)}</td>"
-        + "".join(f"<td class=num>{escape(c)}</td>" for c in [*cells, slope])
-        + "</tr>"
-        for name, cells, slope in relative_rows(result, key)
-    )
-    caption = f"<caption>{escape(_label(result, key))}; {escape(_caption(result))}</caption>"
-    return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def scaling_section(out_dir: Path, plots: Sequence[Plot] | None = None) -> str:
-    """The HTML section "Cost against sequence length" from ``OUT/scaling.json``, or "" when
-    there is none (``plots``: the figures when already drawn by :func:`scaling_plots`)."""
-
-    result = load_scaling(out_dir)
-    if result is None:
-        return ""
+def write_scaling_page(result: dict[str, Any], out_dir: Path | str,
+                       plots: Sequence[Plot] | None = None) -> Path:  # fmt: skip
+    """Write ``OUT/scaling.html``, "Cost against sequence length", from a scaling record
+    (``plots``: the figures when already drawn by :func:`scaling_plots`); the run's
+    report.html links it. Returns the page."""
     by_stem = {p.kind: p for p in (scaling_plots(result) if plots is None else plots)}
-    parts = [
-        '<h2 id="scaling">Cost against sequence length</h2>',
-        f"<p>From <code>benchsuite scale</code> ({escape(str(result['environment']['date']))}): "
-        "one training step of each mixer as the token count doubles. Cells are relative to the "
-        "baseline at the same length; the exponent is the log-log slope over the upper half of "
-        f"the ladder (1: linear in the length, 2: quadratic).</p><p class=muted>"
-        f"{escape(setup_line(result))}</p>",
-    ]
-    for key, quantity in QUANTITIES.items():
-        parts.append(_html_table(result, key))
-        if quantity.stem in by_stem:
-            parts.append(figure_html(by_stem[quantity.stem], by_stem[quantity.stem].title))
-    missing = notes(result)
-    if missing:
-        parts.append("<ul>" + "".join(f"<li>{escape(line)}</li>" for line in missing) + "</ul>")
-    return "\n".join(parts)
+    quantities = [
+        {"label": _label(result, key), "rows": relative_rows(result, key),
+         "plot": by_stem.get(quantity.stem)}
+        for key, quantity in QUANTITIES.items()
+    ]  # fmt: skip
+    path = Path(out_dir) / PAGE
+    path.write_text(render("scaling.html.j2", date=str(result["environment"]["date"]),
+                           setup=setup_line(result), caption=_caption(result),
+                           lengths=[str(t) for t in _lengths(result)], quantities=quantities,
+                           missing=notes(result)), encoding="utf-8")  # fmt: skip
+    return path
