@@ -1,5 +1,6 @@
 """report.html in a real browser: headless Chromium renders it offline, with every host name
-unresolvable, and records its network log; the page must show its tables and ask for nothing.
+unresolvable, and records its network log; the page must show its tables and ask for nothing,
+and its first screen (1400×900) must hold the headline and the whole verdict matrix.
 
 Chromium is Debian's ``chromium`` package, installed by ``make browser`` (which ``.ci/run`` calls);
 the test itself installs nothing and skips, saying how to install it, where it is absent.
@@ -7,6 +8,7 @@ the test itself installs nothing and skips, saying how to install it, where it i
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import shutil
@@ -18,6 +20,8 @@ from test_html import Page, finished_run
 
 from benchsuite import api
 from benchsuite.output.html import write_html
+from benchsuite.output.palette import verdict
+from benchsuite.results.schema import Analysis
 
 BROWSERS = ("chromium", "chromium-browser")
 FLAGS = (
@@ -63,7 +67,7 @@ def browse(chromium: str, page: Path, folder: Path, *mode: str) -> tuple[str, li
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory) -> dict:
+def report(tmp_path_factory) -> Analysis:
     return api.report(finished_run(tmp_path_factory))
 
 
@@ -88,10 +92,10 @@ def test_report_renders_offline_with_its_tables(chromium, report, report_html, t
     dom, requested = browse(chromium, report_html, tmp_path / "dom", "--dump-dom")
     assert requested == []
     rendered, source = Page(dom), Page(report_html.read_text())
-    flagged = sum(any(c["comparison"]["flags"] for c in e["comparisons"].values())
-                  for e in report["tracks"].values())  # fmt: skip
-    # as test_html: 11 tables, and a flags table under each track that raised a flag
-    assert rendered.tags.count("table") == source.tags.count("table") == 11 + flagged
+    flagged = sum(any(c.comparison.flags for c in e.comparisons.values())
+                  for e in report.tracks.values())  # fmt: skip
+    # as test_html: 13 tables, and a flags table under each track that raised a flag
+    assert rendered.tags.count("table") == source.tags.count("table") == 13 + flagged
     assert rendered.tags.count("img") == source.tags.count("img") == 14
     assert set(rendered.headings) == set(source.headings)
     assert "equivalent_within_margin" in dom or "inconclusive" in dom
@@ -108,3 +112,49 @@ def test_screenshot(chromium, report_html, tmp_path):
         assert image.size == (1280, 2400)
         colours = image.convert("RGB").getcolors(maxcolors=1 << 20)
     assert colours is not None and len(colours) > 100  # text, tables and figures, not blank
+
+
+# Run on a copy of the page only: the page itself holds no script (test_html checks it).
+GEOMETRY = """<script>
+const rect = element => { const r = element.getBoundingClientRect();
+  return {top: r.top, bottom: r.bottom, right: r.right}; };
+const after = id => rect(document.getElementById(id).nextElementSibling);
+const found = {viewport: [innerWidth, innerHeight],
+  headline: rect(document.getElementById("headline")), headline_table: after("headline"),
+  matrix: rect(document.getElementById("matrix")), matrix_table: after("matrix")};
+const out = document.createElement("pre"); out.id = "geometry";
+out.textContent = JSON.stringify(found); document.body.appendChild(out);
+</script>"""
+
+
+def test_the_first_screen_holds_the_headline_and_the_verdict_matrix(chromium, report,
+                                                                    report_html, tmp_path):
+    """At 1400×900 the headline table and the whole mixer × track matrix are on screen before
+    any scrolling: their boxes (read from the laid-out page) end above 900 px, and the
+    screenshot shows every verdict colour the matrix uses within that first screen."""
+    from PIL import Image
+
+    probe = tmp_path / "probe.html"
+    probe.write_text(report_html.read_text().replace("</body>", GEOMETRY + "</body>"))
+    dom, requested = browse(chromium, probe, tmp_path / "probe", "--dump-dom",
+                            "--window-size=1400,900")  # fmt: skip
+    assert requested == []
+    start = dom.index('<pre id="geometry">') + len('<pre id="geometry">')
+    box = json.loads(html.unescape(dom[start : dom.index("</pre>", start)]))
+    assert box["viewport"][0] == 1400  # the layout's width (its height is the window's less
+    # the browser's frame here; the screenshot below is the 1400×900 viewport itself)
+    headline, table = box["headline"], box["headline_table"]
+    assert 0 <= headline["top"] < table["top"] < table["bottom"] < box["matrix"]["top"]
+    assert box["matrix_table"]["bottom"] <= 900 and box["matrix_table"]["right"] <= 1400
+
+    shot = tmp_path / "first-screen.png"
+    _, requested = browse(chromium, report_html, tmp_path / "shot", f"--screenshot={shot}",
+                          "--window-size=1400,900", "--hide-scrollbars")  # fmt: skip
+    assert requested == []
+    used = {c.comparison.verdict for e in report.tracks.values() for c in e.comparisons.values()}
+    with Image.open(shot) as image:
+        assert image.size == (1400, 900)
+        colours = {rgb for _, rgb in image.convert("RGB").getcolors(maxcolors=1 << 20)}
+    for name in used:
+        hex_ = verdict(name).colour.lstrip("#")
+        assert tuple(int(hex_[i : i + 2], 16) for i in (0, 2, 4)) in colours, name

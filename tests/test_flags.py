@@ -17,7 +17,10 @@ from test_html import Page, finished_run
 from benchsuite import api
 from benchsuite.output.html import render_html
 from benchsuite.output.tables import print_report
-from benchsuite.results import analysis, flags
+from benchsuite.plan.matching import comparison_size
+from benchsuite.results import flags, summaries
+from benchsuite.results.cells import selection
+from benchsuite.results.schema import Analysis
 from benchsuite.results.stats import PARAM_TOLERANCE
 
 LR = [{"lr": v} for v in (0.001, 0.003, 0.01, 0.03, 0.1)]
@@ -33,9 +36,12 @@ def test_param_mismatch_outside_ten_percent(ratio, raised):
 
 
 def test_param_ratio_needs_both_counts():
-    assert flags.param_ratio(150, 100) == 1.5
-    assert flags.param_ratio(None, 100) is None
-    assert flags.param_ratio(150, 0) is None
+    def ratio(mixer, base):
+        return comparison_size({}, {"params": base}, {"params": mixer})["params_ratio"]
+
+    assert ratio(150, 100) == 1.5
+    assert ratio(None, 100) is None
+    assert ratio(150, 0) is None
 
 
 @pytest.mark.parametrize(
@@ -61,8 +67,8 @@ def test_spread_takes_the_widest_numeric_axis_and_skips_categorical_ones():
 
 def test_selection_does_not_call_a_cell_at_chance_indecisive():
     chosen = dict(enumerate([0, 0, 4, 4]))
-    assert analysis.selection(LR, chosen, {}, "acc")["indecisive"]
-    assert not analysis.selection(LR, chosen, {}, "acc", chance=True)["indecisive"]
+    assert selection(LR, chosen, {}, "acc").indecisive
+    assert not selection(LR, chosen, {}, "acc", chance=True).indecisive
 
 
 def test_every_raised_flag_gets_its_reason_with_its_figure():
@@ -82,39 +88,39 @@ def test_every_raised_flag_gets_its_reason_with_its_figure():
 
 def test_scale_note_names_preset_width_depth_and_budget():
     budget = {"dim": 16, "depth": 2, "steps": 150, "batch_size": 8}
-    quick = analysis.scale_note("quick", budget)
+    quick = summaries.scale_note("quick", budget)
     assert quick.startswith("quick preset: dim 16, depth 2, 150 steps × batch 8")
     assert "small scale" in quick
-    assert "small scale" not in analysis.scale_note("full", budget)
+    assert "small scale" not in summaries.scale_note("full", budget)
 
 
 # ----------------------------------------------------------------------- the real tiny run
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory) -> dict:
+def report(tmp_path_factory) -> Analysis:
     return api.report(finished_run(tmp_path_factory))
 
 
-def _cells(report: dict):
-    for track, entry in report["tracks"].items():
-        for mixer, cell in entry["comparisons"].items():
+def _cells(report: Analysis):
+    for track, entry in report.tracks.items():
+        for mixer, cell in entry.comparisons.items():
             yield track, entry, mixer, cell
 
 
 def test_flags_of_a_real_run_follow_their_thresholds(report):
     seen = set()
     for _track, entry, mixer, cell in _cells(report):
-        raised = cell["comparison"]["flags"]
-        arm, base = entry["mixers"][mixer], entry["mixers"][entry["baseline"]]
-        ratio = arm["costs"]["params"] / base["costs"]["params"]
-        assert cell["param_ratio"] == pytest.approx(ratio)
+        raised = cell.comparison.flags
+        arm, base = entry.mixers[mixer], entry.mixers[entry.baseline]
+        ratio = arm.costs["params"] / base.costs["params"]
+        assert cell.param_ratio == pytest.approx(ratio)
         assert ("param_mismatch" in raised) is (abs(ratio - 1) > PARAM_TOLERANCE)
-        selection = arm["selection"]
-        wide = selection["spread"]["steps"] >= flags.INDECISIVE_STEPS
-        assert ("indecisive_selection" in raised) is (wide and not selection["at_chance"])
-        assert ("undertrained" in raised) is arm["undertrained"]
-        assert list(cell["flag_reasons"]) == raised and all(cell["flag_reasons"].values())
+        chose = arm.selection
+        wide = chose.spread.steps >= flags.INDECISIVE_STEPS
+        assert ("indecisive_selection" in raised) is (wide and not chose.at_chance)
+        assert ("undertrained" in raised) is arm.undertrained
+        assert list(cell.flag_reasons) == raised and all(cell.flag_reasons.values())
         seen.update(raised)
     assert "param_mismatch" in seen  # the run's mixers differ in size: the rule was exercised
 
@@ -123,14 +129,14 @@ def test_page_lists_each_flag_with_its_reason_and_the_scale_in_its_head(report):
     text = render_html(report, [])
     page = Page(text)
     for _track, _entry, mixer, cell in _cells(report):
-        for flag, reason in cell["flag_reasons"].items():
+        for flag, reason in cell.flag_reasons.items():
             assert re.search(
                 rf"<td>{re.escape(mixer)}</td><td>{flag}</td><td>{re.escape(reason)}</td>",
-                text.replace("&#x27;", "'"),
+                text.replace("&#39;", "'"),
             ), (mixer, flag)
             assert ("span", "title", reason) in page.attributes
     head = text[text.index("<h1>") : text.index("<nav>")]
-    budget = report["tracks"]["sequence"]["budget"]
+    budget = report.tracks["sequence"].budget
     assert f"dim {budget['dim']}, depth {budget['depth']}" in head
     assert f"{budget['steps']} steps × batch {budget['batch_size']}" in head
     assert budget["steps"] == 30 and "quick preset" in head
@@ -140,6 +146,6 @@ def test_terminal_tables_name_the_scale(report):
     console = Console(file=io.StringIO(), width=80)
     print_report(report, console)
     printed = " ".join(console.file.getvalue().split())
-    for entry in report["tracks"].values():
-        assert entry["scale_note"] in printed
-        assert "30 steps" in entry["scale_note"]
+    for entry in report.tracks.values():
+        assert entry.scale_note in printed
+        assert "30 steps" in entry.scale_note

@@ -20,11 +20,6 @@ from benchsuite.results.stats import PARAM_TOLERANCE, UNSTABLE_RATE
 INDECISIVE_STEPS = 2.0  # interquartile range of the seeds' choices, in grid steps: flagged
 
 
-def param_ratio(arm_params: float | None, base_params: float | None) -> float | None:
-    """The mixer model's parameter count over the baseline model's (None: either unknown)."""
-    return arm_params / base_params if arm_params and base_params else None
-
-
 def param_mismatch(ratio: float | None) -> bool:
     """True outside ±``PARAM_TOLERANCE`` of the baseline's parameters (LRA's rule): the band the
     equal-size rule matches to (:func:`benchsuite.plan.matching.within_band`)."""
