@@ -201,7 +201,8 @@ def test_the_headline_gives_each_mixer_its_tracks_effect_and_cost(page, report):
     for name, row in zip(names, rows, strict=True):
         mixer = across.mixers[name]
         lo, hi = mixer.suite_effect_ci95
-        assert f"{numbers.num(mixer.suite_effect, 3)} [{numbers.num(lo, 3)}, {numbers.num(hi, 3)}]" in row
+        effect = numbers.num(mixer.suite_effect, 3)
+        assert f"{effect} [{numbers.num(lo, 3)}, {numbers.num(hi, 3)}]" in row
         params = report.quality_vs_cost.across.points[name].params
         assert f"{numbers.num(params, 3)}×" in row
     entry = report.tracks["sequence"]  # its comparison table: the baseline, then by effect

@@ -59,7 +59,7 @@ def write_report(report: Analysis, out: Path) -> list[Path]:
     """Write ``report.json`` and one bench_report per comparison; returns the paths written."""
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "report.json"]
-    written[0].write_text(json.dumps(strict(report.to_dict()), indent=2))
+    written[0].write_text(json.dumps(report.to_dict(), indent=2))
     for track, entry in report.tracks.items():
         for mixer in entry.comparisons:
             path = out / track / f"{mixer}.json"

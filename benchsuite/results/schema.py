@@ -258,8 +258,8 @@ class Analysis:
         return names
 
     def to_dict(self) -> dict[str, Any]:
-        """The plain data ``report.json`` holds (NaN kept: the writer makes it ``null``)."""
-        return serial.to_plain(self)
+        """The plain data ``report.json`` holds (strict JSON: NaN and infinities as None)."""
+        return serial.strict(serial.to_plain(self))
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> Analysis:
