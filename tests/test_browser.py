@@ -127,8 +127,9 @@ out.textContent = JSON.stringify(found); document.body.appendChild(out);
 </script>"""
 
 
-def test_the_first_screen_holds_the_headline_and_the_verdict_matrix(chromium, report,
-                                                                    report_html, tmp_path):
+def test_the_first_screen_holds_the_headline_and_the_verdict_matrix(
+    chromium, report, report_html, tmp_path
+):
     """At 1400×900 the headline table and the whole mixer × track matrix are on screen before
     any scrolling: their boxes (read from the laid-out page) end above 900 px, and the
     screenshot shows every verdict colour the matrix uses within that first screen."""

@@ -65,7 +65,7 @@ def test_one_row_per_training_run(out, stored, fmt, tmp_path):
 
 def test_rows_match_the_report(out):
     """The test metric of the chosen rows is the report's per-seed figure, seed by seed."""
-    report = api.report(out)
+    report = api.report(out).to_dict()
     frame = pd.DataFrame(export_rows(out))
     for track, entry in report["tracks"].items():
         metric = f"metric.test.{entry['metric']}"
@@ -79,7 +79,7 @@ def test_rows_match_the_report(out):
 
 def test_curves_give_the_report_learning_curves(out):
     """The report's learning curve of a cell is the median of its chosen rows' exported curves."""
-    report = api.report(out, write=False)
+    report = api.report(out, write=False).to_dict()
     frame = pd.DataFrame(export_rows(out))
     chosen = frame[frame["chosen"].astype(bool)]
     for track, entry in report["tracks"].items():

@@ -191,7 +191,7 @@ def test_the_headline_gives_each_mixer_its_tracks_effect_and_cost(page, report):
     effect with its CI, and its size and step time against the baseline's; rows and the
     comparison tables are ordered by effect (largest first)."""
     text = page[1]
-    headline = text[text.index('id=headline') : text.index('id=matrix')]
+    headline = text[text.index("id=headline") : text.index("id=matrix")]
     rows = [r for r in re.findall(r"<tr>(.*?)</tr>", headline) if "<td" in r]
     across = report.across_tracks
     names = [re.search(r"<td>(.*?)</td>", r).group(1) for r in rows]

@@ -22,8 +22,9 @@ from rich.cells import cell_len
 from rich.console import Console
 from test_html import finished_run
 
-from benchsuite.output import tables
+from benchsuite.output import tables, track_tables
 from benchsuite.output.palette import verdict
+from benchsuite.results.schema import Analysis
 
 NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?(?:e[+-]\d+)?[kMGT%]?")
 BOX = re.compile(r"[│┃┆┊║|]")
@@ -44,7 +45,7 @@ def printed(renderable, width: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def narrow(tmp_path_factory) -> tuple[str, dict]:
+def narrow(tmp_path_factory) -> tuple[str, Analysis]:
     """``benchsuite report`` at COLUMNS=80 on a copy of the run's store, and its report.json."""
     out = tmp_path_factory.mktemp("narrow")
     shutil.copy(finished_run(tmp_path_factory) / "benchsuite.sqlite", out)
@@ -52,7 +53,7 @@ def narrow(tmp_path_factory) -> tuple[str, dict]:
     done = subprocess.run([sys.executable, "-m", "benchsuite.cli", "report", str(out)],
                           capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout, json.loads((out / "report.json").read_text())
+    return done.stdout, Analysis.from_dict(json.loads((out / "report.json").read_text()))
 
 
 def test_no_line_is_wider_than_80(narrow):
@@ -73,13 +74,10 @@ def test_every_number_appears_whole(narrow):
 def test_every_verdict_appears_whole(narrow):
     text, report = narrow
     rows = [[cell.strip() for cell in BOX.split(line)] for line in text.splitlines()]
-    for track, entry in report["tracks"].items():
-        for mixer, cell in entry["comparisons"].items():
-            look = verdict(cell["comparison"]["verdict"])
-            shown = {
-                f"{look.symbol} {look.short}",
-                f"{look.symbol} {cell['comparison']['verdict']}",
-            }
+    for track, entry in report.tracks.items():
+        for mixer, cell in entry.comparisons.items():
+            look = verdict(cell.comparison.verdict)
+            shown = {f"{look.symbol} {look.short}", f"{look.symbol} {cell.comparison.verdict}"}
             assert any(row[0] == mixer and shown & set(row) for row in rows), (track, mixer)
     labels = {w for v in ("significant_win", "significant_loss", "equivalent_within_margin",
                           "inconclusive") for w in verdict(v).short.split()}  # fmt: skip
@@ -91,7 +89,7 @@ def test_every_verdict_appears_whole(narrow):
 def test_the_check_catches_folding(narrow):
     """rich's own sizing of the wide track table at 80 columns folds numbers: caught."""
     _, report = narrow
-    for name, entry in report["tracks"].items():
-        folded = printed(tables.track_table(name, entry), 80)
-        whole = printed(tables.track_table(name, entry), 250)
+    for name, entry in report.tracks.items():
+        folded = printed(track_tables.track_table(name, entry), 80)
+        whole = printed(track_tables.track_table(name, entry), 250)
         assert numbers_in(folded) != numbers_in(whole)

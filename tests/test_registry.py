@@ -216,8 +216,7 @@ def test_a_mixer_registered_from_python_trains_with_the_local_executor(tmp_path)
     )  # fmt: skip
     summary = api.run(settings, registry=registry)
     assert summary.failed == 0 and summary.exit_code == 0
-    cell = summary.report["tracks"]["sequence"]["comparisons"]["in_memory"]
-    assert cell["comparison"]["n"] == 2
+    assert summary.report.tracks["sequence"].comparisons["in_memory"].comparison.n == 2
     assert summary.trained == 2 * 2  # 2 mixers x 2 seeds, each tuning over the 2 grid points
 
 
@@ -238,6 +237,6 @@ def test_a_mixer_registered_from_python_is_named_by_a_process_worker(tmp_path):
         track_options={"sequence": {"series": 24, "length": 64}},
     )  # fmt: skip
     summary = api.run(settings, registry=registry)
-    reasons = {f["reason"] for f in summary.report["failures"]}
+    reasons = {f.reason for f in summary.report.failures}
     assert any("'only_here' is not registered in this worker process" in r for r in reasons)
     assert summary.exit_code == 1

@@ -17,12 +17,13 @@ from test_html import Page, finished_run
 from benchsuite import api
 from benchsuite.output import numbers
 from benchsuite.output.diagnostics import cost_figure, curves_figure, forest_figure
-from benchsuite.output.html import problems_section, render_html
+from benchsuite.output.html import render_html
 from benchsuite.output.palette import BASELINE, MARKERS, OKABE_ITO, VERDICTS, mixer_styles
 from benchsuite.output.plots import make_plots
 from benchsuite.plan.plan import Plan
 from benchsuite.results import curves
 from benchsuite.results.analysis import analyse
+from benchsuite.results.schema import Analysis
 from benchsuite.results.store import Store
 from benchsuite.results.tradeoffs import COSTS, pareto
 
@@ -33,8 +34,14 @@ def out(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def report(out) -> dict:
+def report(out) -> Analysis:
     return api.report(out, write=False)
+
+
+@pytest.fixture(scope="module")
+def data(report) -> dict:
+    """The report as report.json holds it."""
+    return report.to_dict()
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +56,8 @@ def chosen_curves(out) -> dict[tuple[str, str], dict[int, list]]:
     return found
 
 
-def test_learning_curves_are_the_median_of_the_chosen_configs(report, chosen_curves):
-    for track, entry in report["tracks"].items():
+def test_learning_curves_are_the_median_of_the_chosen_configs(data, chosen_curves):
+    for track, entry in data["tracks"].items():
         steps = entry["budget"]["steps"]
         for mixer, arm in entry["mixers"].items():
             curve = arm["learning_curve"]
@@ -64,12 +71,12 @@ def test_learning_curves_are_the_median_of_the_chosen_configs(report, chosen_cur
             assert curve["undertrained"] == arm["undertrained"]
 
 
-def test_undertrained_is_one_rule_flagged_everywhere(report):
+def test_undertrained_is_one_rule_flagged_everywhere(report, data):
     """The flag follows the figures of the median curve, and shows in the comparison flags, the
     run's list and the problems list of the page."""
-    summary = report["learning_curves"]
+    summary = data["learning_curves"]
     flagged = {(f["track"], f["mixer"]) for f in summary["undertrained"]}
-    for track, entry in report["tracks"].items():
+    for track, entry in data["tracks"].items():
         base_flag = entry["mixers"][entry["baseline"]]["undertrained"]
         for mixer, arm in entry["mixers"].items():
             curve = arm["learning_curve"]
@@ -81,7 +88,8 @@ def test_undertrained_is_one_rule_flagged_everywhere(report):
                 flags = entry["comparisons"][mixer]["comparison"]["flags"]
                 assert ("undertrained" in flags) == expected
                 assert ("baseline_undertrained" in flags) == base_flag
-    cells = Page(problems_section(report)).cells
+    page = render_html(report, [])
+    cells = Page(page[page.index("id=problems") :]).cells
     assert cells.count("undertrained") == len(flagged) > 0  # 30 steps: some loss still falls
     assert all(f["reason"] in cells for f in summary["undertrained"])
     assert summary["rule"] == curves.RULE
@@ -137,11 +145,11 @@ def test_a_diverged_seed_is_left_out_of_the_curve(out, report):
     )
     broken = copy.deepcopy(results[key])
     broken.sweep[broken.chosen]["curve"][-1] = float("nan")
-    curve = analyse(plan, {**results, key: broken}, failures)["tracks"]["sequence"]["mixers"][
-        "attention"]["learning_curve"]  # fmt: skip
-    assert curve["seeds"] == [0, 2] and curve["left_out"] == 1
-    before = report["tracks"]["sequence"]["mixers"]["attention"]["learning_curve"]
-    assert curve["median"] != before["median"]
+    curve = analyse(plan, {**results, key: broken}, failures).tracks["sequence"].mixers[
+        "attention"].learning_curve  # fmt: skip
+    assert curve.seeds == [0, 2] and curve.left_out == 1
+    before = report.tracks["sequence"].mixers["attention"].learning_curve
+    assert curve.median != before.median
 
 
 def test_pareto_front():
@@ -150,7 +158,8 @@ def test_pareto_front():
     assert pareto(points) == ["a", "b", "e", "d"]  # c is beaten by b; g by a; f has no cost
 
 
-def test_quality_against_cost_numbers(report):
+def test_quality_against_cost_numbers(data):
+    report = data
     tradeoffs = report["quality_vs_cost"]
     assert tradeoffs["costs"] == list(COSTS)
     for track, entry in report["tracks"].items():
@@ -182,9 +191,9 @@ def test_quality_against_cost_numbers(report):
 
 
 def test_forest_plot_orders_comparisons_and_draws_the_margin(report):
-    entry = report["tracks"]["sequence"]
-    fig = forest_figure("sequence", entry)
+    fig = forest_figure("sequence", report.tracks["sequence"])
     ax = fig.axes[0]
+    entry = report.to_dict()["tracks"]["sequence"]
     order = sorted(
         entry["comparisons"],
         key=lambda m: entry["comparisons"][m]["comparison"]["improvement_rel_pct"],
@@ -198,10 +207,10 @@ def test_forest_plot_orders_comparisons_and_draws_the_margin(report):
     assert len(ax.patches) == 1  # the ±margin band
 
 
-def test_curves_and_cost_figures(report):
-    styles = mixer_styles(list(report["tracks"]["sequence"]["mixers"]))
-    entry = report["tracks"]["sequence"]
-    ax = curves_figure("sequence", entry, styles).axes[0]
+def test_curves_and_cost_figures(report, data):
+    styles = mixer_styles(list(report.tracks["sequence"].mixers))
+    ax = curves_figure("sequence", report.tracks["sequence"], styles).axes[0]
+    entry = data["tracks"]["sequence"]
     bands = [arm["learning_curve"] for arm in entry["mixers"].values()]
     spread = max(max(c["q75"]) for c in bands) / min(min(c["q25"]) for c in bands)
     assert ax.get_yscale() == ("log" if spread > 10 else "linear")
@@ -210,8 +219,8 @@ def test_curves_and_cost_figures(report):
         label = mixer + (" (undertrained)" if arm["undertrained"] else "")
         assert lines[label].get_linestyle() == ("--" if arm["undertrained"] else "-")
         assert lines[label].get_color() == styles[mixer].colour
-    tradeoff = report["quality_vs_cost"]["tracks"]["sequence"]
-    fig = cost_figure("t", tradeoff, list(COSTS), styles, "y")
+    tradeoff = data["quality_vs_cost"]["tracks"]["sequence"]
+    fig = cost_figure("t", report.quality_vs_cost.tracks["sequence"], list(COSTS), styles, "y")
     assert len(fig.axes) == len(COSTS)  # this run recorded every cost
     for ax, cost in zip(fig.axes, COSTS, strict=True):
         assert ax.get_xscale() == "log"
@@ -222,12 +231,12 @@ def test_curves_and_cost_figures(report):
 def test_report_html_has_every_new_figure(report):
     plots = make_plots(report)
     kinds = {(p.section, p.kind) for p in plots}
-    for track in report["tracks"]:
+    for track in report.tracks:
         assert {(track, "curves"), (track, "forest"), (track, "cost")} <= kinds
     assert ("across", "cost") in kinds
     text = render_html(report, plots)
     for heading in ("Learning curves", "Quality against cost"):
-        assert text.count(f"<h3>{heading}</h3>") >= len(report["tracks"])
+        assert text.count(f"<h3>{heading}</h3>") >= len(report.tracks)
     assert "Pareto front by params" in text
 
 
@@ -239,7 +248,7 @@ def test_plots_say_which_tracks_they_leave_out(out):
             if (r.job["track"], r.job["mixer"]) != ("sequence_b", "dense")}  # fmt: skip
     report = analyse(plan, kept, failures)
     reason = "no results for the baseline dense"
-    assert report["across_tracks"]["tracks_left_out"] == {"sequence_b": reason}
+    assert report.across_tracks.tracks_left_out == {"sequence_b": reason}
     notes = {p.kind: p.note for p in make_plots(report) if p.section == "across"}
     assert f"sequence_b ({reason})" in notes["iqm"] and f"sequence_b ({reason})" in notes["ranks"]
     assert f"sequence_b ({reason})" in render_html(report, make_plots(report))

@@ -12,7 +12,7 @@ from conftest import run_cli
 
 from benchsuite.commands.scale import exponents
 from benchsuite.output.html import write_html
-from benchsuite.output.scaling import scaling_section
+from benchsuite.results.schema import Analysis
 
 PNG = b"\x89PNG\r\n\x1a\n"
 BROKEN_PLUGIN = """
@@ -69,24 +69,40 @@ def test_attention_grows_faster_than_the_long_convolution(ladder):
     assert json.loads((out / "scaling.json").read_text()) == result
 
 
-def test_plots_are_written_and_the_html_report_shows_the_section(ladder):
+EMPTY = {  # a report of a run that finished nothing: enough for a page
+    "report_version": 3, "warnings": [], "settings": {}, "environment": {}, "mixers": {},
+    "tracks": {}, "skipped": [], "scale": {"preset": "quick", "tracks": {}, "note": ""},
+    "design": {"comparisons": 0, "finished": 0, "partial": False, "alpha": 0.05,
+               "verdict_alpha": 0.05, "both_converged_comparisons": 0, "seeds": 2,
+               "min_seeds_for_significance": 6, "warning": None},
+    "selection": {"cells": 0, "at_chance": 0, "edge_of_grid": 0, "edge_share": None,
+                  "median_agreement": None, "indecisive": 0},
+    "across_tracks": None,
+    "learning_curves": {"rule": "", "tail_fraction": 0.2, "min_drop": 0.05, "min_share": 0.05,
+                        "undertrained": []},
+    "quality_vs_cost": {"costs": [], "tracks": {}, "across": None}, "failures": [],
+}  # fmt: skip
+
+
+def test_plots_are_written_on_the_scaling_page_which_the_report_links(ladder):
     _, out = ladder
     for stem in ("time", "memory", "flops"):
         assert (out / "plots" / f"scaling-{stem}.png").read_bytes().startswith(PNG)
-    section = scaling_section(out)
-    assert "Cost against sequence length" in section and section.count("data:image/png") == 3
-    page = write_html({"tracks": {}}, out).read_text()  # a report re-rendered in the folder
-    assert 'href="#scaling"' in page and section in page
+    page = (out / "scaling.html").read_text()
+    assert 'id="scaling"' in page and "Cost against sequence length" in page
+    assert page.count("data:image/png") == 3 and page.count("<table>") == 3
+    assert 'href="report.html"' in page
+    report = write_html(Analysis.from_dict(EMPTY), out).read_text()  # a report in the folder
+    assert 'href="scaling.html"' in report and 'id="scaling"' not in report
     assert (out / "plots" / "scaling-time.png").exists()  # kept by the report's plot writer
 
 
-def test_no_scaling_results_no_section(tmp_path):
-    assert scaling_section(tmp_path) == ""
-    assert 'id="scaling"' not in write_html({"tracks": {}}, tmp_path).read_text()
+def test_no_scaling_results_no_link(tmp_path):
+    page = write_html(Analysis.from_dict(EMPTY), tmp_path).read_text()
+    assert 'href="scaling.html"' not in page and "benchsuite scale --out" in page
 
 
 def test_tables_are_relative_to_the_baseline_and_unsupported_lengths_say_why(tmp_path):
-    (tmp_path / "report.json").write_text('{"tracks": {}}')  # the folder of a finished run
     done = run_cli("scale", "--mixers", "fnet,butterfly", "--tokens", "48,64",
                    "--out", str(tmp_path))  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -99,7 +115,8 @@ def test_tables_are_relative_to_the_baseline_and_unsupported_lengths_say_why(tmp
     assert unsupported["status"] == "unsupported" and measured["status"] == "ok"  # goes on
     assert "power of two" in unsupported["reason"]
     assert "butterfly at 48 tokens: unsupported: tokens must be a power of two" in done.stdout
-    assert 'id="scaling"' in (tmp_path / "report.html").read_text()  # its report now shows it
+    assert 'id="scaling"' in (tmp_path / "scaling.html").read_text()  # its own page
+    assert not (tmp_path / "report.html").exists()  # scale renders no report
 
 
 @pytest.mark.parametrize("limit", [["--max-seconds", "1e-6"], ["--max-memory", "1K"]])

@@ -8,7 +8,7 @@ import json
 import pytest
 from conftest import TINY, run_cli
 
-from benchsuite.commands.compare import compare_runs
+from benchsuite.commands.compare import compare_runs, load_run
 from benchsuite.results.analysis import analyse_store
 
 FLAKY = """
@@ -133,15 +133,14 @@ def test_compare_analyses_a_log_ratio_track_as_run_does(runs):
     """Run B's dense seeds replaced by identity's: compare's dense row is then run's identity
     comparison (the same seeds, the same log-ratio scale and margin)."""
     root, _ = runs
-    a = analyse_store(root / "plain" / "benchsuite.sqlite")
-    entry = a["tracks"]["sequence"]
-    assert entry["scale"] == "log"
-    run_says = entry["comparisons"]["identity"]
+    report = analyse_store(root / "plain" / "benchsuite.sqlite")
+    assert report.tracks["sequence"].scale == "log"
+    want = report.tracks["sequence"].comparisons["identity"].comparison
+    a = load_run(root / "plain")  # the stored per-seed values, no analysis of the whole run
     b = copy.deepcopy(a)
-    b["tracks"]["sequence"]["comparisons"]["identity"]["baseline_values"] = run_says["mixer_values"]
-    row = next(r for r in compare_runs(a, b)["rows"] if r["mixer"] == "dense")["comparison"]
-    want = run_says["comparison"]
-    assert row["scale"] == "log" and row["margin"] == pytest.approx(want["margin"])
+    b.tracks["sequence"].values["dense"] = a.tracks["sequence"].values["identity"]
+    row = next(r for r in compare_runs(a, b).rows if r.mixer == "dense").comparison
+    assert row.scale == "log" and row.margin == pytest.approx(want.margin)
     for key in ("improvement", "improvement_rel_pct", "p_value", "p_tost"):
-        assert row[key] == pytest.approx(want[key]), key
-    assert row["ci95"] == pytest.approx(want["ci95"])
+        assert getattr(row, key) == pytest.approx(getattr(want, key)), key
+    assert row.ci95 == pytest.approx(want.ci95)

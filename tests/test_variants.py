@@ -167,13 +167,13 @@ def test_two_variants_are_two_comparisons_and_changing_one_retrains_only_it(tmp_
     config.write_text(TINY_RUN.format(heads=8, out=out, executor="local"))
     first = api.run(merge(load_config(config)))
     assert (first.trained, first.reused, first.failed) == (6, 0, 0)  # 3 mixers x 2 seeds
-    comparisons = first.report["tracks"]["sequence"]["comparisons"]
+    comparisons = first.report.tracks["sequence"].comparisons
     assert set(comparisons) == {"attention[heads=2]", "attention[heads=8]"}
     assert (out / "sequence" / "attention[heads=8].json").is_file()
     config.write_text(TINY_RUN.format(heads=4, out=out, executor="process"))
     again = api.run(merge(load_config(config)))  # a fresh worker process runs the variant
     assert (again.trained, again.reused, again.failed) == (2, 4, 0)  # only attention[heads=4]
-    assert set(again.report["tracks"]["sequence"]["comparisons"]) == {
+    assert set(again.report.tracks["sequence"].comparisons) == {
         "attention[heads=2]", "attention[heads=4]"
     }  # fmt: skip
     with sqlite3.connect(out / "benchsuite.sqlite") as db:

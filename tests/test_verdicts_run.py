@@ -190,11 +190,11 @@ def test_partial_tables_use_the_planned_family_and_say_so(run):
     store.close()
     missing = set(plan.cells["tabular"]["identity"].jobs)
     partial = analyse(plan, {k: r for k, r in results.items() if k not in missing}, [])
-    design = partial["design"]
-    assert design["partial"] and design["finished"] == 2 and design["comparisons"] == 3
-    cells = [c["comparison"] for e in partial["tracks"].values() for c in e["comparisons"].values()]
-    assert [c["family"] for c in cells] == [3, 3]
-    assert [c["p_holm"] for c in cells] == pytest.approx(holm([c["p_value"] for c in cells], 3))
+    design = partial.design
+    assert design.partial and design.finished == 2 and design.comparisons == 3
+    cells = [c.comparison for e in partial.tracks.values() for c in e.comparisons.values()]
+    assert [c.family for c in cells] == [3, 3]
+    assert [c.p_holm for c in cells] == pytest.approx(holm([c.p_value for c in cells], 3))
     console = Console(record=True, width=200)
     print_report(partial, console)
     text = " ".join(console.export_text().split())
