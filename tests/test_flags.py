@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import re
+from types import SimpleNamespace as NS  # plain records with the fields reasons() reads
 
 import pytest
 from rich.console import Console
@@ -72,14 +73,14 @@ def test_selection_does_not_call_a_cell_at_chance_indecisive():
 
 
 def test_every_raised_flag_gets_its_reason_with_its_figure():
-    comparison = {"n": 4, "flags": ["unstable", "param_mismatch", "indecisive_selection",
-                                    "baseline_undertrained"]}  # fmt: skip
-    cell = {"divergence": {"mixer_reasons": {"non_finite": 2}}, "param_ratio": 0.34}
-    arm = {"best_cfg": {"lr": 0.1}, "selection": {"spread": {"steps": 2.5, "axis": "lr"}}}
-    base = {"best_cfg": {"lr": 0.01},
-            "learning_curve": {"tail_drop": 0.253, "tail_share": 0.08}}  # fmt: skip
-    reasons = flags.reasons(comparison, cell, arm, base)
-    assert list(reasons) == comparison["flags"]
+    raised = ["unstable", "param_mismatch", "indecisive_selection", "baseline_undertrained"]
+    cell = NS(comparison=NS(n=4, flags=raised), param_ratio=0.34,
+              divergence=NS(mixer_reasons={"non_finite": 2}))  # fmt: skip
+    arm = NS(best_cfg={"lr": 0.1}, selection=NS(spread=NS(steps=2.5, axis="lr")),
+             learning_curve=None)  # fmt: skip
+    base = NS(best_cfg={"lr": 0.01}, learning_curve=NS(tail_drop=0.253, tail_share=0.08))
+    reasons = flags.reasons(cell, arm, base)
+    assert list(reasons) == raised
     assert "2 of 4 seeds" in reasons["unstable"]
     assert "0.34×" in reasons["param_mismatch"]
     assert "2.5 grid steps of lr" in reasons["indecisive_selection"]
