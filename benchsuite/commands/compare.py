@@ -22,7 +22,7 @@ from benchsuite.plan.plan import TrackFacts
 from benchsuite.results import stats
 from benchsuite.results.analysis import last_plan, open_store
 from benchsuite.results.cells import arm
-from benchsuite.results.schema import CompareRow, RunComparison
+from benchsuite.results.schema import CompareRow, RunComparison, RunSettingsView, read_settings
 from benchsuite.results.store import FILENAME
 
 
@@ -41,18 +41,19 @@ class StoredRun:
     settings: dict[str, Any]
     tracks: dict[str, StoredTrack]
 
-    def setting(self, name: str, default: Any = None) -> Any:
-        """One resolved run setting."""
-        return self.settings.get(name, default)
+    @property
+    def run_settings(self) -> RunSettingsView:
+        """The saved settings, typed."""
+        return read_settings(self.settings)
 
 
 def budget_terms(run: StoredRun, track: str) -> dict[str, Any]:
     """The settings a track's budget signature covers, read back from a run (the terms of
     :func:`benchsuite.plan.jobs.budget_terms`)."""
     facts = run.tracks[track].facts
-    options = run.setting("track_options", {}) or {}
-    return {"grid": facts.grid, **facts.budget, "preset": run.setting("preset"),
-            "track_options": options.get(track, {})}  # fmt: skip
+    settings = run.run_settings
+    return {"grid": facts.grid, **facts.budget, "preset": settings.preset,
+            "track_options": settings.track_options.get(track, {})}  # fmt: skip
 
 
 def differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
@@ -76,10 +77,11 @@ def _check_comparable(a: StoredRun, b: StoredRun, track: str) -> None:
         raise UsageError(f"track {track!r}: budget signatures differ {what}: the runs cannot be "
                          "compared seed by seed")  # fmt: skip
     for key in ("seeds", "salt", "preset"):
-        if a.setting(key) != b.setting(key):
+        ours, theirs = getattr(a.run_settings, key), getattr(b.run_settings, key)
+        if ours != theirs:
             raise UsageError(
-                f"the runs differ in {key} ({a.setting(key)!r} vs {b.setting(key)!r}) and cannot "
-                "be compared seed by seed"
+                f"the runs differ in {key} ({ours!r} vs {theirs!r}) and cannot be compared seed "
+                "by seed"
             )
 
 
@@ -100,7 +102,7 @@ def compare_runs(a: StoredRun, b: StoredRun, *, mixers: list[str] | None = None)
             comparison = stats.compare_paired(
                 [before[mixer][s] for s in seeds], [after[mixer][s] for s in seeds],
                 higher_is_better=facts.higher_is_better, scale=facts.scale,
-                margin_rel=a.setting("margin", 0.05),
+                margin_rel=a.run_settings.margin,
             )  # fmt: skip
             family.append(comparison)
             rows.append(CompareRow(track=track, mixer=mixer, metric=facts.metric,

@@ -6,6 +6,7 @@ matplotlib is imported inside the functions: importing it costs about half a sec
 
 from __future__ import annotations
 
+import base64
 import io
 import re
 import textwrap
@@ -73,3 +74,13 @@ def titled(fig: Figure, *parts: str) -> str:
     each wrapped to the figure's width at 9 points."""
     width = max(40, round(fig.get_figwidth() * 13))
     return "\n".join(line for part in parts if part for line in textwrap.wrap(part, width))
+
+
+def data_uri(plot: Plot) -> str:
+    """The PNG of a figure as a ``data:`` URI, for a self-contained page."""
+    return "data:image/png;base64," + base64.b64encode(plot.png).decode("ascii")
+
+
+def css_pixels(pixels: int) -> int:
+    """A figure's size on the page: its pixels at 100 dpi (figures are drawn at ``DPI``)."""
+    return round(pixels * 100 / DPI)

@@ -11,21 +11,42 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from benchsuite.output import captions, numbers
-from benchsuite.output.canvas import Plot, slug
-from benchsuite.output.headline import Line, headline, tracks_text
+from benchsuite.output.canvas import Plot, css_pixels, data_uri, slug
 from benchsuite.output.numbers import finite, num, pct
+from benchsuite.output.palette import verdict
 from benchsuite.output.plots import heatmap_order, make_plots, write_plots
-from benchsuite.output.templating import render
+from benchsuite.output.tables import Line, by_suite_effect, headline, tracks_text
 from benchsuite.output.track_tables import rows_by_effect
 from benchsuite.results.cell_schema import TrackResult
 from benchsuite.results.schema import Analysis
 
 FILENAME = "report.html"
 SCALING_PAGE = "scaling.html"  # written by benchsuite scale (output/scaling.py)
+
+
+@cache
+def environment() -> Any:
+    """The pages' jinja2 environment (``templates/``): autoescape on, so every value is escaped
+    unless a template builds the markup itself; an undefined name is an error; the number
+    filters are the tables' (:mod:`.numbers`). jinja2 is imported on first use."""
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
+    env = Environment(loader=PackageLoader("benchsuite.output", "templates"), autoescape=True,
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)  # fmt: skip
+    env.filters.update(num=num, pct=pct, config=numbers.config, slug=slug, data_uri=data_uri,
+                       css_px=css_pixels)  # fmt: skip
+    env.globals.update(captions=captions, verdict_look=verdict)
+    return env
+
+
+def render(template: str, **context: Any) -> str:
+    """``templates/<template>`` rendered with ``context``."""
+    return environment().get_template(template).render(**context)
 
 
 def scale_text(entry: TrackResult) -> str:
@@ -65,24 +86,24 @@ def mde_text(entry: TrackResult) -> str:
 
 
 def _facts(report: Analysis) -> list[tuple[str, Any]]:
-    versions = report.env("versions") or {}
-    overrides = report.setting("budget") or {}
+    env, settings = report.run_environment, report.run_settings
     rows = [
-        ("date", report.env("date")),
-        ("versions", ", ".join(f"{k} {v}" for k, v in versions.items())),
-        ("python", report.env("python")),
-        ("git revision", report.env("git_revision")),
-        ("platform", report.env("platform")),
-        ("device", f"{report.env('device', '–')} ({report.env('cpus', '–')} CPUs, "
-                   f"{report.env('threads_per_job', '–')} threads per job)"),
-        ("preset", report.setting("preset")),
-        ("budget overrides", ", ".join(f"{k}={v}" for k, v in overrides.items()) or "none"),
+        ("date", env.date),
+        ("versions", ", ".join(f"{k} {v}" for k, v in env.versions.items())),
+        ("python", env.python),
+        ("git revision", env.git_revision),
+        ("platform", env.platform),
+        ("device", f"{env.device or '–'} ({env.cpus or '–'} CPUs, "
+                   f"{env.threads_per_job or '–'} threads per job)"),
+        ("preset", settings.preset),
+        ("budget overrides", ", ".join(f"{k}={v}" for k, v in settings.budget.items())
+         or "none"),
         ("baseline", report.baseline),
-        ("mixers", ", ".join(report.setting("mixers") or [])),
-        ("tracks", ", ".join(report.setting("tracks") or [])),
-        ("evaluation seeds", report.setting("seeds")),
+        ("mixers", ", ".join(settings.mixers)),
+        ("tracks", ", ".join(settings.tracks)),
+        ("evaluation seeds", settings.seeds),
         ("tuning", "each evaluation seed chooses its config on its own validation split"),
-        ("equivalence margin", pct(100 * (finite(report.setting("margin")) or 0), signed=False)),
+        ("equivalence margin", pct(100 * (finite(settings.margin) or 0), signed=False)),
         ("family size (Holm)", report.design.comparisons),
         ("min seeds for Holm significance", report.design.min_seeds_for_significance),
     ]  # fmt: skip
@@ -92,12 +113,13 @@ def _facts(report: Analysis) -> list[tuple[str, Any]]:
 def _datasets(report: Analysis) -> list[tuple[str, ...]]:
     rows = []
     for track, entry in report.tracks.items():
-        budget = entry.budget
+        size = report.scale.tracks[track]
+        budget = (("steps", size.steps), ("batch_size", size.batch_size), ("dim", size.dim),
+                  ("depth", size.depth))  # fmt: skip
         rows.append((
             track, entry.dataset, "yes" if entry.verified else "no",
             f"{entry.metric} ({entry.direction})", str(entry.tokens),
-            ", ".join(f"{k} {budget[k]}" for k in ("steps", "batch_size", "dim", "depth")
-                      if k in budget),
+            ", ".join(f"{k} {v}" for k, v in budget if v is not None),
             str(len(entry.grid)), mde_text(entry), entry.budget_signature,
         ))  # fmt: skip
     return rows
@@ -119,8 +141,6 @@ def _headline_rows(lines: list[Line]) -> list[tuple[str, ...]]:
 
 
 def _across_rows(report: Analysis) -> list[tuple[str, ...]]:
-    from benchsuite.output.tables import by_suite_effect
-
     across = report.across_tracks
     if across is None:
         return []

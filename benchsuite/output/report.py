@@ -20,12 +20,12 @@ def bench_report(report: Analysis, track: str, mixer: str) -> dict:
     entry = report.tracks[track]
     base, arm = entry.mixers[entry.baseline], entry.mixers[mixer]
     cell = entry.comparisons[mixer]
-    comparison = cell.comparison
+    comparison, size = cell.comparison, report.scale.tracks[track]
     return {
         "bench_version": BENCH_VERSION,
         "track": track,
         "dataset": entry.dataset,
-        "model": f"metaformer dim {entry.budget.get('dim')} depth {entry.budget.get('depth')}",
+        "model": f"metaformer dim {size.dim} depth {size.depth}",
         "metric": entry.metric,
         "metric_direction": entry.direction,
         "n_seeds": comparison.n,

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from benchsuite.output.canvas import Plot, new_figure
 from benchsuite.output.canvas import render as render_plot
+from benchsuite.output.html import render
 from benchsuite.output.numbers import count, finite, seconds
 from benchsuite.output.palette import mixer_styles
-from benchsuite.output.templating import render
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from rich.console import Console

@@ -216,6 +216,43 @@ class Failure:
 
 
 @dataclass
+class RunEnvironment:
+    """The environment block of a run (:func:`benchsuite.plan.environment.describe`), read."""
+
+    date: str | None = None
+    versions: dict[str, str] = field(default_factory=dict)
+    python: str | None = None
+    platform: str | None = None
+    machine: str | None = None
+    cpus: int | None = None
+    device: str | None = None
+    threads_per_job: int | None = None
+    git_revision: str | None = None
+    reference_step_seconds: float | None = None
+
+
+@dataclass
+class RunSettingsView:
+    """The resolved run settings a report is read by (every field of ``RunSettings`` is in
+    ``Analysis.settings``; these are the ones output and ``compare`` use)."""
+
+    tracks: list[str] = field(default_factory=list)
+    mixers: list[str] = field(default_factory=list)
+    baseline: str = ""
+    seeds: int | None = None
+    preset: str = ""
+    salt: Any = None
+    margin: float = 0.05
+    budget: dict[str, Any] = field(default_factory=dict)
+    track_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def read_settings(settings: dict[str, Any]) -> RunSettingsView:
+    """The typed view of a run's saved settings."""
+    return serial.build(RunSettingsView, settings)
+
+
+@dataclass
 class Analysis:
     """The whole report of a run (``report.json``)."""
 
@@ -236,21 +273,23 @@ class Analysis:
     inputs_digest: str | None = None
 
     @property
+    def run_settings(self) -> RunSettingsView:
+        """The saved settings, typed (``settings`` is written as saved)."""
+        return read_settings(self.settings)
+
+    @property
+    def run_environment(self) -> RunEnvironment:
+        """The saved environment block, typed (``environment`` is written as saved)."""
+        return serial.build(RunEnvironment, self.environment)
+
+    @property
     def baseline(self) -> str:
         """The mixer every other one is compared with."""
-        return str(self.settings.get("baseline", ""))
-
-    def setting(self, name: str, default: Any = None) -> Any:
-        """One resolved run setting (``settings.<name>``)."""
-        return self.settings.get(name, default)
-
-    def env(self, name: str, default: Any = None) -> Any:
-        """One entry of the environment block (``environment.<name>``)."""
-        return self.environment.get(name, default)
+        return self.run_settings.baseline
 
     def mixer_names(self) -> list[str]:
         """Every mixer of the run (the baseline first), then any other found in a track."""
-        names = list(self.setting("mixers") or [])
+        names = list(self.run_settings.mixers)
         names = ([self.baseline] if self.baseline else []) + [n for n in names
                                                               if n != self.baseline]  # fmt: skip
         for entry in self.tracks.values():
