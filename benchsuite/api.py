@@ -10,7 +10,7 @@ store before the next starts, so an interrupted run resumes::
     from benchsuite.settings import RunSettings
 
     summary = api.run(RunSettings(tracks=("sequence",), mixers=("dense", "attention")))
-    summary.report["tracks"]["sequence"]["comparisons"]["attention"]["comparison"]["verdict"]
+    summary.report.tracks["sequence"].comparisons["attention"].comparison.verdict
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchsuite.errors import UsageError, one_line
 from benchsuite.execute.events import Events
@@ -36,13 +36,16 @@ from benchsuite.runner import Runner
 from benchsuite.settings import RunSettings
 from benchsuite.train.size import parameter_count
 
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from benchsuite.results.schema import Analysis
+
 
 @dataclass
 class RunSummary:
     """What a finished (or interrupted) run returns, with the exit code of its policy."""
 
     out: Path
-    report: dict[str, Any]
+    report: Analysis
     trained: int = 0
     reused: int = 0
     failed: int = 0
@@ -53,7 +56,7 @@ class RunSummary:
     @property
     def broken(self) -> int:
         """Cells skipped because of an error (a broken track or mixer), not by design."""
-        return sum(s.get("kind") == "error" for s in self.report["skipped"])
+        return sum(s.kind == "error" for s in self.report.skipped)
 
 
 def prepare(
@@ -153,7 +156,7 @@ def code_changes(previous: dict[str, Any] | None, plan: Plan) -> list[str]:
     return notes
 
 
-def report(out: Path | str, *, write: bool = True) -> dict[str, Any]:
+def report(out: Path | str, *, write: bool = True) -> Analysis:
     """Re-build every table and file of a finished run from its store alone (no training)."""
     from benchsuite.results.analysis import analyse_store
 
@@ -164,7 +167,7 @@ def report(out: Path | str, *, write: bool = True) -> dict[str, Any]:
     return result
 
 
-def _cached_report(out: Path, digest: str) -> dict[str, Any] | None:
+def _cached_report(out: Path, digest: str) -> Analysis | None:
     """The report already in ``out`` when it was made from exactly these inputs, else None."""
     try:
         previous = json.loads((out / "report.json").read_text())
@@ -176,7 +179,7 @@ def _cached_report(out: Path, digest: str) -> dict[str, Any] | None:
     return Analysis.from_dict(previous) if fresh else None
 
 
-def write_all(result: dict[str, Any], out: Path) -> list[str]:
+def write_all(result: Analysis, out: Path) -> list[str]:
     """Write report.json, the per-comparison files, report.html and the plots.
 
     The JSON files come first; a failure while drawing is returned as a warning, never losing them.

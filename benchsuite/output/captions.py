@@ -26,8 +26,9 @@ CONFIG_NOTE = (
 
 HEADLINE = (
     "Per mixer, against the baseline: the tracks where its Holm-adjusted verdict is a "
-    "significant win or loss (below the margin included), those where it is equivalent within "
-    "the margin, and those left inconclusive; its suite effect (the mean over tracks of the "
+    "significant win or loss (below the margin included) and those where it is equivalent "
+    "within the margin (on the others it is inconclusive); its suite effect (the mean over "
+    "tracks of the "
     "paired normalised-score difference, 95% stratified bootstrap CI) and the suite verdict; "
     "its parameters and training step time relative to the baseline's (geometric mean over its "
     "tracks). Largest suite effect first."
