@@ -21,7 +21,7 @@ from benchsuite.plan.power import (
     planned_mde,
 )
 from benchsuite.plan.selection import divergence, select_best_config
-from benchsuite.results.analysis import at_chance, selection
+from benchsuite.results.cells import at_chance, selection
 from benchsuite.results.stats import (
     apply_holm,
     compare_both_converged,
@@ -426,9 +426,9 @@ def test_a_cell_at_chance_is_not_flagged_for_the_edge_of_its_grid():
     grid = [{"lr": lr} for lr in (0.01, 0.03, 0.1)]
     chosen = {seed: 0 for seed in range(12)}  # every seed at the lowest learning rate
     at_edge = selection(grid, chosen, {}, "accuracy", chance=False)
-    assert at_edge["edge_of_grid"] and at_edge["modal_on_edge"]
+    assert at_edge.edge_of_grid and at_edge.modal_on_edge
     noise_edge = selection(grid, chosen, {}, "accuracy", chance=True)
-    assert not noise_edge["edge_of_grid"] and noise_edge["modal_on_edge"]
+    assert not noise_edge.edge_of_grid and noise_edge.modal_on_edge
 
 
 def test_float32_rounding_of_a_cap_is_not_divergence():
@@ -456,13 +456,13 @@ def test_a_tie_for_the_most_chosen_config_goes_to_the_best_mean_and_never_makes_
     chosen = {0: 0, 1: 1, 2: 2}  # a three-way tie, the lowest lr first in grid order
     val = {0: [0.60, 0.70, 0.65], 1: [0.61, 0.72, 0.66], 2: [0.59, 0.69, 0.70]}
     picked = selection(grid, chosen, _records(val), "accuracy", higher=True)
-    assert picked["modal"] == 1 and picked["tied"] == [0, 1, 2]
-    assert not picked["edge_of_grid"]
+    assert picked.modal == 1 and picked.tied == [0, 1, 2]
+    assert not picked.edge_of_grid
     lower = selection(grid, chosen, _records(val), "accuracy", higher=False)
-    assert lower["modal"] == 0  # lower is better: the smallest mean wins the tie
-    assert not lower["edge_of_grid"]  # config 1 is tied too: the tie-break made the edge
+    assert lower.modal == 0  # lower is better: the smallest mean wins the tie
+    assert not lower.edge_of_grid  # config 1 is tied too: the tie-break made the edge
     ends = selection(grid, {0: 0, 1: 2}, _records(val), "accuracy", higher=True)
-    assert ends["edge_of_grid"]  # every tied config is on an end: a real edge
+    assert ends.edge_of_grid  # every tied config is on an end: a real edge
 
 
 def test_holm_over_the_planned_family_counts_unfinished_comparisons():
