@@ -119,6 +119,20 @@ COSTS = (
     "mixer_params = token mixers only, flops_per_example = forward FLOPs per example, "
     "seconds_per_step = training step time (k = thousand, M = million, G = billion)."
 )
+TERMINAL_ACROSS = (
+    "effect: mean paired score difference with the baseline (difference scale of the score), "
+    "per track and (suite) the mean over tracks, each track weighing the same, with a "
+    "stratified bootstrap 95% CI; p: two-sided sign-flip test of that same suite effect (its "
+    "sign is the direction tested), Holm across {mixers} mixers; better/worse: Holm p < "
+    "{alpha} and the CI excludes 0; robust: the verdict holds with any one track left out "
+    "(mixed: it does not; its direction in brackets); * ran on fewer tracks; ranks: "
+    "docs/statistics.md{dropped}; rows by suite effect, largest first; {scale}"
+)
+COMPARE = (
+    "improvement > 0 means B is better, on each track's scale as run analyses it (log-ratio "
+    "tracks: 1 − the geometric-mean ratio B/A in %; others: % of A's mean); Holm over {rows} "
+    "rows; significant: Holm p < {alpha} and the 95% CI excludes 0; MDE at alpha {mde_alpha}"
+)
 SCALING = (
     "From benchsuite scale ({date}): one training step of each mixer as the token count "
     "doubles. Cells are relative to the baseline at the same length; the exponent is the "

@@ -22,7 +22,7 @@ from rich.console import Console, RenderableType
 from rich.markup import escape
 from rich.table import Table
 
-from benchsuite.output.captions import HEADLINE
+from benchsuite.output import captions
 from benchsuite.output.numbers import interval, num
 from benchsuite.output.track_tables import (
     improvement,
@@ -132,15 +132,11 @@ def across_table(report: Analysis) -> Table | None:
 def _across_caption(across: AcrossTracks, report: Analysis) -> str:
     left = across.tracks_left_out
     dropped = "; left out: " + "; ".join(f"{t} ({why})" for t, why in left.items()) if left else ""
-    return (
-        "effect: mean paired score difference with the baseline (difference scale of the "
-        "score), per track and (suite) the mean over tracks, each track weighing the same, "
-        "with a stratified bootstrap 95% CI; p: two-sided sign-flip test of that same suite "
-        f"effect (its sign is the direction tested), Holm across {len(across.mixers)} mixers; "
-        f"better/worse: Holm p < {num(across.alpha, 2)} and the CI excludes 0; robust: the "
-        "verdict holds with any one track left out (mixed: it does not; its direction in "
-        "brackets); * ran on fewer "
-        f"tracks; ranks: docs/statistics.md{dropped}; {report.scale.note}"
+    return captions.TERMINAL_ACROSS.format(
+        mixers=len(across.mixers),
+        alpha=num(across.alpha, 2),
+        dropped=dropped,
+        scale=report.scale.note,
     )
 
 
@@ -244,7 +240,7 @@ def headline_tables(report: Analysis, narrow: bool = False) -> list[Table]:
     if narrow:
         columns = ["mixer", "better / worse / equivalent on", "suite effect [95% CI]",
                    "params ×", "step time ×"]  # fmt: skip
-    table = new_table(title, HEADLINE, columns, narrow=narrow)
+    table = new_table(title, captions.HEADLINE, columns, narrow=narrow)
     for line in lines:
         bounds = interval(list(line.suite_ci95), lambda v: num(v, 2))
         effect = f"{num(line.suite_effect, 2)} {bounds}"
@@ -295,11 +291,10 @@ def _compare_tables(result: RunComparison, narrow: bool) -> list[Table]:
     title = "[bold]compare[/]: run B against run A, paired by seed"
     rows = result.rows
     first = rows[0].comparison if rows else None
-    caption = (
-        "improvement > 0 means B is better, on each track's scale as run analyses it "
-        "(log-ratio tracks: 1 − the geometric-mean ratio B/A in %; others: % of A's mean); "
-        f"Holm over {len(rows)} rows; significant: Holm p < {num(first and first.alpha, 2)} and "
-        f"the 95% CI excludes 0; MDE at alpha {num(first and first.mde_alpha, 2)}"
+    caption = captions.COMPARE.format(
+        rows=len(rows),
+        alpha=num(first and first.alpha, 2),
+        mde_alpha=num(first and first.mde_alpha, 2),
     )
     if not narrow:
         table = new_table(title, caption, ["track", "mixer", "A mean", "B mean",
