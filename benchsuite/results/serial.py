@@ -80,18 +80,12 @@ def from_plain(kind: Any, value: Any) -> Any:
     if origin is list:
         return [from_plain(args[0] if args else Any, v) for v in value]
     if origin is tuple:
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(from_plain(args[0], v) for v in value)
-        return tuple(from_plain(a, v) for a, v in zip(args or [Any] * len(value), value,
-                                                     strict=False))  # fmt: skip
+        kinds = [args[0]] * len(value) if args[-1:] == (Ellipsis,) else args
+        return tuple(from_plain(k, v) for k, v in zip(kinds, value, strict=False))
     if origin is dict:
         key, item = args or (Any, Any)
         return {from_plain(key, k): from_plain(item, v) for k, v in value.items()}
-    if kind is float:
-        return float(value)
-    if kind is int and isinstance(value, str):
-        return int(value)
-    return value
+    return float(value) if kind is float else value
 
 
 def build(cls: type[T], raw: dict[str, Any]) -> T:

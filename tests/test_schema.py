@@ -1,0 +1,89 @@
+"""The typed results: report.json is their serialisation and reads back into the same objects;
+derived keys are written and ignored on reading; compare's per-seed values are the report's.
+
+The round trips use the real tiny run of test_html.py (made once per session)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import pytest
+from test_html import finished_run
+
+from benchsuite.commands.compare import load_run
+from benchsuite.results import serial
+from benchsuite.results.analysis import analyse_store
+from benchsuite.results.schema import OMIT_NONE, Analysis
+
+
+@dataclass
+class Inner:
+    value: float
+    bounds: tuple[float, float]
+
+
+@dataclass
+class Outer:
+    DERIVED: ClassVar[tuple[str, ...]] = ("twice",)
+    name: str
+    inner: Inner
+    by_name: dict[str, Inner]
+    maybe: Inner | None = None
+    hidden: str | None = field(default=None, metadata=OMIT_NONE)
+
+    @property
+    def twice(self) -> float:
+        return 2 * self.inner.value
+
+    def extra_keys(self) -> dict[str, float]:
+        return {f"{self.name}_value": self.inner.value}
+
+
+def test_plain_data_round_trip_with_nan_derived_and_omitted_keys():
+    outer = Outer("x", Inner(math.nan, (1.0, math.inf)), {"a": Inner(2.0, (0.0, 1.0))})
+    plain = serial.strict(serial.to_plain(outer))
+    assert plain == {
+        "name": "x", "inner": {"value": None, "bounds": [1.0, None]},
+        "by_name": {"a": {"value": 2.0, "bounds": [0.0, 1.0]}}, "maybe": None,
+        "twice": None, "x_value": None,
+    }  # fmt: skip
+    back = serial.build(Outer, json.loads(json.dumps(plain)))
+    assert math.isnan(back.inner.value) and back.inner.bounds[0] == 1.0
+    assert back.by_name["a"] == Inner(2.0, (0.0, 1.0)) and back.maybe is None
+    assert serial.to_plain(Outer("y", Inner(1.0, (0, 1)), {}, hidden="h"))["hidden"] == "h"
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory):
+    return finished_run(tmp_path_factory)
+
+
+def test_report_json_is_the_analysis_and_reads_back_into_it(out):
+    raw = json.loads((out / "report.json").read_text())
+    report = Analysis.from_dict(raw)
+    assert report.to_dict() == raw
+    fresh = analyse_store(out / "benchsuite.sqlite")
+    assert fresh.to_dict() == raw  # the store and its file give the same report
+    assert raw["report_version"] == 3
+    for entry in raw["tracks"].values():
+        for arm in entry["mixers"].values():
+            assert arm["best_index"] == arm["selection"]["modal"]  # one choice, written twice
+            assert arm["best_cfg"] == entry["grid"][arm["best_index"]]
+        for cell in entry["comparisons"].values():
+            assert "param_ratio" not in cell and cell["size"]["params_ratio"] > 0
+
+
+def test_compare_reads_the_per_seed_values_the_report_holds(out):
+    report = analyse_store(out / "benchsuite.sqlite")
+    stored = load_run(out)
+    for track, entry in report.tracks.items():
+        for mixer, arm in entry.mixers.items():
+            values = stored.tracks[track].values[mixer]
+            assert list(values.values()) == pytest.approx(arm.full.per_seed, nan_ok=True)
+            if mixer in entry.comparisons:
+                seeds = entry.comparisons[mixer].seeds
+                paired = [values[s] for s in seeds]
+                assert paired == pytest.approx(entry.comparisons[mixer].mixer_values)
