@@ -274,6 +274,9 @@ def lr_grid(*lrs: float, weight_decay: float = 0.0) -> tuple[dict[str, float], .
     return tuple({"lr": lr, "weight_decay": weight_decay} for lr in lrs)
 
 
+CHECKPOINTS = ("last", "best")
+
+
 @dataclass(frozen=True)
 class Budget:
     """The training budget and shared sweep grid of a track under one preset.
@@ -289,9 +292,24 @@ class Budget:
     grid: tuple[Mapping[str, float], ...]
     mlp_ratio: int = 2
     eval_batch_size: int = 1024
-    checkpoint: str = "last"
+    checkpoint: str = "last"  # the state scored: "last" (after training) or "best" (best check)
     warmup_fraction: float = 0.05
     clip: float = 0.0  # gradient norm clipping (0: none), per model
+    # early stopping, the same for every mixer (docs/protocol.md, "Training length"): every
+    # ``eval_every`` steps (0: never) each config's validation score is read; a config whose score
+    # has not improved by more than ``min_delta`` (relative) for ``patience`` checks in a row
+    # (0: never) stops; ``steps`` is the most any config trains
+    eval_every: int = 0
+    patience: int = 0
+    min_delta: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.checkpoint not in CHECKPOINTS:
+            raise ValueError(f"budget checkpoint {self.checkpoint!r}: expected one of "
+                             f"{', '.join(CHECKPOINTS)}")  # fmt: skip
+        if (self.patience or self.checkpoint == "best") and not self.eval_every:
+            raise ValueError("budget patience and checkpoint='best' need eval_every ≥ 1 "
+                             "(steps between validation checks)")  # fmt: skip
 
     def training(self) -> dict[str, Any]:
         """The fields that shape one training run (everything but the grid)."""

@@ -21,6 +21,7 @@ from benchsuite.settings import RunSettings
 from benchsuite.specs import Budget, Mixer, Track
 
 OVERRIDABLE = ("steps", "batch_size", "dim", "depth")
+STOPPING = ("eval_every", "patience", "min_delta", "checkpoint")  # also --budget keys
 GRID_AXES = ("lr", "weight_decay")  # the hyperparameters the training loop understands
 
 
@@ -91,7 +92,8 @@ def grid_of(track: Track, settings: RunSettings) -> list[dict[str, float]]:
 
 
 def budget_signature(track: Track, settings: RunSettings) -> str:
-    """Hash of what makes two runs comparable on a track: grid, seeds, steps, batch, checkpoint."""
+    """Hash of what makes two runs comparable on a track: grid, seeds, steps, batch, checkpoint
+    and stopping rule."""
     return hashlib.sha256(
         json.dumps(budget_terms(track, settings), sort_keys=True).encode()
     ).hexdigest()[:16]
@@ -108,6 +110,7 @@ def budget_terms(track: Track, settings: RunSettings) -> dict[str, Any]:
         "dim": budget.dim,
         "depth": budget.depth,
         "checkpoint": budget.checkpoint,
+        **{key: getattr(budget, key) for key in STOPPING if getattr(budget, key)},
         "preset": settings.preset,
         "track_options": dict(settings.track_options.get(track.name, {})),
     }

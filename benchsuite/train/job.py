@@ -27,7 +27,7 @@ from benchsuite.seeds import Streams
 from benchsuite.specs import Budget, Mixer, Track, TrackData
 from benchsuite.train.batched import Loss, Member, Unbatchable, train_stack
 from benchsuite.train.encoder import Encoder, build_encoder
-from benchsuite.train.fit import FusedAdamW, Trace, batch_order, train_loop
+from benchsuite.train.fit import FusedAdamW, Stopping, Trace, batch_order, train_loop
 from benchsuite.train.measures import forward_flops, parameter_counts
 from benchsuite.train.preflight import check_mixer
 
@@ -108,8 +108,40 @@ def fit(
 
     optimizer = FusedAdamW(model.parameters(), member.config["lr"],
                            member.config.get("weight_decay", 0.0), clip)  # fmt: skip
+    best: list[dict[str, torch.Tensor]] = []  # the state of the best validation check
+    rule = None
+    if (stopping := member.stopping) is not None:
+
+        def score() -> list[float]:
+            value = stopping.score(predict(model, stopping.x, stopping.batch_size))
+            model.train()
+            return [value]
+
+        def snapshot(_member: int) -> None:
+            best[:] = [{k: v.detach().clone() for k, v in model.state_dict().items()}]
+
+        rule = stopping.rule(score, snapshot)
     model.train()
-    return train_loop(optimizer, loss_at, order.shape[0], warmup_fraction, x.device)
+    trace = train_loop(optimizer, loss_at, order.shape[0], warmup_fraction, x.device, rule=rule)
+    if best:
+        model.load_state_dict(best[0])
+    return trace
+
+
+def stopping_of(budget: Budget, track: Track, data: TrackData, x_val: torch.Tensor,
+                y_val: torch.Tensor) -> Stopping | None:  # fmt: skip
+    """The budget's early stopping on the validation split, scored by the data's metric (None when
+    the budget checks nothing during training)."""
+    if not budget.eval_every:
+        return None
+    metric = data.metric or track.metric
+    sign = 1.0 if metric.higher_is_better else -1.0
+
+    def score(prediction: torch.Tensor) -> float:
+        return sign * float(track.evaluate(prediction, y_val, data)[metric.name])
+
+    return Stopping(budget.eval_every, budget.patience, budget.min_delta,
+                    budget.checkpoint == "best", x_val, budget.eval_batch_size, score)  # fmt: skip
 
 
 @torch.inference_mode()
@@ -203,8 +235,10 @@ def prepare(job: Job, track: Track, mixer: Mixer) -> Prepared:
         x, y = to_device(data.x_train, device), to_device(data.y_train, device)
         order = batch_order(streams.rng("order"), len(x), budget.steps, budget.batch_size)
         order = order.to(device)  # one tensor for every config: the stack sees shared batches
+        val = to_device(data.x_val, device), to_device(data.y_val, device)
+        stopping = stopping_of(budget, track, data, *val)
         models = [model] + [copy.deepcopy(model) for _ in job.grid[1:]]
-        members = [Member(m, x, y, order, dict(config))
+        members = [Member(m, x, y, order, dict(config), stopping)
                    for m, config in zip(models, job.grid, strict=True)]  # fmt: skip
         rungs.append(Rung(options, data, members))
     return Prepared(job, budget, rungs)
@@ -241,11 +275,13 @@ def score(ready: Prepared, track: Track, mixer: Mixer, traces: list[list[Trace]]
         val = _over_rungs([_metrics(track, rung.data, rung.members[index].model, "val",
                                     budget.eval_batch_size) for rung in rungs])  # fmt: skip
         curves = [traces[r][index].curve(0) for r in range(len(rungs))]
+        curves = [curve[: min(map(len, curves))] for curve in curves]  # rungs may stop apart
         sweep.append({
             "index": index, "config": dict(config),
             "metrics": {"train_loss": float(np.mean([loss for loss, _ in summaries])), **val},
             "finite": all(finite for _, finite in summaries),
             "curve": [float(v) for v in np.mean(curves, axis=0)] if curves[0] else [],
+            **_stopping_fields([traces[r][index] for r in range(len(rungs))], budget),
         })  # fmt: skip
     chosen, _ = select_best_config([
         {"index": row["index"], "config": row["config"],
@@ -264,6 +300,8 @@ def score(ready: Prepared, track: Track, mixer: Mixer, traces: list[list[Trace]]
         "examples_per_second": budget.batch_size / max(seconds_per_step, 1e-12),
         "members": float(len(job.grid)),
     }
+    if budget.eval_every:  # the steps the job trained: its longest config's, over the rungs
+        costs["steps"] = float(sum(max(t.steps(0) for t in rung) for rung in traces))
     probes = (
         measure_model(model, mixer, first.members[chosen].x, first.data, costs)
         if job.measure else {}
@@ -288,6 +326,18 @@ def score(ready: Prepared, track: Track, mixer: Mixer, traces: list[list[Trace]]
         "data_verified": all(rung.data.verified for rung in rungs),
         "cap": cap,
         "test_digest": digest(*[a for r in rungs for a in identity_of_test_set(r.data)]),
+    }
+
+
+def _stopping_fields(traces: list[Trace], budget: Budget) -> dict[str, Any]:
+    """What early stopping did to one config (over the rungs: summed steps, all converged);
+    nothing when the budget has no stopping rule, so such records keep their old fields."""
+    if not budget.eval_every:
+        return {}
+    return {
+        "steps": sum(trace.steps(0) for trace in traces),
+        "converged": all(0 in trace.converged for trace in traces),
+        "best_step": [trace.best_step.get(0) for trace in traces],
     }
 
 
