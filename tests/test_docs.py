@@ -154,10 +154,13 @@ def test_the_presets_table_is_the_tracks_budgets():
     tracks = load_registry().tracks
     mad = {name for name, t in tracks.items() if t.module.endswith(".mad")}
     covered = set()
-    for names, preset, steps, batch, dim, depth, grid in rows:
+    for names, preset, steps, stopping, batch, dim, depth, grid in rows:
         group = sorted(mad) if names == "MAD tracks" else names.split(", ")
         for name in group:
             budget = tracks[name].budget(preset)
+            rule = (f"every {budget.eval_every}, patience {budget.patience}, {budget.checkpoint}"
+                    if budget.eval_every else "—")  # fmt: skip
+            assert stopping == rule, name
             lrs = [float(point["lr"]) for point in budget.grid]
             decay = {float(point.get("weight_decay", 0.0)) for point in budget.grid}
             assert (int(steps), int(batch), int(dim)) == (
