@@ -132,8 +132,8 @@ def fingerprint(track: Track, mixer: Mixer, data_key: str) -> dict[str, str]:
         "benchsuite": package_version("benchsuite"),
         "torch": package_version("torch"),
         "numpy": package_version("numpy"),
-        "track": f"{track.distribution} {track.version}",
-        "mixer": f"{mixer.distribution} {mixer.version}",
+        "track": track.provenance,
+        "mixer": mixer.provenance,
         "code": code.combined_digest(training_code(), plugin_code(track), plugin_code(mixer)),
         "data": data_key,
     }

@@ -170,7 +170,7 @@ def probe_track(track: Track, settings: RunSettings) -> tuple[TrackFacts, list[T
         budget_signature=jobs_.budget_signature(track, settings),
         data_key=track.data_key(options, settings.preset, settings.data_dir)
         + " ".join(rung.identity for rung in rungs),
-        plugin=f"{track.distribution} {track.version}".strip(),
+        plugin=track.provenance,
     )
     return facts, rungs
 
@@ -180,7 +180,7 @@ def mixer_facts(mixer: Mixer) -> MixerFacts:
     signature = mixer.signature
     return MixerFacts(
         description=mixer.description,
-        plugin=f"{mixer.distribution} {mixer.version}".strip(),
+        plugin=mixer.provenance,
         causal=mixer.causal,
         signature=None if signature is None else {
             "prediction": signature.prediction,

@@ -35,8 +35,8 @@ def check_name(name: str) -> None:
 
     taken = load_registry().mixers.get(name)
     if taken is not None:
-        where = f"{taken.distribution} {taken.version}".strip()
-        raise UsageError(f"mixer {name!r} already exists (from {where}); choose another name")
+        raise UsageError(f"mixer {name!r} already exists (from {taken.provenance}); choose "
+                         "another name")  # fmt: skip
 
 
 def new_mixer(name: str, path: Path | str = ".") -> Path:
