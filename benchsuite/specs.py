@@ -60,10 +60,10 @@ class Option:
         return parsed
 
 
-def provenance(distribution: str, version: str) -> str:
-    """Where a plugin's mixer or track comes from, e.g. ``benchsuite 0.1.0`` (``plugins-dir`` for a
-    file of the plugins folder, empty for one added from Python)."""
-    return f"{distribution} {version}".strip()
+def provenance(item: Any) -> str:
+    """Where a mixer, track or plugin (anything with ``distribution`` and ``version``) comes from,
+    e.g. ``benchsuite 0.1.0`` (``plugins-dir`` for a file of the plugins folder)."""
+    return f"{item.distribution} {item.version}".strip()
 
 
 def resolve_options(declared: tuple[Option, ...], given: Mapping[str, Any], owner: str) -> dict:
@@ -166,11 +166,6 @@ class Mixer:
     version: str = ""
     module: str = ""  # the plugin module that registered it
     module_file: str = ""
-
-    @property
-    def provenance(self) -> str:
-        """Its distribution and version (:func:`provenance`)."""
-        return provenance(self.distribution, self.version)
 
     def builder(self) -> Callable[..., nn.Module]:
         """The build callable, importing it first when given as ``"module:attribute"``."""
@@ -358,11 +353,6 @@ class Track:
     version: str = ""
     module: str = ""  # the plugin module that registered it
     module_file: str = ""
-
-    @property
-    def provenance(self) -> str:
-        """Its distribution and version (:func:`provenance`)."""
-        return provenance(self.distribution, self.version)
 
     def check_options(self, options: dict) -> None:
         """Raise a one-line :class:`UsageError` when ``options`` (every declared option, parsed)

@@ -48,11 +48,6 @@ class PluginInfo:
     file: str
     source_hash: str
 
-    @property
-    def provenance(self) -> str:
-        """Its distribution and version (:func:`benchsuite.specs.provenance`)."""
-        return provenance(self.distribution, self.version)
-
 
 @dataclass(frozen=True)
 class PluginFailure:
@@ -64,11 +59,6 @@ class PluginFailure:
     reason: str
     distribution: str = ""
     version: str = ""
-
-    @property
-    def provenance(self) -> str:
-        """Its distribution and version (:func:`benchsuite.specs.provenance`)."""
-        return provenance(self.distribution, self.version)
 
 
 @dataclass
@@ -244,7 +234,7 @@ def _check_kind(item: Any, kind: type) -> None:
 
 
 def _describe(info: PluginInfo) -> str:
-    return f"plugin {info.name!r} ({info.provenance}, {info.origin})"
+    return f"plugin {info.name!r} ({provenance(info)}, {info.origin})"
 
 
 def _add(registry: Registry, item: Any, info: PluginInfo) -> Any:

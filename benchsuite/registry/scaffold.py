@@ -13,6 +13,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from benchsuite.errors import UsageError
+from benchsuite.specs import provenance
 
 NAME = re.compile(r"[a-z][a-z0-9_]*")
 
@@ -35,7 +36,7 @@ def check_name(name: str) -> None:
 
     taken = load_registry().mixers.get(name)
     if taken is not None:
-        raise UsageError(f"mixer {name!r} already exists (from {taken.provenance}); choose "
+        raise UsageError(f"mixer {name!r} already exists (from {provenance(taken)}); choose "
                          "another name")  # fmt: skip
 
 
