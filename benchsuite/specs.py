@@ -60,6 +60,12 @@ class Option:
         return parsed
 
 
+def provenance(item: Any) -> str:
+    """Where a mixer, track or plugin (anything with ``distribution`` and ``version``) comes from,
+    e.g. ``benchsuite 0.1.0`` (``plugins-dir`` for a file of the plugins folder)."""
+    return f"{item.distribution} {item.version}".strip()
+
+
 def resolve_options(declared: tuple[Option, ...], given: Mapping[str, Any], owner: str) -> dict:
     """Defaults overlaid with ``given``; an unknown key is a one-line error listing valid ones."""
     known = {opt.name: opt for opt in declared}

@@ -97,10 +97,18 @@ def test_no_folder_holds_more_than_15_python_modules():
 
 def test_the_plugin_author_surface_is_what_the_docs_name_and_imports_no_torch():
     assert set(benchsuite.__all__) == {
-        "ISOMETRY", "Budget", "ForecastTrack", "Metric", "Mixer", "Option", "PluginError",
-        "Signature", "Streams", "Track", "TrackData", "UsageError", "__version__", "hookimpl",
-        "lr_grid", "wrap",
+        "ISOMETRY", "Budget", "ForecastTrack", "LastToken", "MeanPool", "Metric", "Mixer", "Option",
+        "PluginError", "PositionalTokens", "Signature", "Streams", "Track", "TrackData",
+        "UsageError", "__version__", "embed_tokens", "hookimpl", "lr_grid", "wrap",
     }  # fmt: skip
+    from benchsuite.train import layers  # the shared layers: resolved on first use, with torch
+
+    assert all(getattr(benchsuite, name) is getattr(layers, name) for name in benchsuite._LAYERS)
+    built_in = [
+        *(PACKAGE.parent / "tracks").glob("*.py"),
+        *(PACKAGE.parent / "plugins").glob("*.py"),
+    ]
+    assert not [p.name for p in built_in if "benchsuite.train" in p.read_text()]  # the surface only
     docs = (PACKAGE.parent / "docs" / "writing-a-mixer.md").read_text()
     docs += (PACKAGE.parent / "docs" / "tracks.md").read_text()
     assert all(name in docs for name in benchsuite.__all__ if name != "__version__")

@@ -13,8 +13,10 @@ import pytest
 from conftest import run_cli
 
 from benchsuite import cli
+from benchsuite.cli import arguments
 from benchsuite.registry import load_registry
 from benchsuite.registry.scaffold import new_mixer
+from benchsuite.settings import RunSettings
 
 ROOT = Path(__file__).parent.parent
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
@@ -89,7 +91,7 @@ def test_every_command_line_in_the_docs_parses(commands, capsys):
         try:
             args = parser.parse_args(argv)
             if args.command == "run":  # the flags' own formats: NAME.KEY=VALUE, KEY=VALUE, ...
-                cli.run_settings.from_flags(args)
+                arguments.given(RunSettings, args)
         except SystemExit as stop:
             if stop.code:
                 wrong.append(

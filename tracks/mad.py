@@ -134,7 +134,7 @@ class MadTrack(Track):
         from torch import nn
         from torch.nn import functional
 
-        from benchsuite.train.layers import PositionalTokens
+        from benchsuite import PositionalTokens
 
         vocab, tokens = data.info["vocab"], data.tokens
 

@@ -239,14 +239,14 @@ class VisionTrack(Track):
         )  # fmt: skip
 
     def tokenizer(self, data: TrackData, dim: int, options: dict) -> nn.Module:
-        from benchsuite.train.layers import embed_tokens
+        from benchsuite import embed_tokens
 
         return embed_tokens(data.info["patch_features"], data.tokens, dim)
 
     def head(self, data: TrackData, dim: int, options: dict) -> nn.Module:
         from torch import nn
 
-        from benchsuite.train.layers import MeanPool
+        from benchsuite import MeanPool
 
         return nn.Sequential(MeanPool(), nn.Linear(dim, data.info["classes"]))
 

@@ -29,20 +29,28 @@ the upper half of its measured points (at least two): about 1 for a cost linear 
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
 import re
 import signal
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchsuite.errors import UsageError, one_line
 from benchsuite.registry import variants
 from benchsuite.seeds import DEFAULT_SALT, Streams
-from benchsuite.settings import RunSettings, parse_assignments, split_names
+from benchsuite.settings import (
+    NAMES,
+    NUMBER,
+    OPTIONS,
+    TEXT,
+    WHOLE,
+    RunSettings,
+    setting,
+    split_names,
+)
 from benchsuite.specs import Mixer, Track
 
 if TYPE_CHECKING:
@@ -89,25 +97,43 @@ def parse_bytes(text: str) -> int:
     return int(value)
 
 
+def _size(value: float) -> str:
+    return f"{value / 2**30:.3g} GiB" if value >= 2**30 else f"{value / 2**20:.3g} MiB"
+
+
 @dataclass(frozen=True)
 class ScaleSettings:
-    """What ``benchsuite scale`` measures (``mixers`` None: every registered mixer)."""
+    """What ``benchsuite scale`` measures (``mixers`` None: every registered mixer); a field with
+    a help is a flag."""
 
-    mixers: tuple[str, ...] | None = None
-    tokens: tuple[int, ...] = tuple(2**k for k in range(6, 15))  # 64 ... 16384
-    baseline: str = RunSettings.baseline
-    width: int = 32
-    depth: int = 1
-    batch: int = 8
+    mixers: tuple[str, ...] | None = setting(None, "comma-separated mixers (default: all)", NAMES)
+    tokens: tuple[int, ...] = setting(
+        tuple(2**k for k in range(6, 15)), "comma-separated ladder of token counts", NAMES,
+        parse=parse_tokens,
+    )  # fmt: skip
+    baseline: str = setting(RunSettings.baseline, "the mixer the table is relative to", TEXT)
+    width: int = setting(32, "model dim", WHOLE)
+    depth: int = setting(1, "blocks", WHOLE)
+    batch: int = setting(8, "batch size", WHOLE)
     mlp_ratio: int = 2
-    warmup: int = 2
-    steps: int = 5
+    warmup: int = setting(2, "untimed steps; the first is checked against --max-seconds", WHOLE)
+    steps: int = setting(5, "timed steps, of which the median is kept", WHOLE)
     lr: float = 1e-3
-    threads: int = 1
-    device: str = "cpu"
-    max_seconds: float = 10.0
-    max_memory: int = 4 * 2**30
-    mixer_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    threads: int = setting(1, "torch threads per point", WHOLE)
+    device: str = setting("cpu", "cpu or cuda", TEXT)
+    max_seconds: float = setting(10.0, "a longer training step is over budget", NUMBER)
+    max_memory: int = setting(
+        4 * 2**30,
+        "more memory is over budget, e.g. 512M, 4GiB",
+        TEXT,
+        parse=parse_bytes,
+        show=_size,
+    )
+    mixer_options: Mapping[str, Mapping[str, Any]] = setting(
+        {}, "a mixer option (as for run)", OPTIONS, metavar="MIXER.KEY=VALUE",
+        flag="--mixer-option",
+    )  # fmt: skip
+    out: str = setting(RunSettings.out, "folder for scaling.json and plots/scaling-*.png", TEXT)
     plugins_dir: str | None = None
 
     def check(self) -> None:
@@ -119,56 +145,10 @@ class ScaleSettings:
             raise UsageError("--max-seconds must be > 0")
 
     def record(self) -> dict[str, Any]:
-        """The settings as plain JSON values (the plugins folder left out)."""
+        """The settings as plain JSON values (the plugins and output folders left out)."""
         plain = dataclasses.asdict(self)
-        del plain["plugins_dir"]
+        del plain["plugins_dir"], plain["out"]
         return {**plain, "mixers": list(self.mixers or ()), "tokens": list(self.tokens)}
-
-
-FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("--mixers", {"type": split_names, "help": "comma-separated mixers (default: all)"}),
-    ("--tokens", {"default": ",".join(map(str, ScaleSettings.tokens)),
-                  "help": "comma-separated ladder of token counts (default 64,128,...,16384)"}),
-    ("--baseline", {"default": ScaleSettings.baseline,
-                    "help": "the mixer the table is relative to (default %(default)s)"}),
-    ("--width", {"type": int, "default": ScaleSettings.width, "help": "model dim (default 32)"}),
-    ("--depth", {"type": int, "default": ScaleSettings.depth, "help": "blocks (default 1)"}),
-    ("--batch", {"type": int, "default": ScaleSettings.batch, "help": "batch size (default 8)"}),
-    ("--warmup", {"type": int, "default": ScaleSettings.warmup,
-                  "help": "untimed steps; the first is checked against --max-seconds (default 2)"}),
-    ("--steps", {"type": int, "default": ScaleSettings.steps,
-                 "help": "timed steps, of which the median is kept (default 5)"}),
-    ("--threads", {"type": int, "default": ScaleSettings.threads,
-                   "help": "torch threads per point (default 1)"}),
-    ("--device", {"default": ScaleSettings.device, "help": "cpu (default) or cuda"}),
-    ("--max-seconds", {"type": float, "default": ScaleSettings.max_seconds,
-                       "help": "a longer training step is over budget (default 10)"}),
-    ("--max-memory", {"default": "4GiB",
-                      "help": "more memory is over budget, e.g. 512M, 4GiB (default 4GiB)"}),
-    ("--mixer-option", {"action": "append", "default": [], "metavar": "MIXER.KEY=VALUE"}),
-    ("--out", {"default": RunSettings.out,
-               "help": "folder for scaling.json and plots/scaling-*.png (default %(default)s)"}),
-    ("--json", {"action": "store_true", "help": "print the JSON instead of tables"}),
-)  # fmt: skip
-
-
-def add_scale_flags(parser: argparse.ArgumentParser) -> None:
-    """The flags of ``benchsuite scale``."""
-    for flag, kwargs in FLAGS:
-        parser.add_argument(flag, **kwargs)
-
-
-def settings_from(args: argparse.Namespace) -> ScaleSettings:
-    """The settings of ``benchsuite scale`` from its parsed flags."""
-    settings = ScaleSettings(
-        mixers=args.mixers, tokens=parse_tokens(args.tokens), baseline=args.baseline,
-        width=args.width, depth=args.depth, batch=args.batch, warmup=args.warmup, steps=args.steps,
-        threads=args.threads, device=args.device, max_seconds=args.max_seconds,
-        max_memory=parse_bytes(args.max_memory), plugins_dir=args.plugins_dir,
-        mixer_options=parse_assignments(args.mixer_option, "--mixer-option"),
-    )  # fmt: skip
-    settings.check()
-    return settings
 
 
 def scale(
@@ -482,7 +462,3 @@ def measure_point(mixer: Mixer, settings: ScaleSettings, tokens: int) -> dict[st
 
 def _over(point: dict[str, Any], reason: str) -> dict[str, Any]:
     return {**point, "status": OVER_BUDGET, "reason": reason}
-
-
-def _size(value: float) -> str:
-    return f"{value / 2**30:.3g} GiB" if value >= 2**30 else f"{value / 2**20:.3g} MiB"

@@ -18,7 +18,7 @@ from typing import Any
 from benchsuite.plan import code
 from benchsuite.seeds import evaluation_seeds
 from benchsuite.settings import RunSettings
-from benchsuite.specs import Budget, Mixer, Track
+from benchsuite.specs import Budget, Mixer, Track, provenance
 
 OVERRIDABLE = ("steps", "batch_size", "dim", "depth")
 STOPPING = ("eval_every", "patience", "min_delta", "checkpoint")  # also --budget keys
@@ -135,8 +135,8 @@ def fingerprint(track: Track, mixer: Mixer, data_key: str) -> dict[str, str]:
         "benchsuite": package_version("benchsuite"),
         "torch": package_version("torch"),
         "numpy": package_version("numpy"),
-        "track": f"{track.distribution} {track.version}",
-        "mixer": f"{mixer.distribution} {mixer.version}",
+        "track": provenance(track),
+        "mixer": provenance(mixer),
         "code": code.combined_digest(training_code(), plugin_code(track), plugin_code(mixer)),
         "data": data_key,
     }
