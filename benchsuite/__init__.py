@@ -11,19 +11,18 @@ Python: :mod:`benchsuite.api`; testing a mixer: :mod:`benchsuite.testing`.
 
 from typing import Any
 
+from benchsuite.budget import Budget, lr_grid
 from benchsuite.errors import PluginError, UsageError
 from benchsuite.hookspecs import hookimpl
 from benchsuite.seeds import Streams
 from benchsuite.specs import (
     ISOMETRY,
-    Budget,
     Metric,
     Mixer,
     Option,
     Signature,
     Track,
     TrackData,
-    lr_grid,
     wrap,
 )
 from benchsuite.train.forecasting import ForecastTrack

@@ -5,7 +5,6 @@ Nothing here imports torch: a plugin's metadata must be readable without buildin
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import json
@@ -14,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from benchsuite.budget import Budget
 from benchsuite.errors import PluginError, UsageError, did_you_mean
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -273,53 +273,6 @@ class Metric:
     def scale(self) -> str:
         """``"log"`` (paired log-ratios) or ``"difference"`` (paired differences)."""
         return "log" if self.positive and not self.higher_is_better else "difference"
-
-
-def lr_grid(*lrs: float, weight_decay: float = 0.0) -> tuple[dict[str, float], ...]:
-    """A sweep grid over learning rates at one weight decay (the usual shape of a track's grid)."""
-    return tuple({"lr": lr, "weight_decay": weight_decay} for lr in lrs)
-
-
-CHECKPOINTS = ("last", "best")
-
-
-@dataclass(frozen=True)
-class Budget:
-    """The training budget and shared sweep grid of a track under one preset.
-
-    ``grid`` is the list of shared hyperparameter configurations every mixer is swept over
-    (keys understood by :mod:`benchsuite.train`: ``lr``, ``weight_decay``).
-    """
-
-    steps: int
-    batch_size: int
-    dim: int
-    depth: int
-    grid: tuple[Mapping[str, float], ...]
-    mlp_ratio: int = 2
-    eval_batch_size: int = 1024
-    checkpoint: str = "last"  # the state scored: "last" (after training) or "best" (best check)
-    warmup_fraction: float = 0.05
-    clip: float = 0.0  # gradient norm clipping (0: none), per model
-    # early stopping, the same for every mixer (docs/protocol.md, "Training length"): every
-    # ``eval_every`` steps (0: never) each config's validation score is read; a config whose score
-    # has not improved by more than ``min_delta`` (relative) for ``patience`` checks in a row
-    # (0: never) stops; ``steps`` is the most any config trains
-    eval_every: int = 0
-    patience: int = 0
-    min_delta: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.checkpoint not in CHECKPOINTS:
-            raise ValueError(f"budget checkpoint {self.checkpoint!r}: expected one of "
-                             f"{', '.join(CHECKPOINTS)}")  # fmt: skip
-        if (self.patience or self.checkpoint == "best") and not self.eval_every:
-            raise ValueError("budget patience and checkpoint='best' need eval_every ≥ 1 "
-                             "(steps between validation checks)")  # fmt: skip
-
-    def training(self) -> dict[str, Any]:
-        """The fields that shape one training run (everything but the grid)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "grid"}
 
 
 @dataclass

@@ -15,10 +15,11 @@ from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from benchsuite.budget import Budget
 from benchsuite.plan import code
 from benchsuite.seeds import evaluation_seeds
 from benchsuite.settings import RunSettings
-from benchsuite.specs import Budget, Mixer, Track, provenance
+from benchsuite.specs import Mixer, Track, provenance
 
 OVERRIDABLE = ("steps", "batch_size", "dim", "depth")
 STOPPING = ("eval_every", "patience", "min_delta", "checkpoint")  # also --budget keys

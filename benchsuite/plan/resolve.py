@@ -13,13 +13,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from benchsuite.budget import CHECKPOINTS
 from benchsuite.errors import PluginError, UsageError, check_names, did_you_mean, one_line
 from benchsuite.plan.jobs import GRID_AXES, OVERRIDABLE, STOPPING
 from benchsuite.plan.matching import MATCHES
 from benchsuite.plan.power import default_seeds
 from benchsuite.registry import Registry, variants
 from benchsuite.settings import EXECUTORS, RunSettings
-from benchsuite.specs import CHECKPOINTS, Track, resolve_options
+from benchsuite.specs import Track, resolve_options
 
 
 def resolve(settings: RunSettings, registry: Registry) -> RunSettings:

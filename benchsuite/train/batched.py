@@ -24,7 +24,8 @@ from torch import nn
 from torch.func import functional_call, stack_module_state
 
 from benchsuite.errors import one_line
-from benchsuite.train.fit import StackedAdamW, Stopping, StopRule, Trace, train_loop
+from benchsuite.train.fit import StackedAdamW, Trace, train_loop
+from benchsuite.train.stopping import Stopping, StopRule
 
 # Under vmap, torch runs operators without a batching rule (the CPU's fused attention kernel)
 # once per member and warns; measured here that loop is still faster than unfused attention

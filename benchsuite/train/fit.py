@@ -23,6 +23,8 @@ from typing import Protocol
 import numpy as np
 import torch
 
+from benchsuite.train.stopping import StopRule, Watch, converged_now
+
 CHECK_EVERY = 50
 BETAS, EPS = (0.9, 0.999), 1e-8  # torch's AdamW defaults, used by both optimisers
 
@@ -137,59 +139,6 @@ class StackedAdamW:
         self.flat.sub_(update)
 
 
-@dataclass(frozen=True)
-class Stopping:
-    """A budget's early stopping for one model: the rule's settings and its validation split.
-
-    ``score(prediction)`` scores a prediction of ``x`` (the validation inputs) so that higher is
-    better; predictions are made in batches of ``batch_size``.
-    """
-
-    every: int
-    patience: int
-    min_delta: float
-    keep_best: bool
-    x: torch.Tensor
-    batch_size: int
-    score: Callable[[torch.Tensor], float]
-
-    def rule(self, score: Callable[[], Sequence[float]], snapshot: Callable[[int], None]
-             ) -> StopRule:  # fmt: skip
-        """This budget's rule with the loop's callbacks."""
-        return StopRule(self.every, self.patience, self.min_delta, self.keep_best, score, snapshot)
-
-
-@dataclass(frozen=True)
-class StopRule:
-    """Early stopping on the validation score, the same for every member and mixer.
-
-    ``score()`` gives each member's validation score (higher is better, one per member; one
-    value when unstacked); ``snapshot(member)`` keeps a member's current state as its best.
-    """
-
-    every: int  # steps between validation checks
-    patience: int  # checks without improvement after which a member stops (0: never)
-    min_delta: float  # improvement that counts, relative to the best score so far
-    keep_best: bool  # snapshot each member at its best check
-    score: Callable[[], Sequence[float]]
-    snapshot: Callable[[int], None]
-
-
-@dataclass
-class _Watch:
-    """One member's record under a :class:`StopRule`."""
-
-    best: float = -math.inf
-    best_step: int = 0
-    stale: int = 0
-
-    def improved(self, value: float, min_delta: float) -> bool:
-        """Whether ``value`` beats the best so far by more than ``min_delta`` (relative)."""
-        return math.isfinite(value) and (
-            self.best == -math.inf or value > self.best + min_delta * abs(self.best)
-        )
-
-
 @dataclass
 class Trace:
     """What training leaves: the loss of every step done, per member when stacked, and where each
@@ -248,7 +197,7 @@ def train_loop(optimizer: Optimizer, loss_at: Callable[[int], torch.Tensor], ste
     count = max(members, 1)
     stopped: dict[int, int] = {}
     converged: dict[int, int] = {}
-    watches = [_Watch() for _ in range(count)]
+    watches = [Watch() for _ in range(count)]
 
     def stop(member: int, done: int, marks: dict[int, int]) -> None:
         if member not in stopped and member not in converged:
@@ -273,7 +222,7 @@ def train_loop(optimizer: Optimizer, loss_at: Callable[[int], torch.Tensor], ste
                 if not ok:
                     stop(member, done, stopped)
         if rule is not None and (done % rule.every == 0 or done == steps):
-            for member in _check(rule, watches, done, [*stopped, *converged]):
+            for member in converged_now(rule, watches, done, [*stopped, *converged]):
                 stop(member, done, converged)
         if len(stopped) + len(converged) == count:
             break
@@ -281,21 +230,3 @@ def train_loop(optimizer: Optimizer, loss_at: Callable[[int], torch.Tensor], ste
     elapsed = time.perf_counter() - start
     best = {m: w.best_step for m, w in enumerate(watches) if rule is not None and w.best_step}
     return Trace(losses[:done].float().cpu(), stopped, elapsed / max(done, 1), converged, best)
-
-
-def _check(rule: StopRule, watches: list[_Watch], done: int, stopped: list[int]) -> list[int]:
-    """One validation check of every member still training: those that converged now."""
-    converged = []
-    for member, value in enumerate(rule.score()):
-        if member in stopped:
-            continue
-        watch = watches[member]
-        if watch.improved(float(value), rule.min_delta):
-            watch.best, watch.best_step, watch.stale = float(value), done, 0
-            if rule.keep_best:
-                rule.snapshot(member)
-            continue
-        watch.stale += 1
-        if rule.patience and watch.stale >= rule.patience:
-            converged.append(member)
-    return converged

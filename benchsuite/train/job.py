@@ -21,15 +21,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from benchsuite.budget import Budget
 from benchsuite.errors import PluginError
 from benchsuite.plan.selection import divergence, select_best_config
 from benchsuite.seeds import Streams
-from benchsuite.specs import Budget, Mixer, Track, TrackData
+from benchsuite.specs import Mixer, Track, TrackData
 from benchsuite.train.batched import Loss, Member, Unbatchable, train_stack
 from benchsuite.train.encoder import Encoder, build_encoder
-from benchsuite.train.fit import FusedAdamW, Stopping, Trace, batch_order, train_loop
+from benchsuite.train.fit import FusedAdamW, Trace, batch_order, train_loop
 from benchsuite.train.measures import forward_flops, parameter_counts
 from benchsuite.train.preflight import check_mixer
+from benchsuite.train.stopping import stopping_fields, stopping_of
 
 if TYPE_CHECKING:
     from benchsuite.plan.jobs import Job
@@ -126,22 +128,6 @@ def fit(
     if best:
         model.load_state_dict(best[0])
     return trace
-
-
-def stopping_of(budget: Budget, track: Track, data: TrackData, x_val: torch.Tensor,
-                y_val: torch.Tensor) -> Stopping | None:  # fmt: skip
-    """The budget's early stopping on the validation split, scored by the data's metric (None when
-    the budget checks nothing during training)."""
-    if not budget.eval_every:
-        return None
-    metric = data.metric or track.metric
-    sign = 1.0 if metric.higher_is_better else -1.0
-
-    def score(prediction: torch.Tensor) -> float:
-        return sign * float(track.evaluate(prediction, y_val, data)[metric.name])
-
-    return Stopping(budget.eval_every, budget.patience, budget.min_delta,
-                    budget.checkpoint == "best", x_val, budget.eval_batch_size, score)  # fmt: skip
 
 
 @torch.inference_mode()
@@ -281,7 +267,7 @@ def score(ready: Prepared, track: Track, mixer: Mixer, traces: list[list[Trace]]
             "metrics": {"train_loss": float(np.mean([loss for loss, _ in summaries])), **val},
             "finite": all(finite for _, finite in summaries),
             "curve": [float(v) for v in np.mean(curves, axis=0)] if curves[0] else [],
-            **_stopping_fields([traces[r][index] for r in range(len(rungs))], budget),
+            **stopping_fields([traces[r][index] for r in range(len(rungs))], budget),
         })  # fmt: skip
     chosen, _ = select_best_config([
         {"index": row["index"], "config": row["config"],
@@ -326,18 +312,6 @@ def score(ready: Prepared, track: Track, mixer: Mixer, traces: list[list[Trace]]
         "data_verified": all(rung.data.verified for rung in rungs),
         "cap": cap,
         "test_digest": digest(*[a for r in rungs for a in identity_of_test_set(r.data)]),
-    }
-
-
-def _stopping_fields(traces: list[Trace], budget: Budget) -> dict[str, Any]:
-    """What early stopping did to one config (over the rungs: summed steps, all converged);
-    nothing when the budget has no stopping rule, so such records keep their old fields."""
-    if not budget.eval_every:
-        return {}
-    return {
-        "steps": sum(trace.steps(0) for trace in traces),
-        "converged": all(0 in trace.converged for trace in traces),
-        "best_step": [trace.best_step.get(0) for trace in traces],
     }
 
 
