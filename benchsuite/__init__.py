@@ -3,43 +3,61 @@
 This module is a plugin author's whole import surface, exactly what docs/writing-a-mixer.md and
 docs/tracks.md point to: the hook marker, the mixer and track contracts and their parts,
 ``wrap`` for a third-party layer, the forecasting track base, the seed streams a track draws its
-data from, and the two errors a plugin raises. It never imports torch. Running benchmarks from
+data from, the two errors a plugin raises, and the layers the built-in tracks share
+(``embed_tokens``, ``PositionalTokens``, ``MeanPool``, ``LastToken``: torch modules, imported only
+when one is asked for). ``import benchsuite`` never imports torch. Running benchmarks from
 Python: :mod:`benchsuite.api`; testing a mixer: :mod:`benchsuite.testing`.
 """
 
+from typing import Any
+
+from benchsuite.budget import Budget, lr_grid
 from benchsuite.errors import PluginError, UsageError
 from benchsuite.hookspecs import hookimpl
 from benchsuite.seeds import Streams
 from benchsuite.specs import (
     ISOMETRY,
-    Budget,
     Metric,
     Mixer,
     Option,
     Signature,
     Track,
     TrackData,
-    lr_grid,
     wrap,
 )
 from benchsuite.train.forecasting import ForecastTrack
 
 __version__ = "0.1.0"
+_LAYERS = ("LastToken", "MeanPool", "PositionalTokens", "embed_tokens")
+
+
+def __getattr__(name: str) -> Any:
+    """A shared layer of :mod:`benchsuite.train.layers`, imported (with torch) on first use."""
+    if name in _LAYERS:
+        from benchsuite.train import layers
+
+        return getattr(layers, name)
+    raise AttributeError(f"module 'benchsuite' has no attribute {name!r}")
+
 
 __all__ = [
     "ISOMETRY",
     "Budget",
     "ForecastTrack",
+    "LastToken",
+    "MeanPool",
     "Metric",
     "Mixer",
     "Option",
     "PluginError",
+    "PositionalTokens",
     "Signature",
     "Streams",
     "Track",
     "TrackData",
     "UsageError",
     "__version__",
+    "embed_tokens",
     "hookimpl",
     "lr_grid",
     "wrap",

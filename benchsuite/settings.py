@@ -1,8 +1,9 @@
 """Every setting of a run, defined once in :class:`RunSettings`.
 
 The ``run`` command's flags, the TOML config file and the Python API are all derived from it: a
-field's type, default and help are written here and nowhere else. A config file holds what the
-flags hold::
+field's type, default and help are written here and nowhere else (the other verbs' settings are
+declared with the same :func:`setting`; :mod:`benchsuite.commands.arguments` turns any of them
+into argparse flags). A config file holds what the flags hold::
 
     [run]                      # any run setting, with underscores
     tracks = ["sequence", "vision"]
@@ -22,12 +23,12 @@ a one-line error naming the file and the key (and the line and column of a TOML 
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +46,13 @@ EXECUTORS = ("local", "process", "ray")
 
 
 def setting(default: Any, help: str, kind: str, *, metavar: str | None = None,
-            flag: str | None = None, section: str | None = None) -> Any:  # fmt: skip
-    """A :class:`RunSettings` field with what the flag and the config file need to know."""
-    metadata = {"help": help, "kind": kind, "metavar": metavar, "flag": flag, "section": section}
+            flag: str | None = None, section: str | None = None,
+            parse: Callable[[str], Any] | None = None,
+            show: Callable[[Any], str] | None = None) -> Any:  # fmt: skip
+    """A settings field with what its flag and the config file need to know: ``parse`` reads the
+    flag's text (default: by ``kind``), ``show`` writes the default in the help."""
+    metadata = {"help": help, "kind": kind, "metavar": metavar, "flag": flag, "section": section,
+                "parse": parse, "show": show}  # fmt: skip
     if isinstance(default, dict):
         return field(default_factory=dict, metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -289,7 +294,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-# ----------------------------------------------------------------------------- flags
+# ----------------------------------------------------------------------------- the text of flags
 
 
 def split_names(text: str) -> tuple[str, ...]:
@@ -345,41 +350,33 @@ def parse_grids(items: Sequence[str], flag: str) -> dict[str, dict[str, tuple[fl
 
 
 def flag_of(spec: dataclasses.Field) -> str:
-    """The command-line flag of a run setting."""
+    """The command-line flag of a setting."""
     return spec.metadata["flag"] or "--" + spec.name.replace("_", "-")
 
 
-def add_flags(parser: argparse.ArgumentParser) -> None:
-    """Add one flag per run setting to a parser; a flag not given leaves no attribute (so a value
-    given before the sub-command, such as ``--plugins-dir``, is kept)."""
-    for spec in fields():
-        kind, help = spec.metadata["kind"], spec.metadata["help"]
-        common = {"dest": spec.name, "default": argparse.SUPPRESS}
-        if kind in (OPTIONS, PAIRS, GRID):
-            parser.add_argument(flag_of(spec), action="append", metavar=spec.metadata["metavar"],
-                                help=help, **common)  # fmt: skip
-        elif kind == SWITCH:  # --strict / --no-strict: a config file's value can be undone
-            parser.add_argument(flag_of(spec), action=argparse.BooleanOptionalAction, help=help,
-                                **common)  # fmt: skip
-        else:
-            default = spec.default if spec.default is not dataclasses.MISSING else None
-            shown = f" (default {default})" if default not in (None, ()) else ""
-            parser.add_argument(
-                flag_of(spec), metavar=spec.metadata["metavar"], help=help + shown,
-                type={NAMES: split_names, WHOLE: int, NUMBER: float}.get(kind, str), **common,
-            )  # fmt: skip
+# ----------------------------------------------------------------------------- other verbs
 
 
-def from_flags(args: Any) -> dict[str, Any]:
-    """The run settings given as flags (an argparse namespace from :func:`add_flags`)."""
-    given: dict[str, Any] = {}
-    for spec in fields():
-        value = getattr(args, spec.name, None)
-        if spec.metadata["kind"] == OPTIONS:
-            value = parse_assignments(value or [], flag_of(spec)) or None
-        elif spec.metadata["kind"] == PAIRS:
-            value = parse_pairs(value or [], flag_of(spec)) or None
-        elif spec.metadata["kind"] == GRID:
-            value = parse_grids(value or [], flag_of(spec)) or None
-        given[spec.name] = value
-    return given
+def sizes(flag: str, text: str) -> tuple[int, ...]:
+    """``"8,16"`` -> ``(8, 16)``; anything but whole numbers > 0 is an error naming ``flag``."""
+    values = split_names(text)
+    if not values or not all(v.isdigit() and int(v) > 0 for v in values):
+        raise UsageError(f"{flag} takes whole numbers > 0, e.g. 8,16; got {','.join(values)!r}")
+    return tuple(int(v) for v in values)
+
+
+@dataclass(frozen=True)
+class ContractSettings:
+    """What ``benchsuite test`` checks; its sizes are the contract kit's defaults too
+    (:mod:`benchsuite.testing`)."""
+
+    mixers: Sequence[str] = ()
+    tokens: tuple[int, ...] = setting((8, 16), "token counts to build the mixer with", NAMES,
+                                      parse=partial(sizes, "--tokens"))  # fmt: skip
+    dims: tuple[int, ...] = setting((16, 32), "model widths to build the mixer with", NAMES,
+                                    parse=partial(sizes, "--dims"))  # fmt: skip
+    mixer_options: Mapping[str, Mapping[str, Any]] = setting(
+        {}, "a mixer option to build with (as for run)", OPTIONS, metavar="MIXER.KEY=VALUE",
+        flag="--mixer-option",
+    )  # fmt: skip
+    plugins_dir: str | None = None

@@ -5,7 +5,6 @@ Nothing here imports torch: a plugin's metadata must be readable without buildin
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import json
@@ -14,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from benchsuite.budget import Budget
 from benchsuite.errors import PluginError, UsageError, did_you_mean
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -58,6 +58,12 @@ class Option:
             valid = ", ".join(map(str, self.choices))
             raise UsageError(f"option {where}: {parsed!r} is not one of {valid}")
         return parsed
+
+
+def provenance(item: Any) -> str:
+    """Where a mixer, track or plugin (anything with ``distribution`` and ``version``) comes from,
+    e.g. ``benchsuite 0.1.0`` (``plugins-dir`` for a file of the plugins folder)."""
+    return f"{item.distribution} {item.version}".strip()
 
 
 def resolve_options(declared: tuple[Option, ...], given: Mapping[str, Any], owner: str) -> dict:
@@ -267,35 +273,6 @@ class Metric:
     def scale(self) -> str:
         """``"log"`` (paired log-ratios) or ``"difference"`` (paired differences)."""
         return "log" if self.positive and not self.higher_is_better else "difference"
-
-
-def lr_grid(*lrs: float, weight_decay: float = 0.0) -> tuple[dict[str, float], ...]:
-    """A sweep grid over learning rates at one weight decay (the usual shape of a track's grid)."""
-    return tuple({"lr": lr, "weight_decay": weight_decay} for lr in lrs)
-
-
-@dataclass(frozen=True)
-class Budget:
-    """The training budget and shared sweep grid of a track under one preset.
-
-    ``grid`` is the list of shared hyperparameter configurations every mixer is swept over
-    (keys understood by :mod:`benchsuite.train`: ``lr``, ``weight_decay``).
-    """
-
-    steps: int
-    batch_size: int
-    dim: int
-    depth: int
-    grid: tuple[Mapping[str, float], ...]
-    mlp_ratio: int = 2
-    eval_batch_size: int = 1024
-    checkpoint: str = "last"
-    warmup_fraction: float = 0.05
-    clip: float = 0.0  # gradient norm clipping (0: none), per model
-
-    def training(self) -> dict[str, Any]:
-        """The fields that shape one training run (everything but the grid)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "grid"}
 
 
 @dataclass

@@ -43,6 +43,7 @@ import torch
 from torch import nn
 
 from benchsuite.errors import one_line
+from benchsuite.settings import ContractSettings
 from benchsuite.specs import Mixer, resolve_options
 from benchsuite.train.probes import probes_for
 
@@ -248,8 +249,8 @@ class _Contract:
 def mixer_contract_tests(
     name_or_factory: str | Mixer | Callable[..., nn.Module],
     *,
-    tokens: Sequence[int] = (8, 16),
-    dims: Sequence[int] = (16, 32),
+    tokens: Sequence[int] = ContractSettings.tokens,
+    dims: Sequence[int] = ContractSettings.dims,
     options: Mapping[str, Any] | None = None,
 ) -> list[Check]:
     """The contract checks as ``(check_name, callable)`` pairs; each callable raises on failure."""
@@ -260,8 +261,8 @@ def mixer_contract_tests(
 def check_mixer(
     name_or_factory: str | Mixer | Callable[..., nn.Module],
     *,
-    tokens: Sequence[int] = (8, 16),
-    dims: Sequence[int] = (16, 32),
+    tokens: Sequence[int] = ContractSettings.tokens,
+    dims: Sequence[int] = ContractSettings.dims,
     options: Mapping[str, Any] | None = None,
 ) -> None:
     """Run every contract check; the first failure raises a one-line ``AssertionError``."""
@@ -274,8 +275,8 @@ def check_mixer(
 def run_contract(
     mixer: Mixer,
     *,
-    tokens: Sequence[int] = (8, 16),
-    dims: Sequence[int] = (16, 32),
+    tokens: Sequence[int] = ContractSettings.tokens,
+    dims: Sequence[int] = ContractSettings.dims,
     options: Mapping[str, Any] | None = None,
 ) -> list[Outcome]:
     """Every contract check of ``mixer``, each run whatever the others gave: one outcome per check

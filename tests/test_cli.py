@@ -30,7 +30,8 @@ from test_resume import interruptible
 
 from benchsuite import __version__
 from benchsuite import settings as run_settings
-from benchsuite.cli import _parser, _parsers
+from benchsuite.cli import _parser
+from benchsuite.cli.completion import parsers as _parsers
 
 ROOT = Path(__file__).parent.parent
 RUN = ["run", "--tracks", "sequence", "--mixers", "dense,identity", "--seeds", "2",
@@ -376,7 +377,7 @@ def test_a_config_is_found_in_the_working_folder_and_flags_override_it(tmp_path)
 
 def test_every_on_off_setting_can_be_undone_from_the_command_line(tmp_path):
     """A config file's ``strict = true`` (or any switch) is undone by ``--no-strict``."""
-    from benchsuite.cli import settings_from
+    from benchsuite.cli.run import settings_from
 
     switches = [f for f in run_settings.fields() if f.metadata["kind"] == run_settings.SWITCH]
     assert {f.name for f in switches} >= {"strict", "allow_failures", "batch_seeds"}
@@ -393,6 +394,40 @@ def test_every_on_off_setting_can_be_undone_from_the_command_line(tmp_path):
         assert getattr(kept, spec.name) is True and getattr(on, spec.name) is True, spec.name
         assert getattr(none, spec.name) is False, spec.name
     assert run_settings.RunSettings().batch_seeds is None  # unset: on with cuda, decided later
+
+
+def _verb(name: str):
+    return next(p for p in _parsers(_parser()) if p.prog == f"benchsuite {name}")
+
+
+def test_each_verb_s_flags_are_the_fields_of_its_settings_schema():
+    """``list --costs`` takes the run's own flags (same help), ``scale`` one flag per field of
+    ``ScaleSettings``, ``test`` of ``ContractSettings``; nothing given reads back the defaults, and
+    the contract kit's sizes are the ``test`` verb's."""
+    import inspect
+
+    from benchsuite import testing
+    from benchsuite.cli import arguments, listing
+    from benchsuite.commands.scale import ScaleSettings
+
+    helps = {a.dest: a.help for a in _verb("list")._actions}
+    for spec in run_settings.fields():
+        if spec.name in listing.COSTS:
+            assert helps[spec.name].startswith(spec.metadata["help"]), spec.name
+    for verb, settings in (("scale", ScaleSettings), ("test", run_settings.ContractSettings)):
+        dests = {a.dest for a in _verb(verb)._actions}
+        flagged = {f.name for f in dataclasses.fields(settings) if f.metadata}
+        assert flagged <= dests and len(flagged) >= 3, verb
+    assert arguments.read(ScaleSettings, _parser().parse_args(["scale"])) == ScaleSettings()
+    given = arguments.read(ScaleSettings, _parser().parse_args(
+        ["scale", "--tokens", "128,64,64", "--max-memory", "512M", "--mixer-option", "fnet.x=1"]
+    ))  # fmt: skip
+    assert given.tokens == (64, 128) and given.max_memory == 2**29
+    assert given.mixer_options == {"fnet": {"x": "1"}} and given.width == ScaleSettings.width
+    tested = arguments.read(run_settings.ContractSettings, _parser().parse_args(["test", "dense"]))
+    assert (tested.mixers, tested.tokens, tested.dims) == (["dense"], (8, 16), (16, 32))
+    kit = inspect.signature(testing.run_contract).parameters
+    assert (kit["tokens"].default, kit["dims"].default) == (tested.tokens, tested.dims)
 
 
 TYPES = {

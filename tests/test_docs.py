@@ -13,8 +13,10 @@ import pytest
 from conftest import run_cli
 
 from benchsuite import cli
+from benchsuite.cli import arguments
 from benchsuite.registry import load_registry
 from benchsuite.registry.scaffold import new_mixer
+from benchsuite.settings import RunSettings
 
 ROOT = Path(__file__).parent.parent
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
@@ -89,7 +91,7 @@ def test_every_command_line_in_the_docs_parses(commands, capsys):
         try:
             args = parser.parse_args(argv)
             if args.command == "run":  # the flags' own formats: NAME.KEY=VALUE, KEY=VALUE, ...
-                cli.run_settings.from_flags(args)
+                arguments.given(RunSettings, args)
         except SystemExit as stop:
             if stop.code:
                 wrong.append(
@@ -154,10 +156,13 @@ def test_the_presets_table_is_the_tracks_budgets():
     tracks = load_registry().tracks
     mad = {name for name, t in tracks.items() if t.module.endswith(".mad")}
     covered = set()
-    for names, preset, steps, batch, dim, depth, grid in rows:
+    for names, preset, steps, stopping, batch, dim, depth, grid in rows:
         group = sorted(mad) if names == "MAD tracks" else names.split(", ")
         for name in group:
             budget = tracks[name].budget(preset)
+            rule = (f"every {budget.eval_every}, patience {budget.patience}, {budget.checkpoint}"
+                    if budget.eval_every else "—")  # fmt: skip
+            assert stopping == rule, name
             lrs = [float(point["lr"]) for point in budget.grid]
             decay = {float(point.get("weight_decay", 0.0)) for point in budget.grid}
             assert (int(steps), int(batch), int(dim)) == (

@@ -1,4 +1,4 @@
-"""Start-up stays light: the bare CLI and every command's help import neither torch nor numpy,
+"""Start-up stays light: the bare CLI and every verb's help import neither torch nor numpy,
 and ``benchsuite list`` does not import torch."""
 
 from __future__ import annotations
@@ -8,6 +8,8 @@ import subprocess
 import sys
 
 import pytest
+
+from benchsuite.cli import COMMANDS
 
 PROBE = (
     "import contextlib, io, json, sys\n"
@@ -21,7 +23,8 @@ PROBE = (
 )
 
 
-LIGHT = [["--help"], [], ["--version"], ["scale", "--help"], ["run", "--help"]]
+LIGHT = [["--help"], [], ["--version"], *([verb, "--help"] for verb in COMMANDS),
+         ["data", "fetch", "--help"]]  # fmt: skip
 
 
 @pytest.mark.parametrize("args", LIGHT)

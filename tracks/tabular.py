@@ -385,7 +385,7 @@ class TabularTrack(Track):
     def head(self, data: TrackData, dim: int, options: dict) -> nn.Module:
         from torch import nn
 
-        from benchsuite.train.layers import LastToken
+        from benchsuite import LastToken
 
         if data.info["task"] == "regression":
             return nn.Sequential(LastToken(), nn.Linear(dim, 1), nn.Flatten(0))

@@ -1,1 +1,2 @@
-"""The use-cases behind the CLI verbs other than ``run`` and ``report``: costs, compare, export."""
+"""The use-cases behind the CLI verbs other than ``run`` and ``report``: costs, compare, export,
+scale (the verbs themselves, their flags and printing: :mod:`benchsuite.cli`)."""

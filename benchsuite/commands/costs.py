@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from benchsuite.budget import Budget
 from benchsuite.errors import check_names, one_line
 from benchsuite.plan.jobs import OVERRIDABLE, cell_jobs, grid_of
 from benchsuite.registry import variants
 from benchsuite.seeds import DEFAULT_SALT, Streams, evaluation_seeds
 from benchsuite.settings import RunSettings
-from benchsuite.specs import Budget, Mixer, Track, TrackData, resolve_options
+from benchsuite.specs import Mixer, Track, TrackData, resolve_options
 
 if TYPE_CHECKING:
     from benchsuite.registry import Registry

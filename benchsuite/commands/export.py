@@ -19,9 +19,8 @@ from typing import Any
 
 from benchsuite.errors import UsageError
 from benchsuite.execute.record import RunRecord
-from benchsuite.results.store import FILENAME, Store
 
-FORMATS = ("csv", "parquet", "json")
+FORMATS = ("csv", "parquet", "json")  # the first is the default
 CORE = (
     "key", "status", "track", "mixer", "seed", "config_index", "chosen", "finite", "preset",
     "diverged", "divergence", "seconds", "cap", "data_description", "data_verified", "device",
@@ -119,6 +118,8 @@ def columns(rows: list[dict[str, Any]]) -> list[str]:
 
 def export_rows(out: Path | str, include_failures: bool = False) -> list[dict[str, Any]]:
     """One row per stored training run of ``OUT`` (oldest first); failed runs when asked."""
+    from benchsuite.results.store import FILENAME, Store  # numpy: not at import (--help)
+
     path = Path(out) / FILENAME
     if not path.exists():
         raise UsageError(f"no benchsuite store in {out} (expected {path})")

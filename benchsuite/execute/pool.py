@@ -15,6 +15,10 @@ Protocol, one duplex pipe per worker (``spawn`` context, the same on every OS):
   driver -> worker   a :class:`Job`         run it;  ``None``: exit
   worker -> driver   ``("done", record)``   the job's :class:`RunRecord`
 
+The pool runs any worker of the :class:`PoolWorker` shape on any task with a ``key`` and a
+``label``: benchsuite's :class:`~benchsuite.execute.worker.Worker` on jobs, and ``scale``'s
+measuring worker on its points (each point may end its process: ``retire``).
+
 Failures: an exception in the job is already a failure record (from the worker). A worker
 that dies while running a job (a signal, ``os._exit``, a segfault) has its job run once more, with
 the same seed, on a fresh worker; a second death makes a failure record ("killed by signal 9
@@ -38,10 +42,34 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
+from typing import Any, Protocol
 
-from benchsuite.execute.record import RunRecord
-from benchsuite.execute.worker import Worker, failure_record
-from benchsuite.plan.jobs import Job
+
+class Task(Protocol):
+    """What the pool hands a worker: a job, or anything with a key and a label."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def label(self) -> str: ...
+
+
+class PoolWorker(Protocol):
+    """What the pool runs: picklable, set up once per process, a record per task; the driver
+    asks it for a task's failure record, to mark a record that ran again, and whether a record
+    ends its process."""
+
+    def setup(self) -> None: ...
+
+    def __call__(self, task: Any) -> Any: ...
+
+    def failure(self, task: Any, reason: str, details: str, seconds: float,
+                timed_out: bool) -> Any: ...  # fmt: skip
+
+    def retried(self, record: Any, reason: str) -> Any: ...
+
+    def retire(self, record: Any) -> bool: ...
 
 
 def _exit_with_parent() -> None:
@@ -56,7 +84,7 @@ def _exit_with_parent() -> None:
         threading.Thread(target=watch, daemon=True).start()
 
 
-def serve(conn: Connection, worker: Worker) -> None:
+def serve(conn: Connection, worker: PoolWorker) -> None:
     """A worker process's life: set up once (torch, plugins), then run jobs until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _exit_with_parent()
@@ -84,12 +112,12 @@ class _Supply:
     """The jobs still to hand out, with their attempt number: those to run again after their
     worker died first, then fresh ones, taken from the caller's iterable one at a time."""
 
-    def __init__(self, jobs: Iterable[Job]) -> None:
-        self.fresh: Iterator[Job] = iter(jobs)
-        self.again: deque[tuple[Job, int]] = deque()
+    def __init__(self, jobs: Iterable[Task]) -> None:
+        self.fresh: Iterator[Task] = iter(jobs)
+        self.again: deque[tuple[Task, int]] = deque()
         self.exhausted = False
 
-    def take(self) -> tuple[Job, int] | None:
+    def take(self) -> tuple[Task, int] | None:
         if self.again:
             return self.again.popleft()
         if not self.exhausted:
@@ -111,7 +139,7 @@ class _Worker:
     process: BaseProcess
     conn: Connection
     ready: bool = False
-    job: Job | None = None
+    job: Task | None = None
     attempt: int = 0
     started: float = 0.0
 
@@ -121,7 +149,7 @@ class ProcessExecutor:
 
     pulls_jobs = True  # map takes each job from its iterable only when a worker is free for it
 
-    def __init__(self, worker: Worker, workers: int, *, timeout: float | None = None,
+    def __init__(self, worker: PoolWorker, workers: int, *, timeout: float | None = None,
                  retries: int = 1) -> None:  # fmt: skip
         self.worker, self.size = worker, workers
         self.timeout, self.retries = timeout, retries
@@ -129,7 +157,7 @@ class ProcessExecutor:
         self._workers: list[_Worker] = []
         self._earlier: dict[str, str] = {}  # job key -> why its previous attempt died
 
-    def map(self, jobs: Iterable[Job]) -> Iterator[RunRecord]:
+    def map(self, jobs: Iterable[Task]) -> Iterator[Any]:
         """Yield one record per job, in completion order. ``jobs``: a sequence, or an iterator
         whose length hint counts the jobs it may still give (it may give fewer)."""
         supply = _Supply(jobs)
@@ -193,7 +221,7 @@ class ProcessExecutor:
                 with contextlib.suppress(OSError):  # if it just died, its sentinel says so next
                     worker.conn.send(worker.job)
 
-    def _collect(self, supply: _Supply) -> Iterator[RunRecord]:
+    def _collect(self, supply: _Supply) -> Iterator[Any]:
         """Wait for the next event (a message, a death, a deadline) and handle what happened."""
         wake = None
         if self.timeout is not None:
@@ -206,6 +234,8 @@ class ProcessExecutor:
                 record = self._receive(worker)
                 if record is not None:
                     yield record
+                if worker not in self._workers:  # retired after that record
+                    continue
             if worker.process.exitcode is not None:
                 record = self._bury(worker, exit_reason(worker.process.exitcode), supply)
             elif self._overdue(worker):
@@ -218,7 +248,7 @@ class ProcessExecutor:
             if record is not None:
                 yield record
 
-    def _receive(self, worker: _Worker) -> RunRecord | None:
+    def _receive(self, worker: _Worker) -> Any:
         try:
             kind, payload = worker.conn.recv()
         except (EOFError, OSError):  # it died; the exit code tells why
@@ -229,8 +259,17 @@ class ProcessExecutor:
             return None
         job, worker.job = worker.job, None
         if job is not None and job.key in self._earlier:
-            payload.environment["retried_after"] = self._earlier.pop(job.key)
+            payload = self.worker.retried(payload, self._earlier.pop(job.key))
+        if self.worker.retire(payload):  # a fresh process for the next task
+            self._remove(worker)
         return payload
+
+    def _remove(self, worker: _Worker) -> None:
+        if worker.process.exitcode is None:
+            worker.process.kill()
+        worker.process.join()
+        worker.conn.close()
+        self._workers.remove(worker)
 
     def _overdue(self, worker: _Worker) -> bool:
         return (
@@ -240,11 +279,9 @@ class ProcessExecutor:
         )
 
     def _bury(self, worker: _Worker, reason: str, supply: _Supply, retry: bool = True
-              ) -> RunRecord | None:  # fmt: skip
+              ) -> Any:  # fmt: skip
         """Remove a dead worker; queue its job again (``retry``), or return its failure record."""
-        worker.process.join()
-        worker.conn.close()
-        self._workers.remove(worker)
+        self._remove(worker)
         job, seconds = worker.job, time.monotonic() - worker.started
         if job is None:
             if not worker.ready:
@@ -261,4 +298,4 @@ class ProcessExecutor:
             + (f"\nthe previous attempt: {earlier}" if earlier else "")
             + ("" if retry else "\nthe worker process was killed at the deadline (--timeout)")
         )
-        return failure_record(job, reason, details + "\n", seconds)
+        return self.worker.failure(job, reason, details + "\n", seconds, not retry)

@@ -104,6 +104,20 @@ class Worker:
             environment=environment(job), **fields,
         )  # fmt: skip
 
+    def failure(self, job: Job, reason: str, details: str, seconds: float,
+                timed_out: bool = False) -> RunRecord:  # fmt: skip
+        """The failure record of a job whose process died or overran (the pool's question)."""
+        return failure_record(job, reason, details, seconds)
+
+    def retried(self, record: RunRecord, reason: str) -> RunRecord:
+        """``record`` of a job that ran again after its first process died, saying why."""
+        record.environment["retried_after"] = reason
+        return record
+
+    def retire(self, record: RunRecord) -> bool:
+        """Whether the process that produced ``record`` must end: never, workers persist."""
+        return False
+
     def batch(self, jobs: Sequence[Job]) -> list[RunRecord]:
         """The seeds of one cell trained as one batched model; on any error, one by one."""
         from benchsuite.train.job import run_jobs_batched

@@ -21,6 +21,8 @@ from functools import lru_cache
 from importlib.machinery import ModuleSpec
 from pathlib import Path
 
+from benchsuite.registry.plugins import syntax_digest
+
 TRAINING_PATH = "benchsuite.train.job"
 
 
@@ -106,8 +108,7 @@ def _read(name: str, path: Path, mtime_ns: int) -> tuple[str, frozenset[str]]:
     """A module's digest (of its syntax tree) and the names it may import; cached per file
     version, since a plan asks for the same modules once per cell."""
     tree = ast.parse(path.read_bytes(), filename=str(path))
-    digest = hashlib.sha256(ast.dump(tree).encode()).hexdigest()[:16]
-    return digest, frozenset(_imported_names(name, path, tree))
+    return syntax_digest(tree), frozenset(_imported_names(name, path, tree))
 
 
 def closure(roots: Mapping[str, Path], follow: Iterable[str] = ()) -> dict[str, str]:

@@ -15,12 +15,14 @@ from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from benchsuite.budget import Budget
 from benchsuite.plan import code
 from benchsuite.seeds import evaluation_seeds
 from benchsuite.settings import RunSettings
-from benchsuite.specs import Budget, Mixer, Track
+from benchsuite.specs import Mixer, Track, provenance
 
 OVERRIDABLE = ("steps", "batch_size", "dim", "depth")
+STOPPING = ("eval_every", "patience", "min_delta", "checkpoint")  # also --budget keys
 GRID_AXES = ("lr", "weight_decay")  # the hyperparameters the training loop understands
 
 
@@ -91,7 +93,8 @@ def grid_of(track: Track, settings: RunSettings) -> list[dict[str, float]]:
 
 
 def budget_signature(track: Track, settings: RunSettings) -> str:
-    """Hash of what makes two runs comparable on a track: grid, seeds, steps, batch, checkpoint."""
+    """Hash of what makes two runs comparable on a track: grid, seeds, steps, batch, checkpoint
+    and stopping rule."""
     return hashlib.sha256(
         json.dumps(budget_terms(track, settings), sort_keys=True).encode()
     ).hexdigest()[:16]
@@ -108,6 +111,7 @@ def budget_terms(track: Track, settings: RunSettings) -> dict[str, Any]:
         "dim": budget.dim,
         "depth": budget.depth,
         "checkpoint": budget.checkpoint,
+        **{key: getattr(budget, key) for key in STOPPING if getattr(budget, key)},
         "preset": settings.preset,
         "track_options": dict(settings.track_options.get(track.name, {})),
     }
@@ -132,8 +136,8 @@ def fingerprint(track: Track, mixer: Mixer, data_key: str) -> dict[str, str]:
         "benchsuite": package_version("benchsuite"),
         "torch": package_version("torch"),
         "numpy": package_version("numpy"),
-        "track": f"{track.distribution} {track.version}",
-        "mixer": f"{mixer.distribution} {mixer.version}",
+        "track": provenance(track),
+        "mixer": provenance(mixer),
         "code": code.combined_digest(training_code(), plugin_code(track), plugin_code(mixer)),
         "data": data_key,
     }

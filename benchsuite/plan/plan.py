@@ -23,7 +23,7 @@ from benchsuite.plan.jobs import Job
 from benchsuite.registry.variants import lookup
 from benchsuite.seeds import Streams, evaluation_seeds
 from benchsuite.settings import RunSettings
-from benchsuite.specs import Mixer, Track, TrackData
+from benchsuite.specs import Mixer, Track, TrackData, provenance
 
 Counter = Callable[[Track, Mixer, TrackData, Job], int]
 """Parameters of the model a job trains on some data (``benchsuite.train.size``)."""
@@ -170,7 +170,7 @@ def probe_track(track: Track, settings: RunSettings) -> tuple[TrackFacts, list[T
         budget_signature=jobs_.budget_signature(track, settings),
         data_key=track.data_key(options, settings.preset, settings.data_dir)
         + " ".join(rung.identity for rung in rungs),
-        plugin=f"{track.distribution} {track.version}".strip(),
+        plugin=provenance(track),
     )
     return facts, rungs
 
@@ -180,7 +180,7 @@ def mixer_facts(mixer: Mixer) -> MixerFacts:
     signature = mixer.signature
     return MixerFacts(
         description=mixer.description,
-        plugin=f"{mixer.distribution} {mixer.version}".strip(),
+        plugin=provenance(mixer),
         causal=mixer.causal,
         signature=None if signature is None else {
             "prediction": signature.prediction,

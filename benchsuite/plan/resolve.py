@@ -10,10 +10,12 @@ device checked. Every mistake is a one-line usage error.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+from benchsuite.budget import CHECKPOINTS
 from benchsuite.errors import PluginError, UsageError, check_names, did_you_mean, one_line
-from benchsuite.plan.jobs import GRID_AXES, OVERRIDABLE
+from benchsuite.plan.jobs import GRID_AXES, OVERRIDABLE, STOPPING
 from benchsuite.plan.matching import MATCHES
 from benchsuite.plan.power import default_seeds
 from benchsuite.registry import Registry, variants
@@ -49,11 +51,17 @@ def resolve(settings: RunSettings, registry: Registry) -> RunSettings:
         seeds = default_seeds(len(track_names) * (len(mixer_names) - 1))
     if seeds < 2:
         raise UsageError(f"--seeds must be at least 2 for a paired comparison, got {seeds}")
+    overrides = budget_overrides(settings.budget)
     for name in track_names:
-        if not registry.tracks[name].budget(settings.preset).grid:
+        budget = registry.tracks[name].budget(settings.preset)
+        if not budget.grid:
             raise UsageError(
                 f"track {name!r} has an empty sweep grid for preset {settings.preset!r}"
             )
+        try:
+            dataclasses.replace(budget, **overrides)
+        except ValueError as error:
+            raise UsageError(f"track {name!r}: {error}") from None
     track_options = _options(registry.tracks, settings.track_options, "track", track_names)
     for name, options in track_options.items():
         check_track_options(registry.tracks[name], options, settings.preset)
@@ -64,7 +72,7 @@ def resolve(settings: RunSettings, registry: Registry) -> RunSettings:
         track_options=track_options,
         baseline=baseline.name,
         mixer_options=variants.variant_options(chosen, mixers, settings.mixer_options),
-        budget=budget_overrides(settings.budget),
+        budget=overrides,
         device=check_device(settings.device),
         batch_seeds=(
             settings.device.startswith("cuda") if settings.batch_seeds is None
@@ -117,19 +125,34 @@ def check_track_options(track: Track, options: dict, preset: str) -> None:
             ) from error
 
 
-def budget_overrides(given: Any) -> dict[str, int]:
-    """``--budget`` overrides as whole numbers >= 1 (an unknown key is an error)."""
-    overrides = {}
+def budget_overrides(given: Any) -> dict[str, Any]:
+    """``--budget`` overrides parsed: sizes as whole numbers >= 1, ``eval_every`` and
+    ``patience`` whole numbers >= 0, ``min_delta`` a number >= 0, ``checkpoint`` last or best
+    (an unknown key is an error)."""
+    overrides: dict[str, Any] = {}
     for key, value in given.items():
-        if key not in OVERRIDABLE:
-            raise UsageError(f"unknown budget key {key!r}; valid: {', '.join(OVERRIDABLE)}")
-        try:
-            overrides[key] = int(value)
-        except (TypeError, ValueError):
-            raise UsageError(f"budget {key}: expected a whole number, got {value!r}") from None
-        if overrides[key] < 1:
-            raise UsageError(f"budget {key}: must be at least 1, got {value!r}")
+        if key not in OVERRIDABLE + STOPPING:
+            valid = ", ".join(OVERRIDABLE + STOPPING)
+            raise UsageError(f"unknown budget key {key!r}; valid: {valid}")
+        overrides[key] = _budget_value(key, value)
     return overrides
+
+
+def _budget_value(key: str, value: Any) -> Any:
+    if key == "checkpoint":
+        if value not in CHECKPOINTS:
+            expected = " or ".join(CHECKPOINTS)
+            raise UsageError(f"budget checkpoint: expected {expected}, got {value!r}")
+        return value
+    kind, parse = ("a number", float) if key == "min_delta" else ("a whole number", int)
+    try:
+        parsed = parse(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"budget {key}: expected {kind}, got {value!r}") from None
+    least = 1 if key in OVERRIDABLE else 0
+    if not parsed >= least:
+        raise UsageError(f"budget {key}: must be at least {least}, got {value!r}")
+    return parsed
 
 
 def check_device(device: str) -> str:

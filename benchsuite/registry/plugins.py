@@ -12,6 +12,7 @@ Environment:
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import importlib.util
@@ -29,7 +30,7 @@ import pluggy
 
 from benchsuite import hookspecs
 from benchsuite.errors import PluginError, UsageError, did_you_mean, one_line
-from benchsuite.specs import Mixer, Track
+from benchsuite.specs import Mixer, Track, provenance
 
 GROUP = "benchsuite"
 HOOKS = {"benchsuite_register_mixers": Mixer, "benchsuite_register_tracks": Track}
@@ -112,10 +113,17 @@ def _file_of(module: ModuleType | None) -> str:
         return ""
 
 
+def syntax_digest(tree: ast.AST) -> str:
+    """The digest of a module's syntax tree: comments and formatting do not count, code and
+    docstrings do. The one code-hashing scheme: a plugin's ``source_hash`` and every module digest
+    of a plan's code closures (:mod:`benchsuite.plan.code`)."""
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()[:16]
+
+
 def _source_hash(path: str) -> str:
     try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
-    except OSError:
+        return syntax_digest(ast.parse(Path(path).read_bytes(), filename=path))
+    except (OSError, SyntaxError, ValueError):
         return ""
 
 
@@ -226,8 +234,7 @@ def _check_kind(item: Any, kind: type) -> None:
 
 
 def _describe(info: PluginInfo) -> str:
-    where = f"{info.distribution} {info.version}".strip()
-    return f"plugin {info.name!r} ({where}, {info.origin})"
+    return f"plugin {info.name!r} ({provenance(info)}, {info.origin})"
 
 
 def _add(registry: Registry, item: Any, info: PluginInfo) -> Any:

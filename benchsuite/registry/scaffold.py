@@ -13,6 +13,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from benchsuite.errors import UsageError
+from benchsuite.specs import provenance
 
 NAME = re.compile(r"[a-z][a-z0-9_]*")
 
@@ -35,8 +36,8 @@ def check_name(name: str) -> None:
 
     taken = load_registry().mixers.get(name)
     if taken is not None:
-        where = f"{taken.distribution} {taken.version}".strip()
-        raise UsageError(f"mixer {name!r} already exists (from {where}); choose another name")
+        raise UsageError(f"mixer {name!r} already exists (from {provenance(taken)}); choose "
+                         "another name")  # fmt: skip
 
 
 def new_mixer(name: str, path: Path | str = ".") -> Path:

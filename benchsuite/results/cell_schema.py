@@ -82,6 +82,7 @@ class LearningCurve:
     q75: list[float]
     tail_drop: float | None
     tail_share: float | None
+    converged_seeds: int
     undertrained: bool | None
 
 

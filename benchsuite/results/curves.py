@@ -11,9 +11,11 @@ counted.
 fifth of the budget (``TAIL``) it fell by more than ``MIN_DROP`` of its value, and that fall is
 more than ``MIN_SHARE`` of its whole fall since the first steps, on a log scale (a linear one
 when the loss is not positive). The second condition keeps a loss already near its floor (0.03
-to 0.025 after starting at 2.2) from being flagged. Each end is the mean of the last 5% of the
-points before it (``SMOOTH``). The same rule and thresholds hold for every mixer and track;
-docs/report.md shows them against real runs.
+to 0.025 after starting at 2.2) from being flagged. Under a stopping rule (``Budget.eval_every``,
+``patience``) a cell where at least half of the seeds' chosen configs stopped early because their
+validation score had stopped improving is not undertrained: it stopped by the rule. Each end
+is the mean of the last 5% of the points before it (``SMOOTH``). The same rule and thresholds
+hold for every mixer and track; docs/report.md shows them against real runs.
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ def learning_curve(records: Mapping[int, RunRecord], steps: int | None) -> Learn
     median = np.median(stack, axis=0)
     low, high = np.percentile(stack, [25, 75], axis=0)
     figures = tail_figures(median)
+    converged = sum(_converged(records[seed]) for seed in used)
     return LearningCurve(
         points=points,
         steps=steps,
@@ -92,9 +95,17 @@ def learning_curve(records: Mapping[int, RunRecord], steps: int | None) -> Learn
         q75=_rounded(high),
         tail_drop=None if figures is None else figures[0],
         tail_share=None if figures is None else figures[1],
+        converged_seeds=converged,
         undertrained=None
         if figures is None
-        else bool(figures[0] > MIN_DROP and figures[1] > MIN_SHARE),
+        else bool(figures[0] > MIN_DROP and figures[1] > MIN_SHARE and 2 * converged < len(used)),
+    )
+
+
+def _converged(record: RunRecord) -> bool:
+    """Whether the record's chosen config stopped early under its budget's stopping rule."""
+    return (
+        bool(record.sweep[record.chosen].get("converged")) if record.chosen is not None else False
     )
 
 

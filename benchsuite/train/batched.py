@@ -25,6 +25,7 @@ from torch.func import functional_call, stack_module_state
 
 from benchsuite.errors import one_line
 from benchsuite.train.fit import StackedAdamW, Trace, train_loop
+from benchsuite.train.stopping import Stopping, StopRule
 
 # Under vmap, torch runs operators without a batching rule (the CPU's fused attention kernel)
 # once per member and warns; measured here that loop is still faster than unfused attention
@@ -50,6 +51,7 @@ class Member:
     y: torch.Tensor
     order: torch.Tensor
     config: dict[str, float]
+    stopping: Stopping | None = None  # early stopping on its validation split (None: none)
 
 
 def _plain_tensors(model: nn.Module) -> list[torch.Tensor]:
@@ -172,14 +174,52 @@ def train_stack(members: list[Member], loss: Loss, warmup_fraction: float,
         [m.config.get("weight_decay", 0.0) for m in members],
         clip,
     )
+    best: dict[int, tuple[Tensors, Tensors]] = {}  # member -> its state at its best check
+
+    def snapshot(member: int) -> None:
+        best[member] = (_slice(stack.params, member), _slice(stack.buffers, member))
+
+    rule = _stop_rule(stack, snapshot)
     stack.template.train()
     trace = train_loop(optimizer, loss_at, members[0].order.shape[0], warmup_fraction,
-                       members[0].x.device, members=len(members), on_stop=on_stop)  # fmt: skip
+                       members[0].x.device, members=len(members), on_stop=on_stop,
+                       rule=rule)  # fmt: skip
     trace.seconds_per_step /= len(members)
     for index, member in enumerate(members):
-        state = frozen.get(index, (_slice(stack.params, index), _slice(stack.buffers, index)))
-        _load(member.model, state)
+        state = best.get(index) or frozen.get(index)
+        _load(member.model, state or (_slice(stack.params, index), _slice(stack.buffers, index)))
     return trace
+
+
+def _stop_rule(stack: Stack, snapshot: Callable[[int], None]) -> StopRule | None:
+    """The members' early stopping as one rule: every member's validation score from one
+    stacked forward pass (the members must all stop early or none)."""
+    stoppings = [m.stopping for m in stack.members]
+    if stoppings[0] is None:
+        if any(s is not None for s in stoppings):
+            raise Unbatchable("only some members stop early")
+        return None
+    ruled: list[Stopping] = [s for s in stoppings if s is not None]
+    shared = all(s.x is ruled[0].x for s in ruled)
+    if not shared and len({tuple(s.x.shape) for s in ruled}) > 1:
+        raise Unbatchable("the members' validation splits differ in shape")
+    forward = _vmapped(stack.template, shared)
+    x = ruled[0].x if shared else torch.stack([s.x for s in ruled])
+    examples, size = x.shape[0 if shared else 1], ruled[0].batch_size
+
+    def batch(start: int) -> torch.Tensor:
+        return x[start : start + size] if shared else x[:, start : start + size]
+
+    def score() -> list[float]:
+        stack.template.eval()
+        with torch.inference_mode():
+            parts = [forward(stack.params, stack.buffers, batch(start))
+                     for start in range(0, examples, size)]  # fmt: skip
+            prediction = torch.cat(parts, dim=1)
+        stack.template.train()
+        return [s.score(prediction[m]) for m, s in enumerate(ruled)]
+
+    return ruled[0].rule(score, snapshot)
 
 
 def _slice(stacked: Tensors, member: int) -> Tensors:

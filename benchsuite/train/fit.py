@@ -5,7 +5,11 @@ model uses torch's fused AdamW (one kernel for all parameters: ~25% faster steps
 on the CPU); a stack of models (:mod:`benchsuite.train.batched`) uses :class:`StackedAdamW`, the
 same update with a learning rate and weight decay per member. Every ``CHECK_EVERY`` steps the
 loss trace is checked: a member whose loss turned non-finite is reported (and, once all have,
-training stops early).
+training stops early). With a :class:`StopRule`, every ``every`` steps each member's validation
+score is read: a member whose score has not improved by more than ``min_delta`` (relative) for
+``patience`` checks in a row has converged and stops; with ``keep_best`` the state of each
+member's best check is kept (the caller restores it). Every member of every mixer follows the
+same rule.
 """
 
 from __future__ import annotations
@@ -13,11 +17,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 import torch
+
+from benchsuite.train.stopping import StopRule, Watch, converged_now
 
 CHECK_EVERY = 50
 BETAS, EPS = (0.9, 0.999), 1e-8  # torch's AdamW defaults, used by both optimisers
@@ -135,16 +141,24 @@ class StackedAdamW:
 
 @dataclass
 class Trace:
-    """What training leaves: the loss of every step done, per member when stacked."""
+    """What training leaves: the loss of every step done, per member when stacked, and where each
+    member stopped (diverged or converged) and had its best validation check."""
 
     losses: torch.Tensor  # (steps done,) or (steps done, members), float32 on the CPU
     stopped: dict[int, int]  # member -> steps done when its loss was found non-finite
     seconds_per_step: float
+    converged: dict[int, int] = field(default_factory=dict)  # member -> steps done at its stop
+    best_step: dict[int, int] = field(default_factory=dict)  # member -> step of its best check
+
+    def steps(self, index: int) -> int:
+        """The steps member ``index`` trained (all of the trace unless it stopped)."""
+        return min(self.stopped.get(index, len(self.losses)),
+                   self.converged.get(index, len(self.losses)))  # fmt: skip
 
     def _done(self, index: int) -> torch.Tensor:
-        """One member's losses (0 if unstacked), up to the step its loss was found non-finite."""
+        """One member's losses (0 if unstacked), up to the step it stopped."""
         trace = self.losses if self.losses.dim() == 1 else self.losses[:, index]
-        return trace[: self.stopped.get(index, len(trace))]
+        return trace[: self.steps(index)]
 
     def member(self, index: int) -> tuple[float, bool]:
         """(mean loss of the last 10 steps, every loss finite) of one member (0 if unstacked)."""
@@ -154,8 +168,12 @@ class Trace:
 
     def slice(self, index: int) -> Trace:
         """The trace of one member of a stack, as if it had trained alone."""
-        stopped = {0: self.stopped[index]} if index in self.stopped else {}
-        return Trace(self.losses[:, index], stopped, self.seconds_per_step)
+
+        def one(marks: dict[int, int]) -> dict[int, int]:
+            return {0: marks[index]} if index in marks else {}
+
+        return Trace(self.losses[:, index], one(self.stopped), self.seconds_per_step,
+                     one(self.converged), one(self.best_step))  # fmt: skip
 
     def curve(self, index: int, points: int = 64) -> list[float]:
         """The member's training loss, averaged over at most ``points`` equal windows."""
@@ -166,15 +184,27 @@ class Trace:
 
 def train_loop(optimizer: Optimizer, loss_at: Callable[[int], torch.Tensor], steps: int,
                warmup_fraction: float, device: torch.device, members: int = 0,
-               on_stop: Callable[[int, int], None] | None = None) -> Trace:  # fmt: skip
+               on_stop: Callable[[int, int], None] | None = None,
+               rule: StopRule | None = None) -> Trace:  # fmt: skip
     """Train in place: ``loss_at(step)`` gives the loss (a scalar, or one per member of a stack).
 
-    ``on_stop(member, steps_done)`` is called once for each member whose loss turns non-finite;
-    the loop ends when every member has.
+    ``on_stop(member, steps_done)`` is called once for each member that stops: its loss turned
+    non-finite, or under ``rule`` its validation score stopped improving; the loop ends when
+    every member has stopped.
     """
     warmup = max(1, int(warmup_fraction * steps))
     losses = torch.zeros((steps, members) if members else steps, device=device)
+    count = max(members, 1)
     stopped: dict[int, int] = {}
+    converged: dict[int, int] = {}
+    watches = [Watch() for _ in range(count)]
+
+    def stop(member: int, done: int, marks: dict[int, int]) -> None:
+        if member not in stopped and member not in converged:
+            marks[member] = done
+            if on_stop is not None:
+                on_stop(member, done)
+
     synchronize(device)
     start = time.perf_counter()
     done = 0
@@ -189,12 +219,14 @@ def train_loop(optimizer: Optimizer, loss_at: Callable[[int], torch.Tensor], ste
             window = torch.isfinite(losses[done - CHECK_EVERY : done])
             finite = window.all(dim=0).tolist() if members else [bool(window.all())]
             for member, ok in enumerate(finite):
-                if not ok and member not in stopped:
-                    stopped[member] = done
-                    if on_stop is not None:
-                        on_stop(member, done)
-            if len(stopped) == max(members, 1):
-                break
+                if not ok:
+                    stop(member, done, stopped)
+        if rule is not None and (done % rule.every == 0 or done == steps):
+            for member in converged_now(rule, watches, done, [*stopped, *converged]):
+                stop(member, done, converged)
+        if len(stopped) + len(converged) == count:
+            break
     synchronize(device)
     elapsed = time.perf_counter() - start
-    return Trace(losses[:done].float().cpu(), stopped, elapsed / max(done, 1))
+    best = {m: w.best_step for m, w in enumerate(watches) if rule is not None and w.best_step}
+    return Trace(losses[:done].float().cpu(), stopped, elapsed / max(done, 1), converged, best)

@@ -21,15 +21,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from benchsuite.budget import Budget
 from benchsuite.errors import PluginError
 from benchsuite.plan.selection import divergence, select_best_config
 from benchsuite.seeds import Streams
-from benchsuite.specs import Budget, Mixer, Track, TrackData
+from benchsuite.specs import Mixer, Track, TrackData
 from benchsuite.train.batched import Loss, Member, Unbatchable, train_stack
 from benchsuite.train.encoder import Encoder, build_encoder
 from benchsuite.train.fit import FusedAdamW, Trace, batch_order, train_loop
 from benchsuite.train.measures import forward_flops, parameter_counts
 from benchsuite.train.preflight import check_mixer
+from benchsuite.train.stopping import stopping_fields, stopping_of
 
 if TYPE_CHECKING:
     from benchsuite.plan.jobs import Job
@@ -108,8 +110,24 @@ def fit(
 
     optimizer = FusedAdamW(model.parameters(), member.config["lr"],
                            member.config.get("weight_decay", 0.0), clip)  # fmt: skip
+    best: list[dict[str, torch.Tensor]] = []  # the state of the best validation check
+    rule = None
+    if (stopping := member.stopping) is not None:
+
+        def score() -> list[float]:
+            value = stopping.score(predict(model, stopping.x, stopping.batch_size))
+            model.train()
+            return [value]
+
+        def snapshot(_member: int) -> None:
+            best[:] = [{k: v.detach().clone() for k, v in model.state_dict().items()}]
+
+        rule = stopping.rule(score, snapshot)
     model.train()
-    return train_loop(optimizer, loss_at, order.shape[0], warmup_fraction, x.device)
+    trace = train_loop(optimizer, loss_at, order.shape[0], warmup_fraction, x.device, rule=rule)
+    if best:
+        model.load_state_dict(best[0])
+    return trace
 
 
 @torch.inference_mode()
@@ -203,8 +221,10 @@ def prepare(job: Job, track: Track, mixer: Mixer) -> Prepared:
         x, y = to_device(data.x_train, device), to_device(data.y_train, device)
         order = batch_order(streams.rng("order"), len(x), budget.steps, budget.batch_size)
         order = order.to(device)  # one tensor for every config: the stack sees shared batches
+        val = to_device(data.x_val, device), to_device(data.y_val, device)
+        stopping = stopping_of(budget, track, data, *val)
         models = [model] + [copy.deepcopy(model) for _ in job.grid[1:]]
-        members = [Member(m, x, y, order, dict(config))
+        members = [Member(m, x, y, order, dict(config), stopping)
                    for m, config in zip(models, job.grid, strict=True)]  # fmt: skip
         rungs.append(Rung(options, data, members))
     return Prepared(job, budget, rungs)
@@ -241,11 +261,13 @@ def score(ready: Prepared, track: Track, mixer: Mixer, traces: list[list[Trace]]
         val = _over_rungs([_metrics(track, rung.data, rung.members[index].model, "val",
                                     budget.eval_batch_size) for rung in rungs])  # fmt: skip
         curves = [traces[r][index].curve(0) for r in range(len(rungs))]
+        curves = [curve[: min(map(len, curves))] for curve in curves]  # rungs may stop apart
         sweep.append({
             "index": index, "config": dict(config),
             "metrics": {"train_loss": float(np.mean([loss for loss, _ in summaries])), **val},
             "finite": all(finite for _, finite in summaries),
             "curve": [float(v) for v in np.mean(curves, axis=0)] if curves[0] else [],
+            **stopping_fields([traces[r][index] for r in range(len(rungs))], budget),
         })  # fmt: skip
     chosen, _ = select_best_config([
         {"index": row["index"], "config": row["config"],
@@ -264,6 +286,8 @@ def score(ready: Prepared, track: Track, mixer: Mixer, traces: list[list[Trace]]
         "examples_per_second": budget.batch_size / max(seconds_per_step, 1e-12),
         "members": float(len(job.grid)),
     }
+    if budget.eval_every:  # the steps the job trained: its longest config's, over the rungs
+        costs["steps"] = float(sum(max(t.steps(0) for t in rung) for rung in traces))
     probes = (
         measure_model(model, mixer, first.members[chosen].x, first.data, costs)
         if job.measure else {}

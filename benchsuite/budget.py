@@ -1,0 +1,60 @@
+"""A track's training budget under one preset: steps, batch, model size, sweep grid, and the
+early-stopping rule every mixer trains under (docs/protocol.md, "Training length").
+
+Part of the plugin contracts (re-exported by :mod:`benchsuite.specs` and ``benchsuite``); nothing
+here imports torch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+def lr_grid(*lrs: float, weight_decay: float = 0.0) -> tuple[dict[str, float], ...]:
+    """A sweep grid over learning rates at one weight decay (the usual shape of a track's grid)."""
+    return tuple({"lr": lr, "weight_decay": weight_decay} for lr in lrs)
+
+
+CHECKPOINTS = ("last", "best")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The training budget and shared sweep grid of a track under one preset.
+
+    ``grid`` is the list of shared hyperparameter configurations every mixer is swept over
+    (keys understood by :mod:`benchsuite.train`: ``lr``, ``weight_decay``).
+    """
+
+    steps: int
+    batch_size: int
+    dim: int
+    depth: int
+    grid: tuple[Mapping[str, float], ...]
+    mlp_ratio: int = 2
+    eval_batch_size: int = 1024
+    checkpoint: str = "last"  # the state scored: "last" (after training) or "best" (best check)
+    warmup_fraction: float = 0.05
+    clip: float = 0.0  # gradient norm clipping (0: none), per model
+    # early stopping, the same for every mixer (docs/protocol.md, "Training length"): every
+    # ``eval_every`` steps (0: never) each config's validation score is read; a config whose score
+    # has not improved by more than ``min_delta`` (relative) for ``patience`` checks in a row
+    # (0: never) stops; ``steps`` is the most any config trains
+    eval_every: int = 0
+    patience: int = 0
+    min_delta: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.checkpoint not in CHECKPOINTS:
+            raise ValueError(f"budget checkpoint {self.checkpoint!r}: expected one of "
+                             f"{', '.join(CHECKPOINTS)}")  # fmt: skip
+        if (self.patience or self.checkpoint == "best") and not self.eval_every:
+            raise ValueError("budget patience and checkpoint='best' need eval_every ≥ 1 "
+                             "(steps between validation checks)")  # fmt: skip
+
+    def training(self) -> dict[str, Any]:
+        """The fields that shape one training run (everything but the grid)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "grid"}

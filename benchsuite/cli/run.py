@@ -1,0 +1,79 @@
+"""``benchsuite run``: mixers x tracks, paired by seed; the work is in :func:`benchsuite.api.run`.
+
+Its flags are :class:`~benchsuite.settings.RunSettings`'s, over the config file (``--config``, else
+the one found in the working folder), over the defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from benchsuite import settings as run_settings
+from benchsuite.cli import arguments
+from benchsuite.settings import RunSettings
+
+HELP = "run mixers x tracks, paired by seed, every seed tuned alike"
+EXAMPLES = (
+    (
+        "benchsuite run --tracks sequence --mixers dense,butterfly --seeds 8",
+        "one track, two mixers",
+    ),
+    ("benchsuite run --config bench.toml --out my-run -q", "settings from a file, errors only"),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--config``, ``--no-config`` and one flag per run setting (``--plugins-dir``: the CLI's)."""
+    parser.add_argument("--config", help="TOML file with run settings (flags override it; "
+                        f"default: ./{run_settings.CONFIG_FILE}, else [tool.benchsuite] in "
+                        f"./{run_settings.PYPROJECT})")  # fmt: skip
+    parser.add_argument("--no-config", action="store_true",
+                        help="ignore the config file of the working folder")  # fmt: skip
+    arguments.add_settings(parser, RunSettings, skip=("plugins_dir",))  # a flag of every verb
+
+
+def config_file(args: argparse.Namespace) -> tuple[Path | None, str]:
+    """The config file a run reads, and the design's line saying which and why."""
+    if getattr(args, "config", None):
+        return Path(args.config), f"{args.config} (--config; flags override it)"
+    found = None if getattr(args, "no_config", False) else run_settings.find_config(Path())
+    if found is None:
+        return None, "none (defaults and flags)"
+    return found, f"{found} (found in the working folder; flags override it)"
+
+
+def settings_from(args: argparse.Namespace, path: Path | None) -> RunSettings:
+    """The run settings: flags over the config file ``path`` (see :func:`config_file`) over the
+    defaults."""
+    from_file = run_settings.load_config(path) if path else {}
+    return run_settings.merge(from_file, arguments.given(RunSettings, args))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run, print the report's tables and the line of what was trained; the run's exit code."""
+    from rich.markup import escape
+
+    from benchsuite import api
+    from benchsuite.output.progress import console, progress_events
+    from benchsuite.output.tables import print_report
+
+    path, config_line = config_file(args)
+    settings = settings_from(args, path)
+    args.out = settings.out  # where an unexpected error's traceback is saved
+    tables, status = console(quiet=args.quiet), arguments.status(args)
+    verbose = args.verbose and not args.quiet
+    with progress_events(tables, status, config=config_line, verbose=verbose) as events:
+        summary = api.run(settings, events=events)
+    print_report(summary.report, tables)
+    if summary.interrupted:
+        console(stderr=True).print("[yellow]interrupted:[/] the tables above hold what finished; "
+                                   "run the same command again to resume")  # fmt: skip
+        return summary.exit_code
+    for warning in summary.warnings:
+        status.print(f"[yellow]warning:[/] {escape(warning)}")
+    tables.print(
+        f"jobs: {summary.trained} trained, {summary.reused} reused, {summary.failed} failed; "
+        f"report: {Path(settings.out) / 'report.html'}"
+    )
+    return summary.exit_code

@@ -1,0 +1,133 @@
+"""Early stopping on the validation score, the same rule for every mixer and config.
+
+A budget with ``eval_every`` reads each model's validation score every ``eval_every`` steps (and
+at the last step); a model whose score has not improved by more than ``min_delta`` (relative to
+its best so far) for ``patience`` checks in a row has converged and stops; with ``checkpoint =
+"best"`` the state of its best check is the one scored. :func:`stopping_of` builds a model's
+:class:`Stopping` from its budget and validation split, the training loop applies a
+:class:`StopRule` (the same settings with the loop's callbacks), and :func:`stopping_fields` says
+in a record what it did. docs/protocol.md, "Training length".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import torch
+
+from benchsuite.budget import Budget
+
+if TYPE_CHECKING:
+    from benchsuite.specs import Track, TrackData
+
+
+class Stopped(Protocol):
+    """What a record says of a model's stopping, read from its training trace (unstacked)."""
+
+    converged: dict[int, int]
+    best_step: dict[int, int]
+
+    def steps(self, index: int) -> int: ...
+
+
+@dataclass(frozen=True)
+class Stopping:
+    """A budget's early stopping for one model: the rule's settings and its validation split.
+
+    ``score(prediction)`` scores a prediction of ``x`` (the validation inputs) so that higher is
+    better; predictions are made in batches of ``batch_size``.
+    """
+
+    every: int
+    patience: int
+    min_delta: float
+    keep_best: bool
+    x: torch.Tensor
+    batch_size: int
+    score: Callable[[torch.Tensor], float]
+
+    def rule(self, score: Callable[[], Sequence[float]], snapshot: Callable[[int], None]
+             ) -> StopRule:  # fmt: skip
+        """This budget's rule with the loop's callbacks."""
+        return StopRule(self.every, self.patience, self.min_delta, self.keep_best, score, snapshot)
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """Early stopping on the validation score, the same for every member and mixer.
+
+    ``score()`` gives each member's validation score (higher is better, one per member; one
+    value when unstacked); ``snapshot(member)`` keeps a member's current state as its best.
+    """
+
+    every: int  # steps between validation checks
+    patience: int  # checks without improvement after which a member stops (0: never)
+    min_delta: float  # improvement that counts, relative to the best score so far
+    keep_best: bool  # snapshot each member at its best check
+    score: Callable[[], Sequence[float]]
+    snapshot: Callable[[int], None]
+
+
+@dataclass
+class Watch:
+    """One member's record under a :class:`StopRule`: its best score, that check's step and the
+    checks since."""
+
+    best: float = -math.inf
+    best_step: int = 0
+    stale: int = 0
+
+    def improved(self, value: float, min_delta: float) -> bool:
+        """Whether ``value`` beats the best so far by more than ``min_delta`` (relative)."""
+        return math.isfinite(value) and (
+            self.best == -math.inf or value > self.best + min_delta * abs(self.best)
+        )
+
+
+def converged_now(rule: StopRule, watches: list[Watch], done: int, stopped: list[int]) -> list[int]:
+    """One validation check of every member still training: those that converged now."""
+    converged = []
+    for member, value in enumerate(rule.score()):
+        if member in stopped:
+            continue
+        watch = watches[member]
+        if watch.improved(float(value), rule.min_delta):
+            watch.best, watch.best_step, watch.stale = float(value), done, 0
+            if rule.keep_best:
+                rule.snapshot(member)
+            continue
+        watch.stale += 1
+        if rule.patience and watch.stale >= rule.patience:
+            converged.append(member)
+    return converged
+
+
+def stopping_of(budget: Budget, track: Track, data: TrackData, x_val: torch.Tensor,
+                y_val: torch.Tensor) -> Stopping | None:  # fmt: skip
+    """The budget's early stopping on the validation split, scored by the data's metric (None when
+    the budget checks nothing during training)."""
+    if not budget.eval_every:
+        return None
+    metric = data.metric or track.metric
+    sign = 1.0 if metric.higher_is_better else -1.0
+
+    def score(prediction: torch.Tensor) -> float:
+        return sign * float(track.evaluate(prediction, y_val, data)[metric.name])
+
+    return Stopping(budget.eval_every, budget.patience, budget.min_delta,
+                    budget.checkpoint == "best", x_val, budget.eval_batch_size, score)  # fmt: skip
+
+
+def stopping_fields(traces: list[Stopped], budget: Budget) -> dict[str, Any]:
+    """What early stopping did to one config (over the rungs: summed steps, all converged);
+    nothing when the budget has no stopping rule, so such records keep their old fields."""
+    if not budget.eval_every:
+        return {}
+    return {
+        "steps": sum(trace.steps(0) for trace in traces),
+        "converged": all(0 in trace.converged for trace in traces),
+        "best_step": [trace.best_step.get(0) for trace in traces],
+    }

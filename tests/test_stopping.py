@@ -1,0 +1,139 @@
+"""Early stopping on the validation score (``Budget.eval_every``, ``patience``, ``min_delta``,
+``checkpoint``): one rule for every mixer of a cell, the steps each config trained recorded, the
+best check's state scored, stacked and one-by-one training deciding alike, bad settings refused."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from benchsuite import api
+from benchsuite.errors import UsageError
+from benchsuite.plan.jobs import Job, cell_jobs, grid_of
+from benchsuite.plan.resolve import resolve
+from benchsuite.registry import Registry, load_registry
+from benchsuite.results.store import Store
+from benchsuite.settings import RunSettings
+from benchsuite.train.batched import train_stack
+from benchsuite.train.job import fit, predict, prepare, run_job
+
+TINY = {"series": 24, "length": 64}
+RULE = {"eval_every": 10, "patience": 2, "min_delta": 0.01, "checkpoint": "best"}
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def registry() -> Registry:
+    return load_registry()
+
+
+def jobs_of(registry: Registry, mixer: str, budget: dict, seeds: int = 2) -> list[Job]:
+    settings = resolve(
+        RunSettings(tracks=("sequence",), mixers=(mixer,), baseline="fnet", seeds=seeds,
+                    budget={"steps": 200, **budget}, track_options={"sequence": TINY},
+                    grids={"sequence": {"lr": (0.001, 0.01, 0.1)}}),
+        registry,
+    )  # fmt: skip
+    track, mixer_ = registry.tracks["sequence"], registry.mixers[mixer]
+    return cell_jobs(settings, track, mixer_, grid_of(track, settings), "test-data")
+
+
+def test_stopping_records_steps_and_stops_before_the_budget(registry):
+    """Each config records the steps it trained (a multiple of eval_every unless the budget ran
+    out), whether it converged, and its best check; with patience 2 on a 200-step budget at
+    least one config of the grid stops early, and the job's cost counts the longest config."""
+    job = jobs_of(registry, "dense", RULE)[0]
+    result = run_job(job, registry.tracks["sequence"], registry.mixers["dense"])
+    rows = result["sweep"]
+    assert {"steps", "converged", "best_step"} <= set(rows[0])
+    for row in rows:
+        (best,) = row["best_step"]
+        assert 0 < best <= row["steps"] <= 200 and best % RULE["eval_every"] == 0
+        if row["converged"]:  # it stopped `patience` checks after its best one
+            assert row["steps"] - best == RULE["patience"] * RULE["eval_every"]
+        else:
+            assert row["steps"] == 200
+    assert any(row["converged"] for row in rows)
+    assert result["costs"]["steps"] == max(row["steps"] for row in rows)
+
+
+def test_best_checkpoint_scores_at_least_as_well_as_the_last_state(registry):
+    """Without stopping (patience 0), ``checkpoint=best`` keeps the state of the best check
+    (the last step is a check too), so every config's validation score is at least the one
+    ``checkpoint=last`` gives after the same training."""
+    track, mixer = registry.tracks["sequence"], registry.mixers["dense"]
+    scores = {}
+    for checkpoint in ("last", "best"):
+        budget = {"eval_every": 20, "checkpoint": checkpoint}
+        job = jobs_of(registry, "dense", budget if checkpoint == "best" else {})[0]
+        rows = run_job(job, track, mixer)["sweep"]
+        scores[checkpoint] = [row["metrics"]["val.mse"] for row in rows]
+    lower_is_better = not track.metric.higher_is_better
+    assert lower_is_better
+    for best, last in zip(scores["best"], scores["last"], strict=True):
+        assert best <= last * (1 + 1e-5)
+    assert scores["best"] != scores["last"]  # some config's best check was not its last step
+
+
+def test_stacked_and_one_by_one_training_stop_alike(registry):
+    """The stack reads every member's validation score from one vmapped forward pass; each
+    member stops at the step it stops at when trained alone."""
+    job = jobs_of(registry, "dense", RULE)[0]
+    track, mixer = registry.tracks["sequence"], registry.mixers["dense"]
+    stacked, alone = prepare(job, track, mixer).rungs[0], prepare(job, track, mixer).rungs[0]
+    loss = track.criterion(stacked.data, stacked.options)
+    trace = train_stack(stacked.members, loss, 0.05, 1.0)
+    x_test = torch.from_numpy(alone.data.x_test)
+    for index, member in enumerate(alone.members):
+        single = fit(member.model, track, member, 0.05, 1.0, loss)
+        assert trace.steps(index) == single.steps(0)
+        assert trace.best_step.get(index) == single.best_step.get(0)
+        # each restored its best check: the models agree on held-out data (parameters with a
+        # near-zero gradient may not: Adam turns float noise there into a full-size step)
+        ours = predict(stacked.members[index].model, x_test, 512)
+        theirs = predict(member.model, x_test, 512)
+        torch.testing.assert_close(ours, theirs, rtol=1e-3, atol=1e-4)
+
+
+def test_every_mixer_of_a_run_follows_the_same_rule(tmp_path, registry):
+    """A run with the rule trains every job of every mixer under the same stopping settings and
+    stores the steps each job trained; learning curves of cells that stopped by the rule are not
+    flagged undertrained."""
+    settings = RunSettings(
+        tracks=("sequence",), mixers=("dense", "identity", "mlp"), seeds=2, out=str(tmp_path),
+        budget={"steps": 200, **RULE}, track_options={"sequence": TINY}, executor="local",
+    )  # fmt: skip
+    summary = api.run(settings, registry=registry)
+    records = list(Store.in_folder(tmp_path).results().values())
+    assert len(records) == 6
+    for record in records:
+        assert {k: record.job["budget"][k] for k in RULE} == RULE
+        assert 0 < record.costs["steps"] <= 200
+    curves = [arm.learning_curve for arm in summary.report.tracks["sequence"].mixers.values()]
+    stopped_by_rule = [c for c in curves if c.converged_seeds * 2 >= len(c.seeds)]
+    assert stopped_by_rule
+    assert all(curve.undertrained is False for curve in stopped_by_rule)
+
+
+@pytest.mark.parametrize(
+    ("budget", "message"),
+    [
+        (
+            {"patience": 3},
+            "track 'sequence': budget patience and checkpoint='best' need eval_every",
+        ),
+        ({"checkpoint": "middle"}, "budget checkpoint: expected last or best, got 'middle'"),
+        ({"min_delta": -1}, "budget min_delta: must be at least 0"),
+        ({"stop": 1}, "unknown budget key 'stop'"),
+    ],
+)
+def test_bad_stopping_settings_are_one_line_errors(registry, budget, message):
+    with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        jobs_of(registry, "dense", budget)
