@@ -20,7 +20,7 @@ from benchsuite.output.canvas import Plot, css_pixels, data_uri, slug
 from benchsuite.output.numbers import finite, num, pct
 from benchsuite.output.palette import verdict
 from benchsuite.output.plots import heatmap_order, make_plots, write_plots
-from benchsuite.output.tables import Line, by_suite_effect, headline, tracks_text
+from benchsuite.output.tables import Line, by_suite_effect, headline, ratio, tracks_text
 from benchsuite.output.track_tables import rows_by_effect
 from benchsuite.results.cell_schema import TrackResult
 from benchsuite.results.schema import Analysis
@@ -125,17 +125,13 @@ def _datasets(report: Analysis) -> list[tuple[str, ...]]:
     return rows
 
 
-def _ratio(value: float | None) -> str:
-    return "–" if finite(value) is None else f"{num(value, 3)}×"
-
-
 def _headline_rows(lines: list[Line]) -> list[tuple[str, ...]]:
     return [
         (line.mixer, tracks_text(line.better), tracks_text(line.worse),
          tracks_text(line.equivalent), tracks_text(line.inconclusive),
          f"{num(line.suite_effect, 3)} [{num(line.suite_ci95[0], 3)}, "
          f"{num(line.suite_ci95[1], 3)}]", line.suite_verdict or "–",
-         _ratio(line.params_ratio), _ratio(line.time_ratio))
+         ratio(line.params_ratio), ratio(line.time_ratio))
         for line in lines
     ]  # fmt: skip
 

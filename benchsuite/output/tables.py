@@ -23,7 +23,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchsuite.output import captions
-from benchsuite.output.numbers import interval, num
+from benchsuite.output.numbers import finite, interval, num
 from benchsuite.output.track_tables import (
     improvement,
     legend,
@@ -227,8 +227,9 @@ def problems_table_narrow(report: Analysis) -> Table:
     return table
 
 
-def _ratio(value: float | None) -> str:
-    return f"{num(value, 3)}×" if num(value) != "–" else "–"
+def ratio(value: float | None) -> str:
+    """A cost relative to the baseline's: ``1.47×`` (``–`` when not measured)."""
+    return "–" if finite(value) is None else f"{num(value, 3)}×"
 
 
 def headline_tables(report: Analysis, narrow: bool = False) -> list[Table]:
@@ -248,14 +249,14 @@ def headline_tables(report: Analysis, narrow: bool = False) -> list[Table]:
             where = (f"{tracks_text(line.better)} / {tracks_text(line.worse)} / "
                      f"{tracks_text(line.equivalent)}")  # fmt: skip
             effect += f" {escape(line.suite_verdict)}" if line.suite_verdict else ""
-            table.add_row(escape(line.mixer), escape(where), effect, _ratio(line.params_ratio),
-                          _ratio(line.time_ratio))  # fmt: skip
+            table.add_row(escape(line.mixer), escape(where), effect, ratio(line.params_ratio),
+                          ratio(line.time_ratio))  # fmt: skip
             continue
         style = SUITE_STYLE.get(line.suite_verdict.split(" ")[0], "")
         table.add_row(escape(line.mixer), escape(tracks_text(line.better)),
                       escape(tracks_text(line.worse)), escape(tracks_text(line.equivalent)),
                       effect, f"[{style}]{escape(line.suite_verdict or '–')}[/]",
-                      _ratio(line.params_ratio), _ratio(line.time_ratio))  # fmt: skip
+                      ratio(line.params_ratio), ratio(line.time_ratio))  # fmt: skip
     return [table]
 
 
