@@ -93,7 +93,11 @@ class RunSettings:
         GRID, metavar="TRACK.AXIS=V1,V2,...", flag="--grid", section="tracks.*.grid",
     )  # fmt: skip
     budget: Mapping[str, Any] = setting(
-        {}, "override the preset's steps, batch_size, dim or depth on every track", PAIRS,
+        {},
+        "override the preset's steps, batch_size, dim or depth (whole numbers ≥ 1) on every "
+        "track, or its early stopping (docs/protocol.md, Training length): eval_every and "
+        "patience (whole numbers ≥ 0), min_delta (a number ≥ 0), checkpoint (last or best)",
+        PAIRS,
         metavar="KEY=VALUE", section="budget",
     )  # fmt: skip
     executor: str = setting("process", "process (worker processes), local or ray", TEXT)

@@ -434,7 +434,7 @@ TYPES = {
     run_settings.NAMES: "list of names", run_settings.TEXT: "text",
     run_settings.WHOLE: "whole number", run_settings.NUMBER: "number",
     run_settings.SWITCH: "true or false", run_settings.OPTIONS: "table of option values",
-    run_settings.PAIRS: "table of whole numbers", run_settings.GRID: "table of number lists",
+    run_settings.PAIRS: "table", run_settings.GRID: "table of number lists",
 }  # fmt: skip
 
 
