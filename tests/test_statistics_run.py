@@ -113,6 +113,20 @@ def test_report_rebuilds_the_same_figures_from_the_store(runs):
     assert _report(folder) == before
 
 
+def test_report_agrees_with_the_run_whatever_order_the_run_listed(tmp_path):
+    """The saved plan lists tracks and mixers sorted; a run listed them as asked. The across-track
+    bootstrap and sign flips draw in name order, so ``report`` rebuilds the run's figures."""
+    result = run_cli("run", "--tracks", "sequence,dynamics", "--mixers", "dense,mlp,identity",
+                     "--seeds", "4", *TINY, "--grid", "dynamics.lr=0.01,0.03",
+                     "--out", str(tmp_path))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    before = _report(tmp_path)
+    assert set(before["across_tracks"]["tracks"]) == {"sequence", "dynamics"}
+    (tmp_path / "report.json").unlink()
+    assert run_cli("report", str(tmp_path)).returncode == 0
+    assert _report(tmp_path)["across_tracks"] == before["across_tracks"]
+
+
 def test_compare_pairs_two_runs_and_refuses_different_budgets(runs, tmp_path):
     root, _ = runs
     same = run_cli("compare", str(root / "plain"), str(root / "flaky"), "--json")

@@ -185,8 +185,11 @@ def report_digest(plan: Plan, results: dict[str, RunRecord], failures: list[RunR
 
 
 def _across(tracks: dict[str, TrackResult], plan: Plan, baseline: str) -> AcrossTracks | None:
+    """The across-track figures, from the tracks and mixers in name order: the bootstrap and the
+    sign flips draw in that order, so the same store gives the same figures whatever order a run
+    listed them in (a reloaded plan's are sorted)."""
     per_track, verdicts = {}, {}
-    for name, entry in tracks.items():
+    for name, entry in sorted(tracks.items()):
         if not entry.comparisons:
             continue
         per_track[name] = {
@@ -194,7 +197,7 @@ def _across(tracks: dict[str, TrackResult], plan: Plan, baseline: str) -> Across
             "ideal": plan.tracks[name].ideal,
             "pairs": {
                 mixer: {"baseline": c.baseline_values, "mixer": c.mixer_values, "caps": c.caps}
-                for mixer, c in entry.comparisons.items()
+                for mixer, c in sorted(entry.comparisons.items())
             },
         }
         verdicts[name] = {m: c.comparison.verdict for m, c in entry.comparisons.items()}
