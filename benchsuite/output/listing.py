@@ -12,7 +12,7 @@ from rich.table import Table
 
 from benchsuite.output import numbers
 from benchsuite.registry import Registry
-from benchsuite.specs import Option
+from benchsuite.specs import Option, provenance
 
 
 def _options(options: tuple[Option, ...]) -> str:
@@ -42,7 +42,7 @@ def listing(registry: Registry) -> dict[str, Any]:
                 "tags": list(m.tags),
                 "signature": m.signature.prediction if m.signature else None,
                 "plugin": m.plugin,
-                "distribution": f"{m.distribution} {m.version}".strip(),
+                "distribution": provenance(m),
             }
             for m in registry.mixers.values()
         },
@@ -54,7 +54,7 @@ def listing(registry: Registry) -> dict[str, Any]:
                 "options": _option_data(t.options),
                 "presets": sorted(t.budgets),
                 "plugin": t.plugin,
-                "distribution": f"{t.distribution} {t.version}".strip(),
+                "distribution": provenance(t),
             }
             for t in registry.tracks.values()
         },
@@ -114,18 +114,18 @@ def print_listing(registry: Registry, console: Console, status: Console) -> None
         mixers.add_row(
             m.name, m.description, _options(m.options), "yes" if m.fixed_tokens else "no",
             "yes" if m.causal else "no", m.signature.prediction if m.signature else "",
-            f"{m.distribution} {m.version}".strip(),
+            provenance(m),
         )  # fmt: skip
     for m in sorted(registry.unavailable.values(), key=lambda m: m.name):
         mixers.add_row(m.name, f"[dim]unavailable: {escape(m.unavailable)}[/]", "", "", "", "",
-                       f"{m.distribution} {m.version}".strip())  # fmt: skip
+                       provenance(m))  # fmt: skip
     tracks = Table(title="[bold]tracks[/]")
     for column in ("name", "description", "metric", "options", "presets", "from"):
         tracks.add_column(column, overflow="fold")
     for t in sorted(registry.tracks.values(), key=lambda t: t.name):
         tracks.add_row(
             t.name, t.description, f"{t.metric.name} ({t.metric.direction})", _options(t.options),
-            ", ".join(sorted(t.budgets)), f"{t.distribution} {t.version}".strip(),
+            ", ".join(sorted(t.budgets)), provenance(t),
         )  # fmt: skip
     console.print(mixers)
     console.print(tracks)

@@ -8,11 +8,11 @@ shape, dtype or batch size, fails with a one-line reason naming the mixer and it
 from __future__ import annotations
 
 from benchsuite.errors import one_line
-from benchsuite.specs import Mixer
+from benchsuite.specs import Mixer, provenance
 
 
 def _owner(mixer: Mixer) -> str:
-    where = f"{mixer.distribution} {mixer.version}".strip() or "?"
+    where = provenance(mixer) or "?"
     return f"mixer {mixer.name!r} (plugin {mixer.plugin!r}, {where})"
 
 
