@@ -13,6 +13,7 @@ from html import escape
 from pathlib import Path
 
 from benchsuite.output import numbers
+from benchsuite.output.axes import axes_section
 from benchsuite.output.canvas import Plot, slug
 from benchsuite.output.canvas import figure_html as _figure
 from benchsuite.output.numbers import finite, num, pct
@@ -488,6 +489,7 @@ def render_html(report: dict, plots: Sequence[Plot], scaling: str = "") -> str:
         f"<nav><ul>{nav}</ul></nav>",
         summary_section(report),
         *(track_section(t, e, by_key, _family_text(report)) for t, e in tracks.items()),
+        axes_section(report),
         across_section(report, by_key),
         cost_section(report),
         problems_section(report),

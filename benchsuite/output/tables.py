@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchsuite.output import numbers
+from benchsuite.output.axes import axis_groups, axis_table
 from benchsuite.output.numbers import interval, num, pct
 from benchsuite.output.palette import VERDICTS, verdict
 from benchsuite.output.widths import FirstFitting, fit
@@ -449,6 +450,8 @@ def print_report(report: dict, console: Console) -> None:
         console.print(f"[yellow]warning:[/] {warning}")
     for name, entry in report["tracks"].items():
         console.print(track_view(name, entry, design))
+    for group in axis_groups(report):
+        console.print(axis_table(group))
     if _signatures(report):
         console.print(FirstFitting([lambda _w: [signature_table(report)],
                                     lambda _w: signature_tables_narrow(report)]))  # fmt: skip
