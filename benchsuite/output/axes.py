@@ -102,7 +102,7 @@ def axis_table(group: dict[str, Any]) -> Table:
             label = f"[bold]{label}[/] (baseline)"
         table.add_row(
             label,
-            *(row["setting"][k] for k in group["keys"]),
+            *(escape(row["setting"][k]) for k in group["keys"]),
             *(_cell(row["cells"].get(v)) for v in group["values"]),
         )
     return table
