@@ -30,11 +30,20 @@ def _order(value: str) -> tuple[int, float | str]:
         return (1, value)
 
 
+def _follows(variants: dict[str, dict[str, str]], key: str, column: str) -> bool:
+    """Whether ``key`` is set by ``column`` (one value of it per column value): it then varies
+    with the columns, not across rows (``num_pairs`` with ``seq_len``)."""
+    seen: dict[str | None, set[str | None]] = {}
+    for keys in variants.values():
+        seen.setdefault(keys.get(column), set()).add(keys.get(key))
+    return all(len(values) == 1 for values in seen.values())
+
+
 def axis_groups(report: dict) -> list[dict[str, Any]]:
     """Per registered track with two or more variants in ``report``: the keys that vary among
     them, the column key (``dim`` if it varies, else the last varying key) with its values, and
-    one row per (mixer, setting of the other varying keys) holding each column's mean and
-    verdict (``None`` for the baseline)."""
+    one row per (mixer, setting of the other varying keys, less those the column sets) holding
+    each column's mean and verdict (``None`` for the baseline)."""
     by_base: dict[str, dict[str, dict[str, str]]] = {}
     for name in report.get("tracks", {}):
         base, keys = assignments(name)
@@ -49,7 +58,7 @@ def axis_groups(report: dict) -> list[dict[str, Any]]:
         if not varying:
             continue
         column = PREFERRED_COLUMN if PREFERRED_COLUMN in varying else varying[-1]
-        others = [k for k in varying if k != column]
+        others = [k for k in varying if k != column and not _follows(variants, k, column)]
         values = sorted({keys[column] for keys in variants.values()}, key=_order)
         rows: dict[tuple, dict[str, Any]] = {}
         for name, keys in variants.items():
