@@ -28,7 +28,6 @@ import re
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +40,7 @@ TEXT, WHOLE, NUMBER, SWITCH = "text", "whole number", "number", "true or false"
 OPTIONS = "options"  # NAME.KEY=VALUE flags (repeatable), [section.NAME] tables in the file
 PAIRS = "pairs"  # KEY=VALUE flags (repeatable), a [section] table in the file
 GRID = "grid"  # TRACK.AXIS=V1,V2 flags (repeatable), [tracks.NAME.grid] tables in the file
+AXES = "axes"  # KEY=V1,V2 flags (repeatable), an [axes] table of value lists in the file
 
 EXECUTORS = ("local", "process", "ray")
 
@@ -62,7 +62,9 @@ def setting(default: Any, help: str, kind: str, *, metavar: str | None = None,
 class RunSettings:
     """What a run is asked to do; ``None`` means "decide for me" (see each help)."""
 
-    tracks: tuple[str, ...] | None = setting(None, "comma-separated tracks (default: all)", NAMES)
+    tracks: tuple[str, ...] | None = setting(
+        None, "comma-separated tracks, or variants TRACK[KEY=VALUE,...] (default: all)", NAMES
+    )
     mixers: tuple[str, ...] | None = setting(
         None,
         "comma-separated mixers, variants NAME[KEY=VALUE,...] or tag:NAME (default: all)",
@@ -99,6 +101,10 @@ class RunSettings:
         "patience (whole numbers ≥ 0), min_delta (a number ≥ 0), checkpoint (last or best)",
         PAIRS,
         metavar="KEY=VALUE", section="budget",
+    )  # fmt: skip
+    axes: Mapping[str, tuple[Any, ...]] = setting(
+        {}, "every track once per value of KEY (a track option or budget key: track variants), "
+        "e.g. dim=32,64,128", AXES, metavar="KEY=V1,V2,...", flag="--axis", section="axes",
     )  # fmt: skip
     executor: str = setting("process", "process (worker processes), local or ray", TEXT)
     address: str | None = setting(
@@ -251,7 +257,7 @@ def load_config(path: Path | str) -> dict[str, Any]:
         tool = _table(where, "tool", raw.get("tool", {}))
         raw = _table(where, PYPROJECT_TABLE, tool.get("benchsuite", {}))
     by_section = {
-        f.metadata["section"]: f for f in fields() if f.metadata["kind"] in (OPTIONS, PAIRS)
+        f.metadata["section"]: f for f in fields() if f.metadata["kind"] in (OPTIONS, PAIRS, AXES)
     }
     scalars = {f.name: f for f in fields() if not f.metadata["section"]}
     sections = ("run", *by_section)
@@ -268,7 +274,9 @@ def load_config(path: Path | str) -> dict[str, Any]:
         given[key] = _check_value(where, f"run.{key}", value, scalars[key].metadata["kind"])
     for section, spec in by_section.items():
         table = dict(_table(where, section, raw.get(section, {})))
-        if spec.metadata["kind"] == PAIRS:
+        if spec.metadata["kind"] == AXES:
+            table = {key: _axis(where, key, values) for key, values in table.items()}
+        elif spec.metadata["kind"] == PAIRS:
             _single_values(where, section, table)
         else:
             for name, values in table.items():
@@ -292,6 +300,12 @@ def _grid(path: Path | str, where: str, table: dict[str, Any]) -> dict[str, tupl
                              f"got {values!r}")  # fmt: skip
         axes[axis] = tuple(float(v) for v in numbers)
     return axes
+
+
+def _axis(path: Path | str, key: str, values: Any) -> tuple[Any, ...]:
+    if not isinstance(values, list) or not values or any(isinstance(v, dict) for v in values):
+        raise UsageError(f"config {path}: axes.{key} must be a list of values, got {values!r}")
+    return tuple(values)
 
 
 def _is_number(value: Any) -> bool:
@@ -353,34 +367,14 @@ def parse_grids(items: Sequence[str], flag: str) -> dict[str, dict[str, tuple[fl
     return result
 
 
+def parse_axes(items: Sequence[str], flag: str) -> dict[str, tuple[str, ...]]:
+    """``["dim=32,64"]`` -> ``{"dim": ("32", "64")}``."""
+    pairs = [item.strip().partition("=") for item in items]
+    if bad := next((k + e + v for k, e, v in pairs if not (k and e and split_names(v))), None):
+        raise UsageError(f"{flag} {bad!r}: expected KEY=V1,V2,...")
+    return {key.strip(): split_names(values) for key, _, values in pairs}
+
+
 def flag_of(spec: dataclasses.Field) -> str:
     """The command-line flag of a setting."""
     return spec.metadata["flag"] or "--" + spec.name.replace("_", "-")
-
-
-# ----------------------------------------------------------------------------- other verbs
-
-
-def sizes(flag: str, text: str) -> tuple[int, ...]:
-    """``"8,16"`` -> ``(8, 16)``; anything but whole numbers > 0 is an error naming ``flag``."""
-    values = split_names(text)
-    if not values or not all(v.isdigit() and int(v) > 0 for v in values):
-        raise UsageError(f"{flag} takes whole numbers > 0, e.g. 8,16; got {','.join(values)!r}")
-    return tuple(int(v) for v in values)
-
-
-@dataclass(frozen=True)
-class ContractSettings:
-    """What ``benchsuite test`` checks; its sizes are the contract kit's defaults too
-    (:mod:`benchsuite.testing`)."""
-
-    mixers: Sequence[str] = ()
-    tokens: tuple[int, ...] = setting((8, 16), "token counts to build the mixer with", NAMES,
-                                      parse=partial(sizes, "--tokens"))  # fmt: skip
-    dims: tuple[int, ...] = setting((16, 32), "model widths to build the mixer with", NAMES,
-                                    parse=partial(sizes, "--dims"))  # fmt: skip
-    mixer_options: Mapping[str, Mapping[str, Any]] = setting(
-        {}, "a mixer option to build with (as for run)", OPTIONS, metavar="MIXER.KEY=VALUE",
-        flag="--mixer-option",
-    )  # fmt: skip
-    plugins_dir: str | None = None

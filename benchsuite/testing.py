@@ -42,8 +42,8 @@ from typing import Any, NoReturn
 import torch
 from torch import nn
 
+from benchsuite.contract_settings import ContractSettings
 from benchsuite.errors import one_line
-from benchsuite.settings import ContractSettings
 from benchsuite.specs import Mixer, resolve_options
 from benchsuite.train.probes import probes_for
 

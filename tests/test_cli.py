@@ -435,6 +435,7 @@ TYPES = {
     run_settings.WHOLE: "whole number", run_settings.NUMBER: "number",
     run_settings.SWITCH: "true or false", run_settings.OPTIONS: "table of option values",
     run_settings.PAIRS: "table", run_settings.GRID: "table of number lists",
+    run_settings.AXES: "table of value lists",
 }  # fmt: skip
 
 
@@ -445,6 +446,7 @@ def reference_row(spec: dataclasses.Field) -> str:
         run_settings.OPTIONS: f"[{section}.NAME] KEY = VALUE",
         run_settings.PAIRS: f"[{section}] KEY = VALUE",
         run_settings.GRID: "[tracks.NAME.grid] AXIS = [V1, V2]",
+        run_settings.AXES: "[axes] KEY = [V1, V2]",
     }.get(kind, f"run.{spec.name}")
     default = spec.default
     shown = "—" if default in (dataclasses.MISSING, None) else f"`{json.dumps(default)}`"

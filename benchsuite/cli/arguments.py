@@ -17,14 +17,26 @@ from collections.abc import Collection, Sequence
 from typing import Any, TypeVar
 
 from benchsuite import settings as schema
-from benchsuite.settings import flag_of, parse_assignments, parse_grids, parse_pairs, split_names
+from benchsuite.settings import (
+    flag_of,
+    parse_assignments,
+    parse_axes,
+    parse_grids,
+    parse_pairs,
+    split_names,
+)
 
 FORMATTER = argparse.RawDescriptionHelpFormatter
 Settings = TypeVar("Settings")
 Examples = Sequence[tuple[str, str]]
-_REPEATED = (schema.OPTIONS, schema.PAIRS, schema.GRID)
+_REPEATED = (schema.OPTIONS, schema.PAIRS, schema.GRID, schema.AXES)
 _TYPES = {schema.NAMES: split_names, schema.WHOLE: int, schema.NUMBER: float}
-_READERS = {schema.OPTIONS: parse_assignments, schema.PAIRS: parse_pairs, schema.GRID: parse_grids}
+_READERS = {
+    schema.OPTIONS: parse_assignments,
+    schema.PAIRS: parse_pairs,
+    schema.GRID: parse_grids,
+    schema.AXES: parse_axes,
+}
 
 
 def _flagged(settings: type, names: Collection[str] | None,

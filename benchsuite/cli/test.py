@@ -7,8 +7,8 @@ import argparse
 import sys
 
 from benchsuite.cli import arguments
+from benchsuite.contract_settings import ContractSettings
 from benchsuite.errors import UsageError
-from benchsuite.settings import ContractSettings
 
 HELP = "check mixers against the plugin contract kit"
 EXAMPLES = (

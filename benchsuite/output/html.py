@@ -15,7 +15,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from markupsafe import Markup
+
 from benchsuite.output import captions, numbers
+from benchsuite.output.axes import axes_section
 from benchsuite.output.canvas import Plot, css_pixels, data_uri, slug
 from benchsuite.output.numbers import finite, num, pct
 from benchsuite.output.palette import verdict
@@ -216,8 +219,10 @@ def render_html(report: Analysis, plots: Sequence[Plot], scaling_page: str | Non
     tracks, mixers = heatmap_order(report)
     lines = headline(report)
     cost_keys, cost_rows = _costs(report)
+    axes = Markup(axes_section(report))  # escaped where it is built (output/axes.py)
     nav = [("headline", "Headline"), ("matrix", "Verdict matrix"), ("summary", "Summary"),
            *[(f"track-{slug(t)}", f"Track {t}") for t in report.tracks],
+           *([("axes", "Track variants side by side")] if axes else []),
            ("across", "Across tracks"), ("costs", "Cost per mixer"),
            ("problems", "Skipped, failed and undertrained")]  # fmt: skip
     return render("report.html.j2",
@@ -227,7 +232,7 @@ def render_html(report: Analysis, plots: Sequence[Plot], scaling_page: str | Non
         family=family_text(report), scale_text=scale_text, first_alpha=first_alpha,
         rows_by_effect=rows_by_effect, flag_rows=flag_rows, signature_rows=signature_rows,
         swept_mixers=swept_mixers, across_rows=_across_rows(report), cost_keys=cost_keys,
-        cost_rows=cost_rows, problems=_problems(report),
+        cost_rows=cost_rows, problems=_problems(report), axes=axes,
     )  # fmt: skip
 
 

@@ -57,7 +57,7 @@ def print_design(design: dict, console: Console) -> None:
             "not below that alpha"
         )  # fmt: skip
         console.print(
-            f"  {track}: {mde} (sd of paired differences "
+            f"  {escape(track)}: {mde} (sd of paired differences "
             f"{pct(100 * plan['planning_sd_rel'], signed=False)}, {plan['source']})"
         )
 

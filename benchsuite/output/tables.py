@@ -23,6 +23,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchsuite.output import captions
+from benchsuite.output.axes import axis_groups, axis_table
 from benchsuite.output.numbers import finite, interval, num
 from benchsuite.output.track_tables import (
     improvement,
@@ -273,6 +274,8 @@ def print_report(report: Analysis, console: Console) -> None:
         console.print(f"[yellow]warning:[/] {warning}")
     for name, entry in report.tracks.items():
         console.print(track_view(name, entry, design))
+    for group in axis_groups(report):
+        console.print(axis_table(group))
     if signatures(report):
         console.print(FirstFitting([lambda _w: [signature_table(report)],
                                     lambda _w: signature_tables_narrow(report)]))  # fmt: skip

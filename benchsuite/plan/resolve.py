@@ -2,7 +2,9 @@
 
 The result is again a :class:`~benchsuite.settings.RunSettings`, with names checked (mixer
 variants such as ``attention[heads=2]`` in their canonical spelling and ``tag:NAME`` selections
-expanded: :mod:`benchsuite.registry.variants`), the baseline first among the mixers, options
+expanded: :mod:`benchsuite.registry.variants`; track variants such as ``recall[dim=64]`` likewise,
+the axes expanded into them, ``axes`` then empty: :mod:`benchsuite.registry.track_variants`),
+the baseline first among the mixers, options
 parsed to their declared types (a track's options also checked together:
 ``Track.check_options``), budget overrides as whole numbers, the seed count decided and the
 device checked. Every mistake is a one-line usage error.
@@ -14,25 +16,28 @@ import dataclasses
 from typing import Any
 
 from benchsuite.budget import CHECKPOINTS
-from benchsuite.errors import PluginError, UsageError, check_names, did_you_mean, one_line
+from benchsuite.errors import PluginError, UsageError, did_you_mean, one_line
 from benchsuite.plan.jobs import GRID_AXES, OVERRIDABLE, STOPPING
 from benchsuite.plan.matching import MATCHES
 from benchsuite.plan.power import default_seeds
-from benchsuite.registry import Registry, variants
+from benchsuite.registry import Registry, track_variants, variants
 from benchsuite.settings import EXECUTORS, RunSettings
 from benchsuite.specs import Track, resolve_options
 
 
 def resolve(settings: RunSettings, registry: Registry) -> RunSettings:
     """``settings`` checked and completed against ``registry`` (see the module docstring)."""
-    track_names = list(settings.tracks) if settings.tracks else [
+    asked_tracks = list(settings.tracks) if settings.tracks else [
         name for name in sorted(registry.tracks)
         if settings.preset in registry.tracks[name].budgets
     ]  # fmt: skip
-    if not track_names:
+    if not asked_tracks:
         presets = sorted({p for track in registry.tracks.values() for p in track.budgets})
         raise UsageError(f"no track has preset {settings.preset!r}; valid: {', '.join(presets)}")
-    check_names("track", track_names, list(registry.tracks))
+    texts = track_variants.expand(asked_tracks, settings.axes)
+    tracks = {t.name: t for t in track_variants.select(texts, registry.tracks)}
+    track_names = list(tracks)
+    check_variant_budget(tracks.values(), settings.budget)
     mixers, unavailable = registry.mixers, registry.unavailable
     asked = variants.select(settings.mixers or sorted(mixers), mixers, unavailable)
     try:
@@ -43,7 +48,7 @@ def resolve(settings: RunSettings, registry: Registry) -> RunSettings:
     mixer_names = [v.name for v in chosen]
     if len(mixer_names) < 2:
         raise UsageError(f"nothing to compare: only the baseline {baseline.name!r} was given")
-    check_grids(settings.grids, list(registry.tracks))
+    check_grids(settings.grids, [name for name in registry.tracks if "[" not in name])
     if settings.match not in MATCHES:
         raise UsageError(f"unknown --match {settings.match!r}; valid: {', '.join(MATCHES)}")
     seeds = settings.seeds
@@ -53,7 +58,7 @@ def resolve(settings: RunSettings, registry: Registry) -> RunSettings:
         raise UsageError(f"--seeds must be at least 2 for a paired comparison, got {seeds}")
     overrides = budget_overrides(settings.budget)
     for name in track_names:
-        budget = registry.tracks[name].budget(settings.preset)
+        budget = tracks[name].budget(settings.preset)
         if not budget.grid:
             raise UsageError(
                 f"track {name!r} has an empty sweep grid for preset {settings.preset!r}"
@@ -62,11 +67,16 @@ def resolve(settings: RunSettings, registry: Registry) -> RunSettings:
             dataclasses.replace(budget, **overrides)
         except ValueError as error:
             raise UsageError(f"track {name!r}: {error}") from None
-    track_options = _options(registry.tracks, settings.track_options, "track", track_names)
+    track_options = track_option_values(tracks, registry.tracks, settings.track_options)
     for name, options in track_options.items():
-        check_track_options(registry.tracks[name], options, settings.preset)
+        check_track_options(tracks[name], options, settings.preset)
     return settings.replace(
         tracks=tuple(track_names),
+        axes={},
+        grids={**settings.grids, **{
+            name: settings.grids[track_variants.base_name(track)] for name, track in tracks.items()
+            if track_variants.base_name(track) in settings.grids
+        }},
         mixers=tuple(mixer_names),
         seeds=seeds,
         track_options=track_options,
@@ -105,6 +115,40 @@ def _options(pool: dict[str, Any], given: Any, group: str, names: list[str]) -> 
         if name not in pool:
             raise UsageError(f"option given for unknown {group} {name!r}{did_you_mean(name, pool)}")
     return {n: resolve_options(pool[n].options, given.get(n, {}), n) for n in names}
+
+
+def track_option_values(tracks: dict[str, Track], registered: dict[str, Track],
+                        given: Any) -> dict[str, dict[str, Any]]:  # fmt: skip
+    """Each asked track's options: its declared defaults (a variant's own values among them),
+    overlaid with ``--track-option BASE.KEY`` values, except those its brackets set."""
+    for name in given:
+        if "[" in name:
+            raise UsageError(
+                f"option given for track variant {name!r}: give a variant's options "
+                f"inside its brackets, or to its track {name.partition('[')[0]!r}"
+            )
+    _options(registered, given, "track", [])
+    values = {}
+    for name, track in tracks.items():
+        own = getattr(track, "variant_keys", {})
+        base = given.get(track_variants.base_name(track), {})
+        values[name] = resolve_options(
+            track.options,
+            {k: v for k, v in base.items() if k not in own},
+            track_variants.base_name(track),
+        )
+    return values
+
+
+def check_variant_budget(tracks: Any, budget: Any) -> None:
+    """A budget key set both by ``--budget`` and by a track variant is a usage error."""
+    for track in tracks:
+        both = sorted(set(getattr(track, "variant_budget", {})) & set(budget))
+        if both:
+            raise UsageError(
+                f"budget {both[0]} is given both by --budget and by the track "
+                f"variant {track.name!r}; give it in one place"
+            )
 
 
 def check_track_options(track: Track, options: dict, preset: str) -> None:

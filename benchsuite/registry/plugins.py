@@ -30,6 +30,7 @@ import pluggy
 
 from benchsuite import hookspecs
 from benchsuite.errors import PluginError, UsageError, did_you_mean, one_line
+from benchsuite.registry.track_variants import TrackPool
 from benchsuite.specs import Mixer, Track, provenance
 
 GROUP = "benchsuite"
@@ -73,9 +74,12 @@ class Registry:
 
     mixers: dict[str, Mixer] = field(default_factory=dict)
     unavailable: dict[str, Mixer] = field(default_factory=dict)
-    tracks: dict[str, Track] = field(default_factory=dict)
+    tracks: dict[str, Track] = field(default_factory=TrackPool)  # variants by name too
     plugins: list[PluginInfo] = field(default_factory=list)
     failures: list[PluginFailure] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.tracks = TrackPool(self.tracks)
 
     def add(self, item: Mixer | Track) -> Mixer | Track:
         """Register ``item`` from Python under plugin ``python``; returns the stamped item."""
