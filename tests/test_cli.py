@@ -32,6 +32,7 @@ from benchsuite import __version__
 from benchsuite import settings as run_settings
 from benchsuite.cli import _parser
 from benchsuite.cli.completion import parsers as _parsers
+from benchsuite.contract_settings import ContractSettings
 
 ROOT = Path(__file__).parent.parent
 RUN = ["run", "--tracks", "sequence", "--mixers", "dense,identity", "--seeds", "2",
@@ -414,7 +415,7 @@ def test_each_verb_s_flags_are_the_fields_of_its_settings_schema():
     for spec in run_settings.fields():
         if spec.name in listing.COSTS:
             assert helps[spec.name].startswith(spec.metadata["help"]), spec.name
-    for verb, settings in (("scale", ScaleSettings), ("test", run_settings.ContractSettings)):
+    for verb, settings in (("scale", ScaleSettings), ("test", ContractSettings)):
         dests = {a.dest for a in _verb(verb)._actions}
         flagged = {f.name for f in dataclasses.fields(settings) if f.metadata}
         assert flagged <= dests and len(flagged) >= 3, verb
@@ -424,7 +425,7 @@ def test_each_verb_s_flags_are_the_fields_of_its_settings_schema():
     ))  # fmt: skip
     assert given.tokens == (64, 128) and given.max_memory == 2**29
     assert given.mixer_options == {"fnet": {"x": "1"}} and given.width == ScaleSettings.width
-    tested = arguments.read(run_settings.ContractSettings, _parser().parse_args(["test", "dense"]))
+    tested = arguments.read(ContractSettings, _parser().parse_args(["test", "dense"]))
     assert (tested.mixers, tested.tokens, tested.dims) == (["dense"], (8, 16), (16, 32))
     kit = inspect.signature(testing.run_contract).parameters
     assert (kit["tokens"].default, kit["dims"].default) == (tested.tokens, tested.dims)

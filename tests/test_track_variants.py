@@ -12,11 +12,13 @@ import sqlite3
 import pytest
 
 from benchsuite import UsageError, api
-from benchsuite.output.axes import axes_section, axis_groups
+from benchsuite.cli.arguments import add_settings, given
+from benchsuite.output.track_tables import axes_section
 from benchsuite.plan.jobs import effective_budget
 from benchsuite.plan.resolve import resolve
 from benchsuite.registry import load_registry
-from benchsuite.settings import RunSettings, add_flags, from_flags, load_config, merge
+from benchsuite.results.axes import axis_groups
+from benchsuite.settings import RunSettings, load_config, merge
 
 
 @pytest.fixture(scope="module")
@@ -86,11 +88,11 @@ def test_the_config_file_gives_axes_and_the_flag_too(tmp_path):
     with pytest.raises(UsageError, match=r"axes\.dim must be a list of values"):
         load_config(config)
     parser = argparse.ArgumentParser()
-    add_flags(parser)
+    add_settings(parser, RunSettings)
     args = parser.parse_args(["--axis", "dim=32,64", "--axis", "seq_len=64"])
-    assert from_flags(args)["axes"] == {"dim": ("32", "64"), "seq_len": ("64",)}
+    assert given(RunSettings, args)["axes"] == {"dim": ("32", "64"), "seq_len": ("64",)}
     with pytest.raises(UsageError, match="expected KEY=V1,V2"):
-        from_flags(parser.parse_args(["--axis", "dim"]))
+        given(RunSettings, parser.parse_args(["--axis", "dim"]))
 
 
 TINY = """
@@ -118,20 +120,17 @@ def test_each_variant_is_a_track_of_its_own_in_a_real_run(tmp_path):
     summary = api.run(merge(load_config(config)))  # worker processes rebuild the variants
     assert (summary.trained, summary.failed) == (8, 0)  # 2 variants x 2 mixers x 2 seeds
     names = ["recall[dim=8,num_queries=16,seq_len=32]", "recall[dim=16,num_queries=16,seq_len=32]"]
-    assert list(summary.report["tracks"]) == names
+    assert list(summary.report.tracks) == names
     with sqlite3.connect(out / "benchsuite.sqlite") as db:
         jobs = [json.loads(text)["job"] for (text,) in db.execute("SELECT record FROM results")]
     assert {(j["track"], j["budget"]["dim"], j["track_options"]["seq_len"]) for j in jobs} == {
         (names[0], 8, 32), (names[1], 16, 32)
     }  # fmt: skip
     (group,) = axis_groups(summary.report)
-    assert (group["track"], group["column"], group["values"]) == ("recall", "dim", ["8", "16"])
-    assert [row["mixer"] for row in group["rows"]] == ["attention", "identity"]
-    identity = group["rows"][1]["cells"]
-    assert identity["8"]["mean"] == summary.report["tracks"][names[0]]["mixers"]["identity"][
-        "full"]["mean"]  # fmt: skip
-    assert (
-        identity["16"]["verdict"] is not None and group["rows"][0]["cells"]["8"]["verdict"] is None
-    )
+    assert (group.track, group.column, group.values) == ("recall", "dim", ["8", "16"])
+    assert [row.mixer for row in group.rows] == ["attention", "identity"]
+    identity = group.rows[1].cells
+    assert identity["8"].mean == summary.report.tracks[names[0]].mixers["identity"].full.mean
+    assert identity["16"].verdict is not None and group.rows[0].cells["8"].verdict is None
     assert "recall: accuracy against dim" in axes_section(summary.report)
     assert "recall: accuracy against dim" in (out / "report.html").read_text()

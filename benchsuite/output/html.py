@@ -18,13 +18,12 @@ from typing import Any
 from markupsafe import Markup
 
 from benchsuite.output import captions, numbers
-from benchsuite.output.axes import axes_section
 from benchsuite.output.canvas import Plot, css_pixels, data_uri, slug
 from benchsuite.output.numbers import finite, num, pct
 from benchsuite.output.palette import verdict
 from benchsuite.output.plots import heatmap_order, make_plots, write_plots
 from benchsuite.output.tables import Line, by_suite_effect, headline, ratio, tracks_text
-from benchsuite.output.track_tables import rows_by_effect
+from benchsuite.output.track_tables import axes_section, rows_by_effect
 from benchsuite.results.cell_schema import TrackResult
 from benchsuite.results.schema import Analysis
 
@@ -219,7 +218,7 @@ def render_html(report: Analysis, plots: Sequence[Plot], scaling_page: str | Non
     tracks, mixers = heatmap_order(report)
     lines = headline(report)
     cost_keys, cost_rows = _costs(report)
-    axes = Markup(axes_section(report))  # escaped where it is built (output/axes.py)
+    axes = Markup(axes_section(report))  # escaped where it is built (track_tables.py)
     nav = [("headline", "Headline"), ("matrix", "Verdict matrix"), ("summary", "Summary"),
            *[(f"track-{slug(t)}", f"Track {t}") for t in report.tracks],
            *([("axes", "Track variants side by side")] if axes else []),

@@ -23,9 +23,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchsuite.output import captions
-from benchsuite.output.axes import axis_groups, axis_table
 from benchsuite.output.numbers import finite, interval, num
 from benchsuite.output.track_tables import (
+    axis_table,
     improvement,
     legend,
     mde,
@@ -37,6 +37,7 @@ from benchsuite.output.track_tables import (
     verdict_text,
 )
 from benchsuite.output.widths import FirstFitting, fit
+from benchsuite.results.axes import axis_groups
 from benchsuite.results.schema import AcrossMixer, AcrossTracks, Analysis, RunComparison
 
 BETTER = ("significant_win", "significant_win_below_margin")

@@ -10,6 +10,8 @@ well as a colour (:mod:`benchsuite.output.palette`).
 
 from __future__ import annotations
 
+from html import escape as html_escape
+
 from rich.console import RenderableType
 from rich.markup import escape
 from rich.table import Table
@@ -19,6 +21,7 @@ from benchsuite.output.captions import CONFIG_NOTE, POINTS_NOTE, SCALE_NOTE
 from benchsuite.output.numbers import interval, num, pct
 from benchsuite.output.palette import VERDICTS, verdict
 from benchsuite.output.widths import FirstFitting
+from benchsuite.results.axes import AxisCell, AxisGroup, axis_groups
 from benchsuite.results.cell_schema import MixerResult, SignatureCheck, TrackResult
 from benchsuite.results.schema import Analysis, Design
 from benchsuite.results.stats import Comparison
@@ -249,3 +252,77 @@ def signature_tables_narrow(report: Analysis) -> list[Table]:
         tables[track].add_row(escape(mixer), key, num(value), observed,
                               "yes" if sig.confirmed else "no")  # fmt: skip
     return list(tables.values())
+
+
+# ----------------------------------------------------------------------------- track variants
+
+
+def _cell(cell: AxisCell | None) -> str:
+    if cell is None:
+        return ""
+    if cell.verdict is None:
+        return num(cell.mean)
+    look = verdict(cell.verdict)
+    return f"{num(cell.mean)} [{look.style}]{look.symbol}[/]"
+
+
+def _header(group: AxisGroup) -> list[str]:
+    return ["mixer", *group.keys, *(f"{group.column}={v}" for v in group.values)]
+
+
+def axis_table(group: AxisGroup) -> Table:
+    """One group as a rich table: rows mixer x the other varying keys, columns the axis."""
+    table = Table(
+        title=f"{group.track}: {group.metric} against {group.column}",
+        caption=(
+            f"each cell is one track variant's mean over seeds, its symbol the verdict against "
+            f"{group.baseline} on that variant (Holm over the run's family); rows: mixer"
+            + "".join(f" x {k}" for k in group.keys)
+        ),
+    )
+    for name in _header(group):
+        table.add_column(name, no_wrap=True)
+    for row in group.rows:
+        label = escape(row.mixer)
+        if row.mixer == group.baseline:
+            label = f"[bold]{label}[/] (baseline)"
+        table.add_row(
+            label,
+            *(escape(row.setting[k]) for k in group.keys),
+            *(_cell(row.cells.get(v)) for v in group.values),
+        )
+    return table
+
+
+def _html_cell(cell: AxisCell | None) -> str:
+    if cell is None:
+        return "<td></td>"
+    if cell.verdict is None:
+        return f"<td class=num>{num(cell.mean)}</td>"
+    look = verdict(cell.verdict)
+    return (f'<td class=num title="{html_escape(cell.verdict)}">{num(cell.mean)} '
+            f'<span class=verdict style="background:{look.colour}">'
+            f"{html_escape(look.symbol)}</span></td>")  # fmt: skip
+
+
+def axes_section(report: Analysis) -> str:
+    """The HTML page's section of the axis tables ("" when the run has no track variants)."""
+    parts = []
+    for group in axis_groups(report):
+        header = _header(group)
+        rows = "".join(
+            "<tr><td>" + html_escape(row.mixer) + "</td>"
+            + "".join(f"<td>{html_escape(row.setting[k])}</td>" for k in group.keys)
+            + "".join(_html_cell(row.cells.get(v)) for v in group.values) + "</tr>"
+            for row in group.rows
+        )  # fmt: skip
+        table = axis_table(group)
+        parts.append(
+            f"<h3>{html_escape(str(table.title))}</h3><table><caption>"
+            f"{html_escape(str(table.caption))}</caption><thead><tr>"
+            + "".join(f"<th>{html_escape(h)}</th>" for h in header)
+            + f"</tr></thead><tbody>{rows}</tbody></table>"
+        )
+    if not parts:
+        return ""
+    return "<section id=axes><h2>Track variants side by side</h2>" + "".join(parts) + "</section>"
