@@ -7,9 +7,9 @@ real run produces (its report), not recomputed here.
 
 The budget is the smallest found robust (docs/validation.md): 7 seeds, the fewest whose exact
 sign-flip p (2/2**7) passes Holm's first step over these 2 comparisons, one learning rate (the
-middle of the quick grid), the quick preset's budget (since 2026-12-02 at most 400 steps, stopping by
-the validation rule; at a fixed 100 attention reached only 0.28-0.39,
-near enough to chance for one weak seed to cost the verdict), the seeds of a cell trained as one
+middle of the quick grid), the quick preset's budget (since 2026-12-02 at most 400 steps,
+stopping by the validation rule; at a fixed 100 attention reached only 0.28-0.39, near enough
+to chance for one weak seed to cost the verdict), the seeds of a cell trained as one
 stacked model (about half the time on a CPU; the same results within float tolerance).
 """
 
