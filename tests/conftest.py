@@ -1,4 +1,5 @@
-"""Shared fixtures: an isolated cache folder, and running the real CLI in a subprocess."""
+"""Shared fixtures: an isolated cache folder, one torch thread, the built-in registry, and running
+the real CLI in a subprocess."""
 
 from __future__ import annotations
 
@@ -26,6 +27,25 @@ def isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.delenv("BENCHSUITE_PLUGINS_DIR", raising=False)
     monkeypatch.delenv("BENCHSUITE_LOAD_PLUGINS", raising=False)
     return cache
+
+
+@pytest.fixture
+def one_thread():
+    """Train on one torch thread (as every job does), restoring the count after the test."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def registry():
+    """The built-in plugins, loaded once per test module."""
+    from benchsuite.registry import load_registry
+
+    return load_registry()
 
 
 def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None):

@@ -82,17 +82,7 @@ def benchsuite_register_mixers(register):
 """
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def registry() -> Registry:
-    return load_registry()
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def seed_jobs(registry: Registry, track: str, mixer: str, seeds: int = 3,

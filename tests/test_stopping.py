@@ -11,7 +11,7 @@ from benchsuite import api
 from benchsuite.errors import UsageError
 from benchsuite.plan.jobs import Job, cell_jobs, grid_of
 from benchsuite.plan.resolve import resolve
-from benchsuite.registry import Registry, load_registry
+from benchsuite.registry import Registry
 from benchsuite.results.store import Store
 from benchsuite.settings import RunSettings
 from benchsuite.train.batched import train_stack
@@ -21,17 +21,7 @@ TINY = {"series": 24, "length": 64}
 RULE = {"eval_every": 10, "patience": 2, "min_delta": 0.01, "checkpoint": "best"}
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def registry() -> Registry:
-    return load_registry()
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def jobs_of(registry: Registry, mixer: str, budget: dict, seeds: int = 2) -> list[Job]:

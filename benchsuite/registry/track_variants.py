@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from benchsuite.errors import UsageError, check_names
-from benchsuite.registry.variants import spell
+from benchsuite.registry.variants import bracketed, spell
 from benchsuite.specs import Track, resolve_options
 
 BUDGET_KEYS = ("steps", "batch_size", "dim", "depth")  # what a variant may set in the budget
@@ -38,22 +38,7 @@ def _malformed(text: str, detail: str) -> UsageError:
 def assignments(text: str) -> tuple[str, dict[str, str]]:
     """``recall[dim=64, seq_len=256]`` -> ``("recall", {"dim": "64", "seq_len": "256"})`` (text
     values, as given); a plain name has no assignments. Malformed brackets are one-line errors."""
-    text = text.strip()
-    if "[" not in text and "]" not in text:
-        return text, {}
-    base, _, inside = text.partition("[")
-    base = base.strip()
-    if not base or not inside.endswith("]") or "[" in inside or "]" in inside[:-1]:
-        raise _malformed(text, "malformed brackets")
-    given: dict[str, str] = {}
-    for assignment in inside[:-1].split(","):
-        key, equals, value = (part.strip() for part in assignment.partition("="))
-        if not key or not equals or not value:
-            raise _malformed(text, f"{assignment.strip()!r} is not KEY=VALUE")
-        if key in given:
-            raise _malformed(text, f"key {key!r} given twice")
-        given[key] = value
-    return base, given
+    return bracketed(text.strip(), _malformed, "key")
 
 
 def _whole(text: str, key: str, value: str) -> int:

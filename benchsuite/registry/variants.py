@@ -11,7 +11,7 @@ declares the tag ``NAME`` (``Mixer.tags``). Nothing here imports torch.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,19 +72,8 @@ def parse(text: str, mixers: Mapping[str, Mixer],
     if "[" not in text and "]" not in text:
         _check_registered(text, mixers, unavailable)
         return Variant(text, text)
-    base, _, inside = text.partition("[")
-    base = base.strip()
-    if not base or not inside.endswith("]") or "[" in inside or "]" in inside[:-1]:
-        raise _malformed(text, "malformed brackets")
+    base, given = bracketed(text, _malformed, "option")
     _check_registered(base, mixers, unavailable)
-    given: dict[str, str] = {}
-    for assignment in inside[:-1].split(","):
-        key, equals, value = (part.strip() for part in assignment.partition("="))
-        if not key or not equals or not value:
-            raise _malformed(text, f"{assignment.strip()!r} is not KEY=VALUE")
-        if key in given:
-            raise _malformed(text, f"option {key!r} given twice")
-        given[key] = value
     try:
         parsed = resolve_options(mixers[base].options, given, base)
     except UsageError as error:
@@ -92,6 +81,28 @@ def parse(text: str, mixers: Mapping[str, Mixer],
     options = {key: parsed[key] for key in sorted(given)}
     name = f"{base}[{','.join(f'{key}={spell(value)}' for key, value in options.items())}]"
     return Variant(name, base, options)
+
+
+def bracketed(text: str, malformed: Callable[[str, str], UsageError],
+              noun: str) -> tuple[str, dict[str, str]]:  # fmt: skip
+    """``NAME[KEY=VALUE,...]`` -> ``(NAME, {KEY: VALUE})`` (text values as given; a name without
+    brackets has none): the one parser of mixer and track variants. ``malformed(text, detail)``
+    makes the one-line error; ``noun`` names a key in it (a mixer's option, a track's key)."""
+    if "[" not in text and "]" not in text:
+        return text, {}
+    base, _, inside = text.partition("[")
+    base = base.strip()
+    if not base or not inside.endswith("]") or "[" in inside or "]" in inside[:-1]:
+        raise malformed(text, "malformed brackets")
+    given: dict[str, str] = {}
+    for assignment in inside[:-1].split(","):
+        key, equals, value = (part.strip() for part in assignment.partition("="))
+        if not key or not equals or not value:
+            raise malformed(text, f"{assignment.strip()!r} is not KEY=VALUE")
+        if key in given:
+            raise malformed(text, f"{noun} {key!r} given twice")
+        given[key] = value
+    return base, given
 
 
 def select(texts: Iterable[str], mixers: Mapping[str, Mixer],
