@@ -221,7 +221,7 @@ def train_loop(optimizer: Optimizer, loss_at: Callable[[int], torch.Tensor], ste
             for member, ok in enumerate(finite):
                 if not ok:
                     stop(member, done, stopped)
-        if rule is not None and (done % rule.every == 0 or done == steps):
+        if rule is not None and (done % rule.settings.every == 0 or done == steps):
             for member in converged_now(rule, watches, done, [*stopped, *converged]):
                 stop(member, done, converged)
         if len(stopped) + len(converged) == count:

@@ -221,8 +221,11 @@ def prepare(job: Job, track: Track, mixer: Mixer) -> Prepared:
         x, y = to_device(data.x_train, device), to_device(data.y_train, device)
         order = batch_order(streams.rng("order"), len(x), budget.steps, budget.batch_size)
         order = order.to(device)  # one tensor for every config: the stack sees shared batches
-        val = to_device(data.x_val, device), to_device(data.y_val, device)
-        stopping = stopping_of(budget, track, data, *val)
+        stopping = (
+            stopping_of(budget, track, data, to_device(data.x_val, device),
+                        to_device(data.y_val, device))
+            if budget.eval_every else None
+        )  # fmt: skip
         models = [model] + [copy.deepcopy(model) for _ in job.grid[1:]]
         members = [Member(m, x, y, order, dict(config), stopping)
                    for m, config in zip(models, job.grid, strict=True)]  # fmt: skip

@@ -52,21 +52,19 @@ class Stopping:
     def rule(self, score: Callable[[], Sequence[float]], snapshot: Callable[[int], None]
              ) -> StopRule:  # fmt: skip
         """This budget's rule with the loop's callbacks."""
-        return StopRule(self.every, self.patience, self.min_delta, self.keep_best, score, snapshot)
+        return StopRule(self, score, snapshot)
 
 
 @dataclass(frozen=True)
 class StopRule:
-    """Early stopping on the validation score, the same for every member and mixer.
+    """Early stopping on the validation score, the same for every member and mixer: the budget's
+    settings with the training loop's callbacks.
 
     ``score()`` gives each member's validation score (higher is better, one per member; one
     value when unstacked); ``snapshot(member)`` keeps a member's current state as its best.
     """
 
-    every: int  # steps between validation checks
-    patience: int  # checks without improvement after which a member stops (0: never)
-    min_delta: float  # improvement that counts, relative to the best score so far
-    keep_best: bool  # snapshot each member at its best check
+    settings: Stopping  # every, patience, min_delta, keep_best (one member's: all share them)
     score: Callable[[], Sequence[float]]
     snapshot: Callable[[int], None]
 
@@ -94,23 +92,21 @@ def converged_now(rule: StopRule, watches: list[Watch], done: int, stopped: list
         if member in stopped:
             continue
         watch = watches[member]
-        if watch.improved(float(value), rule.min_delta):
+        if watch.improved(float(value), rule.settings.min_delta):
             watch.best, watch.best_step, watch.stale = float(value), done, 0
-            if rule.keep_best:
+            if rule.settings.keep_best:
                 rule.snapshot(member)
             continue
         watch.stale += 1
-        if rule.patience and watch.stale >= rule.patience:
+        if rule.settings.patience and watch.stale >= rule.settings.patience:
             converged.append(member)
     return converged
 
 
 def stopping_of(budget: Budget, track: Track, data: TrackData, x_val: torch.Tensor,
-                y_val: torch.Tensor) -> Stopping | None:  # fmt: skip
-    """The budget's early stopping on the validation split, scored by the data's metric (None when
-    the budget checks nothing during training)."""
-    if not budget.eval_every:
-        return None
+                y_val: torch.Tensor) -> Stopping:  # fmt: skip
+    """The budget's early stopping on the validation split (already on the job's device), scored
+    by the data's metric; the budget must check during training (``eval_every``)."""
     metric = data.metric or track.metric
     sign = 1.0 if metric.higher_is_better else -1.0
 
