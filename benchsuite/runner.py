@@ -22,7 +22,7 @@ from benchsuite.execute.events import Events
 from benchsuite.execute.executors import Executor
 from benchsuite.execute.leases import POLL_SECONDS, Heartbeat, Owner, waiting_message
 from benchsuite.execute.record import RunRecord
-from benchsuite.execute.worker import Worker
+from benchsuite.execute.worker import Cell, Worker
 from benchsuite.plan.jobs import Job
 from benchsuite.plan.plan import Plan
 from benchsuite.results.store import Claim, Store, renew_leases
@@ -30,7 +30,7 @@ from benchsuite.results.store import Claim, Store, renew_leases
 
 @dataclass
 class Runner:
-    """Runs a plan's jobs through an executor (batched cells through the worker, in-process)."""
+    """Runs a plan's jobs through an executor (a batched cell of seeds as one task)."""
 
     plan: Plan
     store: Store
@@ -115,6 +115,13 @@ class Runner:
         mine = set(self._lease(jobs).mine)
         return [job for job in jobs if job.key in mine]
 
+    def _claim_task(self, task: Job | Cell) -> Job | Cell | None:
+        """``task`` if leased to this run now; of a cell, its seeds that are (None: no part)."""
+        if isinstance(task, Cell):
+            mine = self._claim(list(task.jobs))
+            return Cell(tuple(mine)) if mine else None
+        return task if self._claim([task]) else None
+
     def _takeovers(self) -> list[Job]:
         """Wait until the jobs other runs are training are stored, failed, or free to take over
         (their run stopped); return those leased to this run now (none: nothing is left)."""
@@ -132,20 +139,29 @@ class Runner:
         return []
 
     def _records(self, jobs: list[Job]) -> Iterator[RunRecord]:
-        """Records of ``jobs``, each leased just before it runs: batched cells in this process
-        (it owns the GPU; a cell's free seeds are leased together), the rest by the executor."""
+        """Records of ``jobs``, each leased just before it runs. A cell's batched seeds are one
+        task (a :class:`Cell`, its free seeds leased together): on the CPU the executor runs it
+        beside the other tasks where it takes cells, otherwise this process trains it (on a
+        GPU, the process that owns the device)."""
         cells: dict[tuple, list[Job]] = {}
         for job in jobs:
             if job.batched:
                 cells.setdefault((job.track, job.mixer), []).append(job)
+        handed = [Cell(tuple(cell)) for cell in cells.values() if self._hands_out(cell)]
         for cell in cells.values():
-            if mine := self._claim(cell):
+            if not self._hands_out(cell) and (mine := self._claim(cell)):
                 yield from self.worker.batch(mine)
-        rest = [job for job in jobs if not job.batched]
+        tasks: list[Job | Cell] = [*handed, *(job for job in jobs if not job.batched)]
         if self.executor.pulls_jobs:
-            yield from self.executor.map(_Leasing(rest, self._claim))
-        elif rest:
-            yield from self.executor.map(self._claim(rest))
+            outputs = self.executor.map(_Leasing(tasks, self._claim_task))
+        else:
+            outputs = self.executor.map([t for t in map(self._claim_task, tasks) if t])
+        for output in outputs:
+            yield from output if isinstance(output, list) else [output]
+
+    def _hands_out(self, cell: list[Job]) -> bool:
+        """Whether a batched cell goes to the executor (a CPU cell, one that takes cells)."""
+        return self.executor.takes_cells and cell[0].device == "cpu"
 
     def _save_traceback(self, record: RunRecord) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)
@@ -155,23 +171,24 @@ class Runner:
 
 
 class _Leasing:
-    """The jobs an executor takes one at a time, each leased as it is taken; a job another run
-    holds is skipped. Its length hint counts the jobs left to try."""
+    """The tasks an executor takes one at a time, each leased as it is taken; a task another run
+    holds is skipped (of a cell, the seeds it holds). Its length hint counts the tasks left."""
 
-    def __init__(self, jobs: list[Job], claim: Callable[[list[Job]], list[Job]]) -> None:
-        self.jobs, self.claim = deque(jobs), claim
+    def __init__(self, tasks: list[Job | Cell],
+                 claim: Callable[[Job | Cell], Job | Cell | None]) -> None:  # fmt: skip
+        self.tasks, self.claim = deque(tasks), claim
 
     def __iter__(self) -> _Leasing:
         return self
 
-    def __next__(self) -> Job:
-        while self.jobs:
-            if mine := self.claim([self.jobs.popleft()]):
-                return mine[0]
+    def __next__(self) -> Job | Cell:
+        while self.tasks:
+            if (mine := self.claim(self.tasks.popleft())) is not None:
+                return mine
         raise StopIteration
 
     def __length_hint__(self) -> int:
-        return len(self.jobs)
+        return len(self.tasks)
 
 
 def record_choices(plan: Plan, results: dict[str, RunRecord]) -> None:

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ import pytest
 from benchsuite import UsageError
 from benchsuite.execute.executors import make_executor
 from benchsuite.execute.record import RunRecord
-from benchsuite.execute.worker import Worker
+from benchsuite.execute.worker import Cell, Worker
 from benchsuite.plan.jobs import Job, cell_jobs
 from benchsuite.plan.resolve import check_executor, resolve
 from benchsuite.registry import Registry, load_registry
@@ -44,6 +45,7 @@ PLUGIN = '''
 
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from benchsuite import Mixer, hookimpl
@@ -212,6 +214,31 @@ def test_process_gives_the_same_metrics_as_local(registry: Registry, plugins: st
         assert record.status == pooled[key].status == "ok"
         assert same(record.metrics, pooled[key].metrics)  # bit-identical
         assert record.diverged == pooled[key].diverged
+
+
+def test_a_cell_of_seeds_trains_on_a_worker_as_in_the_driver(registry: Registry,
+                                                             plugins: str) -> None:  # fmt: skip
+    """A batched cell handed to the pool trains in a worker process, a record per seed,
+    bit-identical to the same cell trained in the driver; a cell whose process dies twice gets
+    a failure record for each of its seeds."""
+    jobs = [replace(job, batched=True) for job in sweep(registry, ["dense", "attention",
+                                                                   "kills_itself"])]  # fmt: skip
+    cells = {name: Cell(tuple(job for job in jobs if job.mixer == name))
+             for name in ("dense", "attention", "kills_itself")}  # fmt: skip
+    driver = Worker(plugins, registry=registry)
+    here = {r.key: r for name in ("dense", "attention") for r in driver.batch(cells[name].jobs)}
+    with executor("process", 2, plugins) as pool:
+        outputs = list(pool.map(list(cells.values())))
+    assert all(isinstance(output, list) for output in outputs)
+    pooled = {r.key: r for output in outputs for r in output}
+    assert pooled.keys() == {job.key for job in jobs}
+    for key, record in here.items():
+        assert record.status == pooled[key].status == "ok" and pooled[key].environment["batched"]
+        assert pooled[key].environment["pid"] != os.getpid()
+        assert same(record.metrics, pooled[key].metrics)  # bit-identical
+    killed = [pooled[job.key] for job in cells["kills_itself"].jobs]
+    assert [(r.status, r.error) for r in killed] == [("failed", "killed by signal 9 (SIGKILL)")] * 3
+    assert all("3 seeds batched" in r.traceback and "attempt 2" in r.traceback for r in killed)
 
 
 def test_workers_end_with_their_driver(registry: Registry, plugins: str, tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from benchsuite.execute.record import RunRecord
-from benchsuite.execute.worker import Worker
+from benchsuite.execute.worker import Cell, Worker
 from benchsuite.plan.jobs import Job
 
 
@@ -25,11 +25,14 @@ class Executor(Protocol):
 
     ``pulls_jobs``: ``map`` takes each job from its iterable only when it can start it, so the
     caller may decide that late which job to hand out; otherwise ``map`` needs a sequence.
+    ``takes_cells``: ``map`` also takes a :class:`~benchsuite.execute.worker.Cell` (a cell's
+    seeds trained as one stack) and yields its list of records.
     """
 
     pulls_jobs: bool
+    takes_cells: bool
 
-    def map(self, jobs: Sequence[Job]) -> Iterator[RunRecord]: ...
+    def map(self, jobs: Sequence[Job | Cell]) -> Iterator[RunRecord | list[RunRecord]]: ...
 
     def close(self) -> None: ...
 
@@ -38,11 +41,12 @@ class LocalExecutor:
     """In the driver's process and sequential (a crash or a hang here stops the run)."""
 
     pulls_jobs = False  # the runner leases all its jobs at once
+    takes_cells = True
 
     def __init__(self, worker: Worker) -> None:
         self.worker = worker
 
-    def map(self, jobs: Sequence[Job]) -> Iterator[RunRecord]:
+    def map(self, jobs: Sequence[Job | Cell]) -> Iterator[RunRecord | list[RunRecord]]:
         for job in jobs:
             yield self.worker(job)
 

@@ -12,12 +12,13 @@ those another run is training).
 
 Protocol, one duplex pipe per worker (``spawn`` context, the same on every OS):
   worker -> driver   ``("ready", pid)``     once, after importing torch and loading the plugins
-  driver -> worker   a :class:`Job`         run it;  ``None``: exit
-  worker -> driver   ``("done", record)``   the job's :class:`RunRecord`
+  driver -> worker   a task (a job)         run it;  ``None``: exit
+  worker -> driver   ``("done", record)``   what the worker returned for it (a job's
+                                            :class:`RunRecord`; a batched cell's, a list)
 
 The pool runs any worker of the :class:`PoolWorker` shape on any task with a ``key`` and a
-``label``: benchsuite's :class:`~benchsuite.execute.worker.Worker` on jobs, and ``scale``'s
-measuring worker on its points (each point may end its process: ``retire``).
+``label``: benchsuite's :class:`~benchsuite.execute.worker.Worker` on jobs and batched cells,
+and ``scale``'s measuring worker on its points (each point may end its process: ``retire``).
 
 Failures: an exception in the job is already a failure record (from the worker). A worker
 that dies while running a job (a signal, ``os._exit``, a segfault) has its job run once more, with
@@ -46,7 +47,8 @@ from typing import Any, Protocol
 
 
 class Task(Protocol):
-    """What the pool hands a worker: a job, or anything with a key and a label."""
+    """What the pool hands a worker: a job, or anything with a key and a label (a task with a
+    ``size``, such as a batched cell of seeds, gets ``size`` times the per-job timeout)."""
 
     @property
     def key(self) -> str: ...
@@ -148,6 +150,7 @@ class ProcessExecutor:
     """Runs jobs on ``workers`` persistent processes with crash isolation and hard timeouts."""
 
     pulls_jobs = True  # map takes each job from its iterable only when a worker is free for it
+    takes_cells = True  # a task may be a batched cell: its worker returns a record per seed
 
     def __init__(self, worker: PoolWorker, workers: int, *, timeout: float | None = None,
                  retries: int = 1) -> None:  # fmt: skip
@@ -158,8 +161,8 @@ class ProcessExecutor:
         self._earlier: dict[str, str] = {}  # job key -> why its previous attempt died
 
     def map(self, jobs: Iterable[Task]) -> Iterator[Any]:
-        """Yield one record per job, in completion order. ``jobs``: a sequence, or an iterator
-        whose length hint counts the jobs it may still give (it may give fewer)."""
+        """Yield the worker's record of each task, in completion order. ``jobs``: a sequence, or
+        an iterator whose length hint counts the jobs it may still give (it may give fewer)."""
         supply = _Supply(jobs)
         finished = False
         try:
@@ -225,8 +228,8 @@ class ProcessExecutor:
         """Wait for the next event (a message, a death, a deadline) and handle what happened."""
         wake = None
         if self.timeout is not None:
-            busy = [w.started for w in self._workers if w.job is not None]
-            wake = min(busy) + self.timeout - time.monotonic() if busy else None
+            busy = [self._deadline(w) for w in self._workers if w.job is not None]
+            wake = min(busy) - time.monotonic() if busy else None
         handles = [w.conn for w in self._workers] + [w.process.sentinel for w in self._workers]
         ready = set(wait(handles, timeout=None if wake is None else max(wake, 0.0)))
         for worker in list(self._workers):
@@ -241,7 +244,7 @@ class ProcessExecutor:
             elif self._overdue(worker):
                 worker.process.kill()
                 worker.process.join()
-                reason = f"timed out after {self.timeout:g} s"
+                reason = f"timed out after {self._allowed(worker):g} s"
                 record = self._bury(worker, reason, supply, retry=False)
             else:
                 continue
@@ -271,11 +274,18 @@ class ProcessExecutor:
         worker.conn.close()
         self._workers.remove(worker)
 
+    def _allowed(self, worker: _Worker) -> float:
+        """Seconds the busy ``worker``'s task may take: the timeout for each job of its size."""
+        return self.timeout * getattr(worker.job, "size", 1)
+
+    def _deadline(self, worker: _Worker) -> float:
+        return worker.started + self._allowed(worker)
+
     def _overdue(self, worker: _Worker) -> bool:
         return (
             self.timeout is not None
             and worker.job is not None
-            and time.monotonic() - worker.started >= self.timeout
+            and time.monotonic() >= self._deadline(worker)
         )
 
     def _bury(self, worker: _Worker, reason: str, supply: _Supply, retry: bool = True

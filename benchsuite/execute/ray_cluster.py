@@ -74,6 +74,7 @@ class RayExecutor:
     """Runs jobs as Ray tasks, ``jobs`` at a time (default: the cluster's CPUs / ``threads``)."""
 
     pulls_jobs = False  # map needs the whole sequence
+    takes_cells = False  # one job per Ray task; batched cells train in the driver
 
     def __init__(self, worker: Worker, address: str | None = None, *, jobs: int | None = None,
                  timeout: float | None = None, retries: int = 1) -> None:  # fmt: skip

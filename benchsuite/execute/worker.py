@@ -13,7 +13,7 @@ import os
 import time
 import traceback
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from benchsuite.errors import PluginError, one_line
@@ -50,8 +50,30 @@ def failure_record(job: Job, reason: str, details: str, seconds: float) -> RunRe
     )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Cell:
+    """The seeds of one (track, mixer) cell handed to a worker as one task: trained as one
+    vmapped stack (:meth:`Worker.batch`), a record per seed. ``size``: its jobs, which scale the
+    pool's per-job timeout."""
+
+    jobs: tuple[Job, ...]
+
+    @property
+    def key(self) -> str:
+        return self.jobs[0].key
+
+    @property
+    def label(self) -> str:
+        first = self.jobs[0]
+        return f"{first.track}/{first.mixer}/{len(self.jobs)} seeds batched"
+
+    @property
+    def size(self) -> int:
+        return len(self.jobs)
+
+
 class Worker:
-    """Runs jobs; ``setup`` prepares a fresh process (torch threads, plugins)."""
+    """Runs jobs and cells; ``setup`` prepares a fresh process (torch threads, plugins)."""
 
     def __init__(self, plugins_dir: str | None = None, threads: int = 1,
                  registry: Registry | None = None) -> None:  # fmt: skip
@@ -89,9 +111,13 @@ class Worker:
                 )
         return registry.tracks[job.track], lookup(registry.mixers, job.mixer)
 
-    def __call__(self, job: Job) -> RunRecord:
-        """Run one job; any exception becomes a failure record with its reason and traceback."""
+    def __call__(self, job: Job | Cell) -> RunRecord | list[RunRecord]:
+        """Run one job (a cell: its seeds batched, a record each); any exception becomes a
+        failure record with its reason and traceback."""
         from benchsuite.train.job import run_job
+
+        if isinstance(job, Cell):
+            return self.batch(job.jobs)
 
         start = time.perf_counter()
         try:
@@ -104,17 +130,23 @@ class Worker:
             environment=environment(job), **fields,
         )  # fmt: skip
 
-    def failure(self, job: Job, reason: str, details: str, seconds: float,
-                timed_out: bool = False) -> RunRecord:  # fmt: skip
-        """The failure record of a job whose process died or overran (the pool's question)."""
+    def failure(self, job: Job | Cell, reason: str, details: str, seconds: float,
+                timed_out: bool = False) -> RunRecord | list[RunRecord]:  # fmt: skip
+        """The failure record of a job whose process died or overran (the pool's question); a
+        cell's, one per seed."""
+        if isinstance(job, Cell):
+            return [failure_record(one, reason, details, seconds / job.size) for one in job.jobs]
         return failure_record(job, reason, details, seconds)
 
-    def retried(self, record: RunRecord, reason: str) -> RunRecord:
-        """``record`` of a job that ran again after its first process died, saying why."""
-        record.environment["retried_after"] = reason
+    def retried(self, record: RunRecord | list[RunRecord], reason: str
+                ) -> RunRecord | list[RunRecord]:  # fmt: skip
+        """``record`` (a cell's: each) of a job that ran again after its first process died,
+        saying why."""
+        for one in record if isinstance(record, list) else [record]:
+            one.environment["retried_after"] = reason
         return record
 
-    def retire(self, record: RunRecord) -> bool:
+    def retire(self, record: RunRecord | list[RunRecord]) -> bool:
         """Whether the process that produced ``record`` must end: never, workers persist."""
         return False
 
