@@ -115,12 +115,23 @@ class Runner:
         mine = set(self._lease(jobs).mine)
         return [job for job in jobs if job.key in mine]
 
+    def _claim_tasks(self, tasks: list[Job | Cell]) -> list[Job | Cell]:
+        """Those of ``tasks`` leased to this run now, in one lease; of a cell, its seeds that are
+        (a cell with none is left out)."""
+        every = [job for task in tasks for job in (task.jobs if isinstance(task, Cell) else [task])]
+        mine = {job.key for job in self._claim(every)} if every else set()
+        kept: list[Job | Cell] = []
+        for task in tasks:
+            if isinstance(task, Cell):
+                if seeds := tuple(job for job in task.jobs if job.key in mine):
+                    kept.append(Cell(seeds))
+            elif task.key in mine:
+                kept.append(task)
+        return kept
+
     def _claim_task(self, task: Job | Cell) -> Job | Cell | None:
-        """``task`` if leased to this run now; of a cell, its seeds that are (None: no part)."""
-        if isinstance(task, Cell):
-            mine = self._claim(list(task.jobs))
-            return Cell(tuple(mine)) if mine else None
-        return task if self._claim([task]) else None
+        """``task`` if leased to this run now (of a cell, its seeds that are; None: no part)."""
+        return next(iter(self._claim_tasks([task])), None)
 
     def _takeovers(self) -> list[Job]:
         """Wait until the jobs other runs are training are stored, failed, or free to take over
@@ -155,7 +166,7 @@ class Runner:
         if self.executor.pulls_jobs:
             outputs = self.executor.map(_Leasing(tasks, self._claim_task))
         else:
-            outputs = self.executor.map([t for t in map(self._claim_task, tasks) if t])
+            outputs = self.executor.map(self._claim_tasks(tasks))
         for output in outputs:
             yield from output if isinstance(output, list) else [output]
 
