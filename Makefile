@@ -7,15 +7,11 @@ EXTRAS ?= test
 
 MIN_VENV := .venv-min
 MIN_STAMP := $(MIN_VENV)/.installed-stamp
-# The fast half of the tests, run at the lowest declared versions (make test-min): statistics
-# (scipy, statsmodels), plugins (pluggy), the tracks' data (scikit-learn, statsmodels, scipy),
-# figures (matplotlib, Pillow), export (pandas, pyarrow), tables and the docs' commands (rich).
-MIN_TESTS ?= tests/test_stats.py tests/test_aggregate.py tests/test_registry.py \
-	tests/test_track_tabular.py tests/test_track_vision.py tests/test_track_dynamics.py \
-	tests/test_report_figures.py tests/test_export.py tests/test_progress.py tests/test_docs.py \
-	tests/test_mixers.py
+# pytest-xdist workers for the fast tier (one per core here; `make test WORKERS=0` runs serially)
+WORKERS ?= 2
+LINTED := benchsuite plugins tracks tests benchmarks
 
-.PHONY: install run test test-min browser lint format clean
+.PHONY: install run test test-slow test-min browser lint format clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,9 +23,15 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/benchsuite run
 
+# The fast tier: every test not marked slow (about 5 minutes on 2 cores).
 test: $(STAMP)
-	$(BIN)/python -m ruff check benchsuite plugins tracks tests benchmarks
-	$(BIN)/python -m pytest
+	$(BIN)/python -m ruff check $(LINTED)
+	$(BIN)/python -m pytest -m "not slow" -n $(WORKERS)
+
+# The slow tier: end-to-end training runs, Ray, the browser, null calibration, the positive
+# control (.ci/run runs both tiers).
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -m slow
 
 # A second venv with every dependency at the lowest version pyproject.toml declares
 # (.ci/floors.py), torch and torchvision shared with the main venv (a .pth line: only they are
@@ -45,9 +47,11 @@ $(MIN_STAMP): pyproject.toml .ci/floors.py $(STAMP)
 		> "$$($(MIN_VENV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/main-venv-torch.pth"
 	touch $(MIN_STAMP)
 
+# The fast tests marked `floors` (statistics, plugins, the tracks' data, figures, export, tables,
+# the docs' commands, the mixer contract) at the lowest declared versions.
 test-min: $(MIN_STAMP)
 	$(MIN_VENV)/bin/python .ci/floors.py --check
-	$(MIN_VENV)/bin/python -m pytest -m "not slow" -p no:cacheprovider $(MIN_TESTS)
+	$(MIN_VENV)/bin/python -m pytest -m "floors and not slow" -n $(WORKERS) -p no:cacheprovider
 
 # Chromium for tests/test_browser.py (Debian's package; apt-get needs root, as in CI).
 browser:
@@ -55,11 +59,11 @@ browser:
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
 lint: $(STAMP)
-	$(BIN)/python -m ruff check benchsuite plugins tracks tests benchmarks
-	$(BIN)/python -m ruff format --check benchsuite plugins tracks tests benchmarks
+	$(BIN)/python -m ruff check $(LINTED)
+	$(BIN)/python -m ruff format --check $(LINTED)
 
 format: $(STAMP)
-	$(BIN)/python -m ruff format benchsuite plugins tracks tests benchmarks
+	$(BIN)/python -m ruff format $(LINTED)
 
 clean:
 	rm -rf benchsuite-results .pytest_cache .ruff_cache $(MIN_VENV)

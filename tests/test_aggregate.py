@@ -13,6 +13,9 @@ from statsmodels.stats.multitest import multipletests
 
 from benchsuite.results.aggregate import FLIPS, aggregate_across_tracks, normalised
 
+# also run at the lowest declared dependency versions (make test-min)
+pytestmark = pytest.mark.floors
+
 
 def track(base, mixers, caps, higher=False, ideal=0.0):
     """A track input: every mixer paired with the same baseline seeds."""

@@ -112,6 +112,7 @@ def test_the_plugin_author_surface_is_what_the_docs_name_and_imports_no_torch():
     docs = (PACKAGE.parent / "docs" / "writing-a-mixer.md").read_text()
     docs += (PACKAGE.parent / "docs" / "tracks.md").read_text()
     assert all(name in docs for name in benchsuite.__all__ if name != "__version__")
+    # a fresh interpreter: this one has imported torch long ago
     code = "import sys, benchsuite; print('torch' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"

@@ -241,11 +241,11 @@ def test_batch_seeds_flag_runs_cells_batched_through_the_cli(tmp_path):
     import json
     import sqlite3
 
-    from conftest import TINY, run_cli
+    from conftest import TINY, invoke
 
     base = ["run", "--tracks", "sequence", "--mixers", "dense,fnet", "--seeds", "3", *TINY]
     for name, extra in (("one", []), ("batched", ["--batch-seeds"])):
-        done = run_cli(*base, *extra, "--out", str(tmp_path / name))
+        done = invoke(*base, *extra, "--out", str(tmp_path / name))
         assert done.returncode == 0, done.stderr
 
     def eval_records(name):

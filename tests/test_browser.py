@@ -16,12 +16,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_html import Page, finished_run
+from conftest import Page
 
 from benchsuite import api
 from benchsuite.output.html import write_html
 from benchsuite.output.palette import verdict
 from benchsuite.results.schema import Analysis
+
+pytestmark = pytest.mark.slow  # starts Chromium
 
 BROWSERS = ("chromium", "chromium-browser")
 FLAGS = (
@@ -67,8 +69,8 @@ def browse(chromium: str, page: Path, folder: Path, *mode: str) -> tuple[str, li
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory) -> Analysis:
-    return api.report(finished_run(tmp_path_factory))
+def report(finished_run) -> Analysis:
+    return api.report(finished_run, write=False)
 
 
 @pytest.fixture(scope="module")

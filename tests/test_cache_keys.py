@@ -36,6 +36,7 @@ def copy(tmp_path_factory) -> Path:
 
 
 def run(copy: Path, out: Path) -> tuple[int, int, str]:
+    # a subprocess: only a fresh interpreter imports the copy (PYTHONPATH) instead of benchsuite
     done = run_cli(*RUN, "--out", str(out), env={"PYTHONPATH": str(copy)}, cwd=copy)
     assert done.returncode == 0, done.stderr
     trained, reused, _ = map(int, TRAINED.search(done.stdout).groups())
@@ -46,6 +47,7 @@ def edit(path: Path, addition: str) -> None:
     path.write_text(path.read_text() + addition)
 
 
+@pytest.mark.slow  # four end-to-end runs of a copied package, each in a fresh interpreter
 def test_editing_code_reruns_exactly_the_jobs_that_import_it(copy, tmp_path):
     out = tmp_path / "out"
     assert run(copy, out)[:2] == (2 * PER_TRACK, 0)

@@ -1,7 +1,9 @@
-"""The command line as a user meets it, every check through the real ``benchsuite`` process:
-help and version, data on stdout and the rest on stderr, quiet and verbose, closed pipes, where the
-error log goes, JSON of plugins and listings, export to stdout, executor checks before anything is
-printed, compare naming what differs, shell completion, config discovery, dependencies."""
+"""The command line as a user meets it, through the real ``benchsuite`` entry point, in this
+process (``invoke``) or in a subprocess where the process is the subject (closed pipes, a terminal,
+Ctrl-C, what a fresh interpreter imports): help and version, data on stdout and the rest on stderr,
+quiet and verbose, where the error log goes, JSON of plugins and listings, export to stdout,
+executor checks before anything is printed, compare naming what differs, shell completion, config
+discovery, dependencies."""
 
 from __future__ import annotations
 
@@ -25,8 +27,7 @@ from importlib.metadata import packages_distributions
 from pathlib import Path
 
 import pytest
-from conftest import TINY, run_cli
-from test_resume import interruptible
+from conftest import TINY, interruptible, invoke, run_cli
 
 from benchsuite import __version__
 from benchsuite import settings as run_settings
@@ -80,9 +81,9 @@ def one_line_error(result: subprocess.CompletedProcess, code: int, needle: str) 
 
 
 def test_version_and_bare_command_prints_help_with_one_line_per_command(tmp_path):
-    version = run_cli("--version", cwd=tmp_path)
+    version = invoke("--version", cwd=tmp_path)
     assert version.returncode == 0 and version.stdout == f"benchsuite {__version__}\n"
-    bare = run_cli(cwd=tmp_path)
+    bare = invoke(cwd=tmp_path)
     assert bare.returncode == 0 and bare.stderr == "", bare.stderr
     listed = re.findall(r"^    (\S+) +\S.*$", bare.stdout, re.MULTILINE)
     assert listed == [v for v in verbs() if " " not in v]  # each with its help on one line
@@ -92,7 +93,7 @@ def test_version_and_bare_command_prints_help_with_one_line_per_command(tmp_path
 
 def test_every_command_help_ends_with_two_examples():
     for verb in verbs():
-        shown = run_cli(*verb.split(), "--help")
+        shown = invoke(*verb.split(), "--help")
         assert shown.returncode == 0, shown.stderr
         epilog = shown.stdout.partition("\nexamples:\n")[2]
         examples = [line for line in epilog.splitlines() if line.startswith("  benchsuite ")]
@@ -141,7 +142,7 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli")
     first = run_in_terminal(*RUN, "--out", str(root / "a"), cwd=root)
     assert first.returncode == 0, first.stderr
-    second = run_cli(*RUN, "--out", str(root / "b"), "--budget", "steps=31", "--track-option",
+    second = invoke(*RUN, "--out", str(root / "b"), "--budget", "steps=31", "--track-option",
                      "sequence.noise=0.2", "--verbose", cwd=root)  # fmt: skip
     assert second.returncode == 0, second.stderr
     return root, first, second
@@ -160,9 +161,9 @@ def test_quiet_prints_nothing_but_errors_and_verbose_one_line_per_job(runs):
     root, _, second = runs
     jobs = [line for line in second.stderr.splitlines() if line.startswith("trained sequence/")]
     assert len(jobs) == 4 and all(re.search(r"seed \d+ in [\d.]+ s$", line) for line in jobs)
-    again = run_cli(*RUN, "--out", str(root / "a"), "-q", cwd=root)
+    again = invoke(*RUN, "--out", str(root / "a"), "-q", cwd=root)
     assert (again.returncode, again.stdout, again.stderr) == (0, "", "")
-    mistake = run_cli(*RUN, "--out", str(root / "a"), "-q", "--seeds", "1", cwd=root)
+    mistake = invoke(*RUN, "--out", str(root / "a"), "-q", "--seeds", "1", cwd=root)
     one_line_error(mistake, 2, "--seeds must be at least 2")
 
 
@@ -186,10 +187,10 @@ def test_usage_errors_write_no_log_and_create_nothing(tmp_path):
     real_log = tmp_path / "benchsuite-results" / "benchsuite-error.log"
     real_log.parent.mkdir()
     real_log.write_text("the traceback of a real run")
-    mistake = run_cli("list", "--costs", "--tracks", "sequense", cwd=tmp_path)
+    mistake = invoke("list", "--costs", "--tracks", "sequense", cwd=tmp_path)
     one_line_error(mistake, 2, "unknown track 'sequense'")
     assert real_log.read_text() == "the traceback of a real run"
-    one_line_error(run_cli("report", "no-such-run", cwd=tmp_path), 2, "no-such-run")
+    one_line_error(invoke("report", "no-such-run", cwd=tmp_path), 2, "no-such-run")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["benchsuite-results"]
 
 
@@ -197,7 +198,7 @@ def test_an_unexpected_error_logs_its_traceback_in_the_runs_folder(runs, tmp_pat
     root, _, _ = runs
     blocked = tmp_path / "a-folder"
     blocked.mkdir()
-    failed = run_cli("export", str(root / "a"), "--output", str(blocked), cwd=tmp_path)
+    failed = invoke("export", str(root / "a"), "--output", str(blocked), cwd=tmp_path)
     log = root / "a" / "benchsuite-error.log"
     one_line_error(failed, 1, f"IsADirectoryError: [Errno 21] Is a directory: '{blocked}'")
     assert f"(traceback in {log})" in failed.stderr
@@ -213,7 +214,7 @@ def test_plugins_json_says_what_each_plugin_registered_and_why_one_failed(tmp_pa
     (tmp_path / "good.py").write_text(GOOD_PLUGIN)
     for name, text in BROKEN_PLUGINS.items():
         (tmp_path / f"{name}.py").write_text(text)
-    shown = run_cli("--plugins-dir", str(tmp_path), "plugins", "--json")
+    shown = invoke("--plugins-dir", str(tmp_path), "plugins", "--json")
     assert shown.returncode == 0, shown.stderr
     plugins = {p["name"]: p for p in json.loads(shown.stdout)}
     keys = {"name", "distribution", "version", "source", "mixers", "tracks", "failure"}
@@ -227,14 +228,14 @@ def test_plugins_json_says_what_each_plugin_registered_and_why_one_failed(tmp_pa
     assert "ModuleNotFoundError" in plugins["broken_import"]["failure"]
     assert not plugins["broken_import"]["loaded"]
     assert "hook exploded" in plugins["raising_hook"]["failure"]
-    table = run_cli("--plugins-dir", str(tmp_path), "plugins")
+    table = invoke("--plugins-dir", str(tmp_path), "plugins")
     assert "mixer same" in table.stdout and "track sequence_long" in table.stdout
 
 
 def test_list_json_has_option_types_and_help_and_the_failures(tmp_path):
     (tmp_path / "good.py").write_text(GOOD_PLUGIN)
     (tmp_path / "broken_import.py").write_text(BROKEN_PLUGINS["broken_import"])
-    listed = run_cli("--plugins-dir", str(tmp_path), "list", "--json")
+    listed = invoke("--plugins-dir", str(tmp_path), "list", "--json")
     assert listed.returncode == 0, listed.stderr
     data = json.loads(listed.stdout)
     assert data["mixers"]["same"]["options"] == {
@@ -244,19 +245,19 @@ def test_list_json_has_option_types_and_help_and_the_failures(tmp_path):
     assert lookback["type"] == "int" and lookback["help"]
     (failure,) = data["failures"]
     assert failure["name"] == "broken_import" and "ModuleNotFoundError" in failure["reason"]
-    table = run_cli("--plugins-dir", str(tmp_path), "list")
+    table = invoke("--plugins-dir", str(tmp_path), "list")
     assert "1 plugin(s) failed to load" in table.stderr
     assert "failed to load" not in table.stdout
 
 
 def test_export_to_stdout_writes_no_file(runs, tmp_path):
     root, _, _ = runs
-    exported = run_cli("export", str(root / "a"), "--output", "-", cwd=tmp_path)
+    exported = invoke("export", str(root / "a"), "--output", "-", cwd=tmp_path)
     assert exported.returncode == 0, exported.stderr
     rows = list(csv.DictReader(io.StringIO(exported.stdout)))
     assert len(rows) == 8 and {row["mixer"] for row in rows} == {"dense", "identity"}
     assert exported.stderr.strip() == "8 rows -> standard output"
-    as_json = run_cli("export", str(root / "a"), "--output", "-", "--format", "json", "-q")
+    as_json = invoke("export", str(root / "a"), "--output", "-", "--format", "json", "-q")
     assert len(json.loads(as_json.stdout)) == 8 and as_json.stderr == ""
     assert not any(tmp_path.iterdir()) and not (root / "a" / "results.csv").exists()
 
@@ -270,6 +271,7 @@ def test_ray_missing_is_refused_before_anything_is_printed_or_written(tmp_path):
     (shadow / "__init__.py").write_text("raise ImportError(\"No module named 'ray'\")\n")
     env = {"PYTHONPATH": os.pathsep.join([str(shadow.parent), os.environ.get("PYTHONPATH", "")])}
     out = tmp_path / "out"
+    # a subprocess: only a fresh interpreter sees the shadowing PYTHONPATH
     refused = run_cli(*RUN, "--executor", "ray", "--out", str(out), env=env, cwd=tmp_path)
     one_line_error(refused, 2, "--executor ray needs Ray: pip install 'benchsuite[ray]'")
     assert refused.stdout == "" and not out.exists()
@@ -281,11 +283,11 @@ def test_an_unreachable_ray_address_is_refused_before_anything_is_printed(tmp_pa
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     out = tmp_path / "out"
-    refused = run_cli(*RUN, "--executor", "ray", "--address", f"127.0.0.1:{port}",
+    refused = invoke(*RUN, "--executor", "ray", "--address", f"127.0.0.1:{port}",
                       "--out", str(out), cwd=tmp_path)  # fmt: skip
     one_line_error(refused, 2, f"cannot reach the Ray cluster at 127.0.0.1:{port}")
     assert refused.stdout == "" and not out.exists()
-    malformed = run_cli(*RUN, "--executor", "ray", "--address", "headnode", cwd=tmp_path)
+    malformed = invoke(*RUN, "--executor", "ray", "--address", "headnode", cwd=tmp_path)
     one_line_error(malformed, 2, "--address 'headnode': expected HOST:PORT")
 
 
@@ -294,7 +296,7 @@ def test_an_unreachable_ray_address_is_refused_before_anything_is_printed(tmp_pa
 
 def test_compare_names_the_settings_that_differ(runs):
     root, _, _ = runs
-    refused = run_cli("compare", str(root / "a"), str(root / "b"))
+    refused = invoke("compare", str(root / "a"), str(root / "b"))
     one_line_error(refused, 2, "track 'sequence': budget signatures differ in steps (30 vs 31)")
     assert "track_options" in refused.stderr and "'noise': 0.2" in refused.stderr
     assert "dim (" not in refused.stderr  # what agrees is not named
@@ -317,7 +319,7 @@ def _complete(script: Path, *words: str) -> list[str]:
 @pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
 def test_bash_completion_completes_commands_flags_and_choices(tmp_path):
     script = tmp_path / "benchsuite.bash"
-    made = run_cli("completion", "bash")
+    made = invoke("completion", "bash")
     assert made.returncode == 0, made.stderr
     script.write_text(made.stdout)
     assert _complete(script, "ru") == ["run"]
@@ -329,7 +331,7 @@ def test_bash_completion_completes_commands_flags_and_choices(tmp_path):
 
 @pytest.mark.parametrize(("shell", "first"), [("zsh", "#compdef benchsuite"), ("fish", "#")])
 def test_zsh_and_fish_completion_cover_every_command(shell, first, tmp_path):
-    made = run_cli("completion", shell)
+    made = invoke("completion", shell)
     assert made.returncode == 0 and made.stdout.startswith(first), made.stderr
     for verb in verbs():
         assert verb.split()[-1] in made.stdout
@@ -355,23 +357,23 @@ executor = "local"
 
 def test_a_config_is_found_in_the_working_folder_and_flags_override_it(tmp_path):
     (tmp_path / "benchsuite.toml").write_text(STRICT)
-    found = run_cli("run", cwd=tmp_path)
+    found = invoke("run", cwd=tmp_path)
     assert found.returncode == 2 and "(--strict)" in found.stderr
     assert "design: 3 paired seeds (as given)" in found.stdout
     assert "config: benchsuite.toml (found in the working folder" in found.stdout
-    flagged = run_cli("run", "--seeds", "4", cwd=tmp_path)
+    flagged = invoke("run", "--seeds", "4", cwd=tmp_path)
     assert "design: 4 paired seeds (as given)" in flagged.stdout
     (tmp_path / "benchsuite.toml").unlink()
     pyproject = "[project]\nname = 'mine'\n\n" + STRICT.replace("[run]", "[tool.benchsuite.run]")
     (tmp_path / "pyproject.toml").write_text(pyproject.replace("seeds = 3", "seeds = 5"))
-    from_pyproject = run_cli("run", cwd=tmp_path)
+    from_pyproject = invoke("run", cwd=tmp_path)
     assert "design: 5 paired seeds (as given)" in from_pyproject.stdout
     assert "config: pyproject.toml (found in the working folder" in from_pyproject.stdout
-    ignored = run_cli("run", "--no-config", "--tracks", "sequence", "--mixers", "dense,identity",
+    ignored = invoke("run", "--no-config", "--tracks", "sequence", "--mixers", "dense,identity",
                       "--seeds", "3", "--strict", cwd=tmp_path)  # fmt: skip
     assert "config: none" in ignored.stdout and ignored.returncode == 2
     (tmp_path / "pyproject.toml").write_text("[tool.benchsuite.run]\nseedz = 3\n")
-    one_line_error(run_cli("run", cwd=tmp_path), 2, "pyproject.toml [tool.benchsuite]: unknown key "
+    one_line_error(invoke("run", cwd=tmp_path), 2, "pyproject.toml [tool.benchsuite]: unknown key "
                    "run.seedz")  # fmt: skip
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pyproject.toml"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import run_cli
+from conftest import invoke
 
 CHECKS = ["shapes", "dtype", "finite", "gradients", "determinism", "batch-independence"]
 SMALL = ["--tokens", "8", "--dims", "16"]
@@ -41,14 +41,14 @@ def benchsuite_register_mixers(register):
 
 
 def test_a_built_in_mixer_passes_every_check():
-    done = run_cli("test", "dense", *SMALL)
+    done = invoke("test", "dense", *SMALL)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [f"dense {check}: passed" for check in CHECKS]
 
 
 def test_a_mixer_that_mixes_across_the_batch_fails_in_one_line(tmp_path):
     (tmp_path / "batchmean.py").write_text(BATCHMEAN)
-    done = run_cli("--plugins-dir", str(tmp_path), "test", "batchmean", *SMALL)
+    done = invoke("--plugins-dir", str(tmp_path), "test", "batchmean", *SMALL)
     assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
     assert lines[:-1] == [f"batchmean {check}: passed" for check in CHECKS[:-1]]
@@ -60,7 +60,7 @@ def test_a_mixer_that_mixes_across_the_batch_fails_in_one_line(tmp_path):
 
 
 def test_an_unknown_mixer_is_one_line_and_nothing_runs():
-    done = run_cli("test", "dense", "nope", *SMALL)
+    done = invoke("test", "dense", "nope", *SMALL)
     assert done.returncode == 2
     assert done.stdout == ""
     (line,) = done.stderr.strip().splitlines()
@@ -68,7 +68,7 @@ def test_an_unknown_mixer_is_one_line_and_nothing_runs():
 
 
 def test_sizes_must_be_whole_numbers():
-    done = run_cli("test", "dense", "--tokens", "8,x")
+    done = invoke("test", "dense", "--tokens", "8,x")
     assert done.returncode == 2
     assert done.stderr.strip() == "error: --tokens takes whole numbers > 0, e.g. 8,16; got '8,x'"
 
@@ -96,23 +96,23 @@ def benchsuite_register_mixers(register):
 
 def test_checks_that_cannot_run_say_so_with_the_reason_supports_gave(tmp_path):
     (tmp_path / "heads.py").write_text(HEADS)
-    refused = run_cli("--plugins-dir", str(tmp_path), "test", "heads", *SMALL,
-                      "--mixer-option", "heads.heads=3")  # fmt: skip
+    refused = invoke("--plugins-dir", str(tmp_path), "test", "heads", *SMALL,
+                     "--mixer-option", "heads.heads=3")  # fmt: skip
     assert refused.returncode == 1, refused.stderr
     reason = "supports() rejects every shape tried (dim 16 is not a multiple of heads=3)"
     assert refused.stdout.splitlines() == [f"heads shapes: FAILED: {reason}"] + [
         f"heads {check}: not run: {reason}" for check in CHECKS[1:]
     ]
-    fine = run_cli("--plugins-dir", str(tmp_path), "test", "heads", *SMALL,
-                   "--mixer-option", "heads.heads=2")  # fmt: skip
+    fine = invoke("--plugins-dir", str(tmp_path), "test", "heads", *SMALL,
+                  "--mixer-option", "heads.heads=2")  # fmt: skip
     assert fine.returncode == 0, fine.stdout + fine.stderr
     assert fine.stdout.splitlines() == [f"heads {check}: passed" for check in CHECKS]
 
 
 def test_a_mixer_option_must_name_a_tested_mixer_and_a_declared_option():
-    other = run_cli("test", "dense", *SMALL, "--mixer-option", "attention.heads=2")
+    other = invoke("test", "dense", *SMALL, "--mixer-option", "attention.heads=2")
     assert (other.returncode, other.stdout) == (2, "")
     assert other.stderr == "error: --mixer-option attention: not among the mixers tested\n"
-    unknown = run_cli("test", "attention", *SMALL, "--mixer-option", "attention.head=2")
+    unknown = invoke("test", "attention", *SMALL, "--mixer-option", "attention.head=2")
     assert unknown.returncode == 2 and unknown.stdout == ""
     assert "unknown option attention.head (did you mean 'heads'?)" in unknown.stderr

@@ -8,7 +8,7 @@ import math
 
 import pytest
 import torch
-from conftest import run_cli
+from conftest import invoke
 from rich.console import Console
 from torch import nn
 
@@ -148,7 +148,7 @@ def test_a_track_without_the_preset_is_skipped_with_its_reason(track):
 
 @pytest.mark.slow
 def test_list_costs_exits_0_with_full_only_tracks_installed():
-    done = run_cli("list", "--costs", "--mixers", "dense,identity", "--json")
+    done = invoke("list", "--costs", "--mixers", "dense,identity", "--json")
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)
     skipped = {row["track"] for row in rows if row["reason"] and "preset" in row["reason"]}

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-from conftest import run_cli
+from conftest import invoke
 
 
 def test_a_cell_the_data_rules_out_shrinks_the_stated_family(tmp_path):
     out = tmp_path / "out"
-    done = run_cli(
+    done = invoke(
         "run", "--tracks", "tabular", "--mixers", "dense,butterfly,identity", "--seeds", "3",
         "--budget", "steps=5", "--grid", "tabular.lr=0.01", "--executor", "local",
         "--out", str(out), "--allow-failures",

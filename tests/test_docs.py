@@ -10,13 +10,16 @@ import shlex
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import invoke
 
 from benchsuite import cli
 from benchsuite.cli import arguments
 from benchsuite.registry import load_registry
 from benchsuite.registry.scaffold import new_mixer
 from benchsuite.settings import RunSettings
+
+# also run at the lowest declared dependency versions (make test-min)
+pytestmark = pytest.mark.floors
 
 ROOT = Path(__file__).parent.parent
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
@@ -136,7 +139,7 @@ def test_the_tutorial_smoke_run_exits_0(tmp_path):
     [argv] = [shlex.split(c)[1:] for c in map(_command, _shell_lines(section)) if c]
     assert argv[0] == "run" and "dense,gated" in argv
     folder = new_mixer("gated", tmp_path)
-    done = run_cli("--plugins-dir", str(folder), *argv, cwd=tmp_path)
+    done = invoke("--plugins-dir", str(folder), *argv, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "smoke" / "sequence" / "gated.json").is_file()
 

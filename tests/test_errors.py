@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import TINY, run_cli
+from conftest import TINY, invoke
 
 from benchsuite.results.store import SCHEMA_VERSION
 
@@ -55,7 +55,7 @@ def finished(tmp_path_factory):
     """A finished tiny run whose store every test checks afterwards (a fresh copy per test)."""
     template = tmp_path_factory.getbasetemp() / "errors-template"
     if not template.exists():
-        done = run_cli(*BASE, "--mixers", "dense,identity", "--out", str(template))
+        done = invoke(*BASE, "--mixers", "dense,identity", "--out", str(template))
         assert done.returncode == 0, done.stderr
     out = tmp_path_factory.mktemp("errors") / "out"
     shutil.copytree(template, out)
@@ -86,7 +86,7 @@ def test_config_file_mistakes(finished, tmp_path, text, needle):
     out, before = finished
     config = tmp_path / "bench.toml"
     config.write_text(text)
-    result = run_cli(*BASE, "--config", str(config), "--out", str(out))
+    result = invoke(*BASE, "--config", str(config), "--out", str(out))
     one_line(result, 2, needle)
     if "syntax" in needle:
         assert "line 3, column" in result.stderr
@@ -115,7 +115,7 @@ def test_config_file_mistakes(finished, tmp_path, text, needle):
 )  # fmt: skip
 def test_command_line_mistakes(finished, args, needle):
     out, before = finished
-    one_line(run_cli(*BASE, "--mixers", "dense,identity", *args, "--out", str(out)), 2, needle)
+    one_line(invoke(*BASE, "--mixers", "dense,identity", *args, "--out", str(out)), 2, needle)
     assert stored_rows(out) == before
 
 
@@ -124,8 +124,8 @@ def test_broken_mixer_modules_are_named_and_the_rest_runs(finished, tmp_path):
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     (plugins / "bad.py").write_text(BAD_MIXERS)
-    result = run_cli("--plugins-dir", str(plugins), *BASE, "--out", str(out),
-                     "--mixers", "dense,identity,wrongshape,wrongdtype,batchchanger")  # fmt: skip
+    result = invoke("--plugins-dir", str(plugins), *BASE, "--out", str(out),
+                    "--mixers", "dense,identity,wrongshape,wrongdtype,batchchanger")  # fmt: skip
     assert result.returncode == 1, result.stderr
     assert all(name in result.stdout for name in ("wrongshape", "wrongdtype", "batchchanger"))
     # the reasons the failures table shows (the terminal folds long cells, so read them whole)
@@ -158,9 +158,9 @@ def test_corrupt_dataset_names_the_file_and_other_tracks_still_run(finished, tmp
     out, before = finished
     data = tmp_path / "data"
     write_cifar(data / "cifar-10-batches-py", corrupt="data_batch_3")
-    result = run_cli(*BASE, "--tracks", "sequence,vision", "--mixers", "dense,identity",
-                     "--data-dir", str(data), "--track-option", "vision.verify=false",
-                     "--out", str(out))  # fmt: skip
+    result = invoke(*BASE, "--tracks", "sequence,vision", "--mixers", "dense,identity",
+                    "--data-dir", str(data), "--track-option", "vision.verify=false",
+                    "--out", str(out))  # fmt: skip
     assert result.returncode == 1, result.stderr
     assert "data_batch_3" in result.stdout
     assert "sequence —" in result.stdout  # the other track ran and printed its table
@@ -180,36 +180,36 @@ def test_unusable_store_is_reported_and_never_overwritten(tmp_path, kind):
         store.write_bytes(b"this is not a database" * 100)
         needle = "not a usable benchsuite store"
     content = store.read_bytes()
-    one_line(run_cli(*BASE, "--mixers", "dense,identity", "--out", str(out)), 2, needle)
+    one_line(invoke(*BASE, "--mixers", "dense,identity", "--out", str(out)), 2, needle)
     assert store.read_bytes() == content
-    one_line(run_cli("report", str(out)), 2, needle)
+    one_line(invoke("report", str(out)), 2, needle)
 
 
 def test_output_folder_that_cannot_be_written(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    result = run_cli(*BASE, "--mixers", "dense,identity", "--out", str(blocker / "out"))
+    result = invoke(*BASE, "--mixers", "dense,identity", "--out", str(blocker / "out"))
     one_line(result, 2, f"store {blocker / 'out' / 'benchsuite.sqlite'}: cannot open")
 
 
 def test_out_naming_a_file_is_one_line_and_the_file_is_untouched(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    one_line(run_cli(*BASE, "--mixers", "dense,identity", "--out", str(blocker)), 2,
+    one_line(invoke(*BASE, "--mixers", "dense,identity", "--out", str(blocker)), 2,
              f"--out {blocker}: is a file, not a folder")  # fmt: skip
     assert blocker.read_text() == "not a folder"
 
 
 def test_a_mixer_whose_plugin_file_has_a_syntax_error_names_the_file_and_line(tmp_path):
     (tmp_path / "mymix.py").write_text("from benchsuite import hookimpl\n\ndef oops(:\n")
-    done = run_cli("--plugins-dir", str(tmp_path), *BASE, "--mixers", "dense,mymix", cwd=tmp_path)
+    done = invoke("--plugins-dir", str(tmp_path), *BASE, "--mixers", "dense,mymix", cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     *warnings, last = done.stderr.strip().splitlines()
     assert last == (f"error: unknown mixer 'mymix' — the plugin file {tmp_path / 'mymix.py'} "
                     "failed to load: SyntaxError: invalid syntax (mymix.py, line 3)")  # fmt: skip
     assert len(warnings) == 1 and "not loaded" in warnings[0]
     assert done.stdout == "" and not (tmp_path / "benchsuite-results").exists()
-    typo = run_cli("--plugins-dir", str(tmp_path), *BASE, "--mixers", "dense,identiy", cwd=tmp_path)
+    typo = invoke("--plugins-dir", str(tmp_path), *BASE, "--mixers", "dense,identiy", cwd=tmp_path)
     assert (
         "did you mean 'identity'?" in typo.stderr and "mymix.py" not in typo.stderr.splitlines()[-1]
     )
@@ -223,6 +223,7 @@ def _limit_file_size() -> None:
 def test_disk_full_while_writing_keeps_the_store_intact(finished):
     out, before = finished
     args = [*BASE, "--mixers", "dense,identity,attention,mlp", "--out", str(out)]
+    # a subprocess: the file-size limit (and its SIGXFSZ) must bind that process, not pytest
     full = subprocess.run(
         [sys.executable, "-m", "benchsuite.cli", *args],
         capture_output=True, text=True, preexec_fn=_limit_file_size, timeout=600,
@@ -233,14 +234,14 @@ def test_disk_full_while_writing_keeps_the_store_intact(finished):
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     after = dict(stored_rows(out))
     assert all(after[key] == record for key, record in before)
-    resumed = run_cli(*args)
+    resumed = invoke(*args)
     assert resumed.returncode == 0, resumed.stderr
 
 
 def test_determinism_every_stored_metric_bit_for_bit(finished, tmp_path):
     _, before = finished
     again = tmp_path / "again"
-    done = run_cli(*BASE, "--mixers", "dense,identity", "--out", str(again))
+    done = invoke(*BASE, "--mixers", "dense,identity", "--out", str(again))
     assert done.returncode == 0, done.stderr
 
     def metrics(rows):  # the chosen config's, and every config's validation metrics
@@ -272,8 +273,8 @@ def test_broken_plugins_are_one_line_warnings_and_the_run_goes_on(finished, tmp_
     plugins.mkdir()
     for name, text in BROKEN_PLUGINS.items():
         (plugins / f"{name}.py").write_text(text)
-    result = run_cli("--plugins-dir", str(plugins), *BASE, "--mixers", "dense,identity",
-                     "--out", str(out))  # fmt: skip
+    result = invoke("--plugins-dir", str(plugins), *BASE, "--mixers", "dense,identity",
+                    "--out", str(out))  # fmt: skip
     assert result.returncode == 0, result.stderr
     lines = [line for line in result.stderr.splitlines() if "not loaded:" in line]  # warnings
     assert len(lines) == 3
@@ -287,9 +288,9 @@ def test_broken_plugins_are_one_line_warnings_and_the_run_goes_on(finished, tmp_
 def test_missing_data_file_names_it_and_other_tracks_still_run(finished, tmp_path):
     out, before = finished
     missing = tmp_path / "no-such-table.csv"
-    result = run_cli(*BASE, "--tracks", "sequence,tabular", "--mixers", "dense,identity",
-                     "--track-option", f"tabular.csv={missing},tabular.target=y",
-                     "--out", str(out))  # fmt: skip
+    result = invoke(*BASE, "--tracks", "sequence,tabular", "--mixers", "dense,identity",
+                    "--track-option", f"tabular.csv={missing},tabular.target=y",
+                    "--out", str(out))  # fmt: skip
     assert result.returncode == 1, result.stderr
     assert "no-such-table.csv" in result.stdout
     assert "sequence —" in result.stdout
@@ -300,9 +301,9 @@ def test_an_unverified_cifar_folder_is_used_and_announced(tmp_path):
     data = tmp_path / "data"
     write_cifar(data / "cifar-10-batches-py")
     out = tmp_path / "out"
-    result = run_cli(*BASE, "--tracks", "vision", "--mixers", "dense,identity",
-                     "--data-dir", str(data), "--track-option", "vision.verify=false",
-                     "--out", str(out))  # fmt: skip
+    result = invoke(*BASE, "--tracks", "vision", "--mixers", "dense,identity",
+                    "--data-dir", str(data), "--track-option", "vision.verify=false",
+                    "--out", str(out))  # fmt: skip
     assert result.returncode == 0, result.stderr
     dataset = json.loads((out / "report.json").read_text())["tracks"]["vision"]["dataset"]
     assert "CIFAR-10" in dataset and "unverified" in dataset
@@ -315,7 +316,7 @@ def test_an_older_store_is_backed_up_then_migrated_keeping_every_row(finished):
     with sqlite3.connect(path) as db:  # make it a schema-1 store, as benchsuite 0.1.0 wrote it
         db.execute("DROP INDEX IF EXISTS results_by_cell")
         db.execute("PRAGMA user_version = 1")
-    result = run_cli(*BASE, "--mixers", "dense,identity", "--out", str(out))
+    result = invoke(*BASE, "--mixers", "dense,identity", "--out", str(out))
     assert result.returncode == 0, result.stderr
     backup = out / "benchsuite.sqlite.v1.bak"
     with sqlite3.connect(backup) as db:
@@ -394,7 +395,7 @@ def test_a_store_of_benchsuite_0_1_is_migrated_and_still_reports(tmp_path):
     out = tmp_path / "old"
     out.mkdir()
     _legacy_store(out / "benchsuite.sqlite")
-    result = run_cli("report", str(out))
+    result = invoke("report", str(out))
     assert result.returncode == 0, result.stderr
     assert (out / "benchsuite.sqlite.v2.bak").exists()
     report = json.loads((out / "report.json").read_text())

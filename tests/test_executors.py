@@ -250,6 +250,7 @@ def test_workers_end_with_their_driver(registry: Registry, plugins: str, tmp_pat
     (tmp_path / "driver.py").write_text(driver)
     sleeping = Path(plugins).parent / "sleeping.marker"
     sleeping.unlink(missing_ok=True)
+    # a driver process of its own: killing it is what this test is about
     process = subprocess.Popen([sys.executable, str(tmp_path / "driver.py")])
     try:
         assert wait_for(sleeping.exists, 60), "the worker never started the sleeping job"

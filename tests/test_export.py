@@ -4,24 +4,25 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from test_html import finished_run
+from conftest import invoke
 
 from benchsuite import UsageError, api, cli
 from benchsuite.commands.export import export, export_rows
+
+# also run at the lowest declared dependency versions (make test-min)
+pytestmark = pytest.mark.floors
 
 pd = pytest.importorskip("pandas")
 READERS = {"csv": pd.read_csv, "json": pd.read_json, "parquet": pd.read_parquet}
 
 
 @pytest.fixture(scope="module")
-def out(tmp_path_factory) -> Path:
-    return finished_run(tmp_path_factory)
+def out(finished_run) -> Path:
+    return finished_run
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +66,7 @@ def test_one_row_per_training_run(out, stored, fmt, tmp_path):
 
 def test_rows_match_the_report(out):
     """The test metric of the chosen rows is the report's per-seed figure, seed by seed."""
-    report = api.report(out).to_dict()
+    report = api.report(out, write=False).to_dict()
     frame = pd.DataFrame(export_rows(out))
     for track, entry in report["tracks"].items():
         metric = f"metric.test.{entry['metric']}"
@@ -114,10 +115,6 @@ def test_default_path_and_errors(out, tmp_path):
 @pytest.mark.skipif("export" not in cli.COMMANDS, reason="`benchsuite export` not wired yet")
 def test_cli(out, tmp_path):
     target = tmp_path / "runs.csv"
-    done = subprocess.run(
-        [sys.executable, "-m", "benchsuite.cli", "export", str(out), "--format", "csv",
-         "--output", str(target)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    done = invoke("export", str(out), "--format", "csv", "--output", str(target))
     assert done.returncode == 0, done.stderr
     assert len(pd.read_csv(target)) == 36

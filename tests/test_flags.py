@@ -12,8 +12,8 @@ import re
 from types import SimpleNamespace as NS  # plain records with the fields reasons() reads
 
 import pytest
+from conftest import Page
 from rich.console import Console
-from test_html import Page, finished_run
 
 from benchsuite import api
 from benchsuite.output.html import render_html
@@ -99,8 +99,8 @@ def test_scale_note_names_preset_width_depth_and_budget():
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory) -> Analysis:
-    return api.report(finished_run(tmp_path_factory))
+def report(finished_run) -> Analysis:
+    return api.report(finished_run, write=False)
 
 
 def _cells(report: Analysis):

@@ -1,9 +1,5 @@
-"""report.html and plots/*.png, rendered from a real small run (two tracks, a failing mixer and a
-skipped one, from a plugins folder).
-
-``finished_run`` is shared with test_export.py and test_browser.py: the run happens once per
-session, in the session's temporary folder.
-"""
+"""report.html and plots/*.png, rendered from the session's real small run (conftest's
+``finished_run``: two tracks, a failing mixer and a skipped one, from a plugins folder)."""
 
 from __future__ import annotations
 
@@ -11,14 +7,11 @@ import base64
 import copy
 import dataclasses
 import json
-import os
 import re
-import subprocess
-import sys
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from conftest import REPORT_TRACKS, Page
 
 from benchsuite import api
 from benchsuite.output import numbers
@@ -28,118 +21,16 @@ from benchsuite.output.plots import _cliques, make_plots
 from benchsuite.results.schema import Analysis
 from benchsuite.results.tradeoffs import quality_vs_cost
 
-PLUGIN = """
-from benchsuite import Mixer, hookimpl
-from benchsuite.tracks.sequence import SequenceTrack
-
-
-class OtherSequence(SequenceTrack):
-    name = "sequence_b"
-    description = "the sequence track under a second name"
-
-
-def broken(tokens, dim):
-    import torch
-
-    class FailsInTraining(torch.nn.Module):
-        def forward(self, x):
-            if torch.is_grad_enabled():  # passes the no-grad preflight, fails every training job
-                raise RuntimeError("this mixer fails to train on purpose")
-            return x
-
-    return FailsInTraining()
-
-
-def unbuildable(tokens, dim):
-    raise RuntimeError("never built: the mixer is unsupported everywhere")
-
-
-@hookimpl
-def benchsuite_register_tracks(register):
-    register(OtherSequence())
-
-
-@hookimpl
-def benchsuite_register_mixers(register):
-    register(Mixer(name="broken", build=broken, description="always fails"))
-    register(Mixer(name="picky", build=unbuildable, description="never supported",
-                   supports=lambda tokens, dim: f"needs more than {tokens} tokens"))
-"""
-TRACKS = ("sequence", "sequence_b")
-MIXERS = ("dense", "butterfly", "attention", "broken", "picky")
-SHAPE = ("series=24", "length=64", "horizon=2")
-
-
-def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """OUT of a real tiny run (made on first use): 2 tracks x 3 working mixers, 3 seeds."""
-    base = tmp_path_factory.getbasetemp()
-    out = base / "report-run"
-    if (out / "report.json").exists():
-        return out
-    plugins = base / "report-plugins"
-    plugins.mkdir(exist_ok=True)
-    (plugins / "extra.py").write_text(PLUGIN)
-    options = [f"--track-option={t}.{s}" for t in TRACKS for s in SHAPE]
-    command = [
-        sys.executable, "-m", "benchsuite.cli", "--plugins-dir", str(plugins), "run",
-        "--tracks", ",".join(TRACKS), "--mixers", ",".join(MIXERS), "--seeds", "3",
-        *[f"--grid={t}.lr=0.01,0.03" for t in TRACKS], "--budget", "steps=30", *options,
-        "--executor", "local", "--match", "none",  # sizes as declared: param_mismatch can fire
-        "--out", str(out),
-    ]  # fmt: skip
-    env = {**os.environ, "BENCHSUITE_CACHE": str(base / "report-cache"), "COLUMNS": "200"}
-    env.pop("BENCHSUITE_LOAD_PLUGINS", None)
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
-    assert (out / "report.json").exists(), done.stdout[-3000:] + done.stderr[-3000:]
-    (out / "html-written-by-run").write_text(str((out / "report.html").exists()))
-    return out
-
-
-class Page(HTMLParser):
-    """The parts of a page the tests look at: tags, attributes, table cells, heading ids."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.tags: list[str] = []
-        self.attributes: list[tuple[str, str, str]] = []
-        self.headings: dict[str, str] = {}
-        self.cells: list[str] = []
-        self._heading: str | None = None
-        self._cell: list[str] | None = None
-        self.feed(text)
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append(tag)
-        self.attributes += [(tag, k, v or "") for k, v in attrs]
-        if tag == "h2":
-            self._heading = dict(attrs).get("id", "")
-            self.headings[self._heading] = ""
-        if tag == "td":
-            self._cell = []
-
-    def handle_endtag(self, tag):
-        if tag == "h2":
-            self._heading = None
-        if tag == "td" and self._cell is not None:
-            self.cells.append("".join(self._cell).strip())
-            self._cell = None
-
-    def handle_data(self, data):
-        if self._heading is not None:
-            self.headings[self._heading] += data
-        if self._cell is not None:
-            self._cell.append(data)
-
 
 @pytest.fixture(scope="module")
-def out(tmp_path_factory) -> Path:
-    return finished_run(tmp_path_factory)
+def out(finished_run) -> Path:
+    return finished_run
 
 
 @pytest.fixture(scope="module")
 def report(out) -> Analysis:
     """The in-memory report (NaN and infinities as floats), re-derived from the store."""
-    return api.report(out)
+    return api.report(out, write=False)
 
 
 @pytest.fixture(scope="module")
@@ -252,7 +143,7 @@ def test_embedded_figures_are_the_png_files(page):
     assert {f.read_bytes() for f in files} == embedded
     assert sorted(f.stem for f in files) == [
         "across-cost", "across-heatmap", "across-iqm", "across-ranks",
-        *[f"{track}-{kind}" for track in TRACKS
+        *[f"{track}-{kind}" for track in REPORT_TRACKS
           for kind in ("cost", "curves", "forest", "seeds", "sweep")],
     ]  # fmt: skip
     for data in embedded:

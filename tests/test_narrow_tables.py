@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 
 import pytest
+from conftest import invoke
 from rich.cells import cell_len
 from rich.console import Console
-from test_html import finished_run
 
 from benchsuite.output import tables, track_tables
 from benchsuite.output.palette import verdict
@@ -45,13 +42,11 @@ def printed(renderable, width: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def narrow(tmp_path_factory) -> tuple[str, Analysis]:
+def narrow(tmp_path_factory, finished_run) -> tuple[str, Analysis]:
     """``benchsuite report`` at COLUMNS=80 on a copy of the run's store, and its report.json."""
     out = tmp_path_factory.mktemp("narrow")
-    shutil.copy(finished_run(tmp_path_factory) / "benchsuite.sqlite", out)
-    env = {**os.environ, "COLUMNS": "80"}
-    done = subprocess.run([sys.executable, "-m", "benchsuite.cli", "report", str(out)],
-                          capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
+    shutil.copy(finished_run / "benchsuite.sqlite", out)
+    done = invoke("report", str(out), env={"COLUMNS": "80"})
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout, Analysis.from_dict(json.loads((out / "report.json").read_text()))
 

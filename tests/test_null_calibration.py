@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import json
 
-from conftest import run_cli
+import pytest
+from conftest import invoke
 
 NULL_MIXERS = """
 import torch
@@ -51,12 +52,13 @@ def benchsuite_register_mixers(register):
 """
 
 
+@pytest.mark.slow
 def test_mixers_exchangeable_with_the_baseline_get_no_significant_verdict(tmp_path):
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     (plugins / "null_mixers.py").write_text(NULL_MIXERS)
     out = tmp_path / "out"
-    result = run_cli(
+    result = invoke(
         "--plugins-dir", str(plugins), "run", "--tracks", "sequence", "--seeds", "12",
         "--mixers", "dense," + ",".join(f"null_{n}" for n in (
             "negated", "transposed", "negated_transposed", "rows_reversed", "columns_reversed",

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from rich.console import Console
 
 from benchsuite.execute.record import RunRecord
 from benchsuite.output import progress
 from benchsuite.output.progress import Phase, progress_events
+
+# also run at the lowest declared dependency versions (make test-min)
+pytestmark = pytest.mark.floors
 
 
 def test_the_eta_waits_for_three_trained_jobs_and_a_tenth_of_the_phase():

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # starts a Ray head and trains through it
+
 pytest.importorskip("ray", reason="Ray is not installed (pip install 'benchsuite[ray]')")
 
 SLOW_PLUGIN = '''

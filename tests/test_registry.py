@@ -10,10 +10,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import TINY, run_cli
+from conftest import TINY, invoke
 
 from benchsuite.errors import PluginError
 from benchsuite.registry import load_registry
+
+# also run at the lowest declared dependency versions (make test-min)
+pytestmark = pytest.mark.floors
 
 SHIFT_MIXER = """
 from benchsuite import Mixer, Option, hookimpl
@@ -61,21 +64,21 @@ def test_builtins_register_through_entry_points():
 def test_plugins_dir_mixer_is_listed_and_runs(tmp_path):
     plugins = tmp_path / "plugins"
     write_plugin(plugins, "shift", SHIFT_MIXER.format(name="shift"))
-    listed = run_cli("--plugins-dir", str(plugins), "list", "--json")
+    listed = invoke("--plugins-dir", str(plugins), "list", "--json")
     assert listed.returncode == 0, listed.stderr
     mixers = json.loads(listed.stdout)["mixers"]
     assert mixers["shift"]["distribution"] == "plugins-dir"
     assert mixers["shift"]["options"]["shift"]["default"] == 1
 
     out = tmp_path / "out"
-    ran = run_cli("--plugins-dir", str(plugins), "run", "--tracks", "sequence",
-                  "--mixers", "dense,shift", "--seeds", "2", "--out", str(out), *TINY)  # fmt: skip
+    ran = invoke("--plugins-dir", str(plugins), "run", "--tracks", "sequence",
+                 "--mixers", "dense,shift", "--seeds", "2", "--out", str(out), *TINY)  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     result = json.loads((out / "sequence" / "shift.json").read_text())
     assert result["idea"]["name"] == "shift" and len(result["idea"]["per_seed"]) == 2
 
 
-def test_installed_distribution_entry_point_is_listed_and_runs(tmp_path):
+def test_installed_distribution_entry_point_is_listed_and_runs(tmp_path, monkeypatch):
     project = tmp_path / "benchsuite-rollmix"
     write_plugin(project / "benchsuite_rollmix", "__init__", SHIFT_MIXER.format(name="rollmix"))
     (project / "pyproject.toml").write_text(
@@ -91,20 +94,24 @@ def test_installed_distribution_entry_point_is_listed_and_runs(tmp_path):
     """)
     )
     target = tmp_path / "site"
+    # pip stays a subprocess: installing a distribution is what this test is about
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
          "--target", str(target), str(project)],
         check=True, capture_output=True,
     )  # fmt: skip
+    # the folder is on this process's path (entry points are found there) and on the spawned
+    # workers' (PYTHONPATH)
+    monkeypatch.syspath_prepend(str(target))
     env = {"PYTHONPATH": str(target)}
-    listed = run_cli("list", "--json", env=env)
+    listed = invoke("list", "--json", env=env)
     assert listed.returncode == 0, listed.stderr
     assert json.loads(listed.stdout)["mixers"]["rollmix"]["distribution"] == (
         "benchsuite-rollmix 0.3.1"
     )
     out = tmp_path / "out"
-    ran = run_cli("run", "--tracks", "sequence", "--mixers", "dense,rollmix", "--seeds", "2",
-                  "--out", str(out), *TINY, env=env)  # fmt: skip
+    ran = invoke("run", "--tracks", "sequence", "--mixers", "dense,rollmix", "--seeds", "2",
+                 "--out", str(out), *TINY, env=env)  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     assert (out / "sequence" / "rollmix.json").exists()
 
@@ -153,7 +160,7 @@ def test_broken_plugins_are_reported_and_the_rest_loads(tmp_path):
     assert "benchsuite_register_mixer" in reasons["typo_hook"]
     assert "good" in registry.mixers and "dense" in registry.mixers
 
-    shown = run_cli("--plugins-dir", str(tmp_path), "plugins")
+    shown = invoke("--plugins-dir", str(tmp_path), "plugins")
     assert shown.returncode == 0
     assert "broken_import" in shown.stdout and "hook exploded" in shown.stdout
 
@@ -164,7 +171,7 @@ def test_duplicate_mixer_names_name_both_sources(tmp_path):
         PluginError, match=r"'dense' is registered twice.*benchsuite.*another_dense"
     ):
         load_registry(str(tmp_path))
-    listed = run_cli("--plugins-dir", str(tmp_path), "list")
+    listed = invoke("--plugins-dir", str(tmp_path), "list")
     assert listed.returncode == 2
     assert listed.stderr.count("\n") == 1 and "registered twice" in listed.stderr
 
@@ -188,7 +195,7 @@ def test_every_hook_has_a_section_in_the_plugin_docs():
 
 
 def test_trace_hooks_prints_every_hook_call():
-    result = run_cli("plugins", env={"BENCHSUITE_TRACE_HOOKS": "1"})
+    result = invoke("plugins", env={"BENCHSUITE_TRACE_HOOKS": "1"})
     assert result.returncode == 0, result.stderr
     calls = [line for line in result.stderr.splitlines() if "benchsuite_register_" in line]
     # every built-in plugin's hook is called once, through pluggy, and traced

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_html import Page, finished_run
+from conftest import Page
 
 from benchsuite import api
 from benchsuite.output import numbers
@@ -27,10 +27,13 @@ from benchsuite.results.schema import Analysis
 from benchsuite.results.store import Store
 from benchsuite.results.tradeoffs import COSTS, pareto
 
+# also run at the lowest declared dependency versions (make test-min)
+pytestmark = pytest.mark.floors
+
 
 @pytest.fixture(scope="module")
-def out(tmp_path_factory):
-    return finished_run(tmp_path_factory)
+def out(finished_run):
+    return finished_run
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,9 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+from conftest import interruptible
+
 RUN = [
     "run", "--tracks", "sequence", "--mixers", "dense,attention", "--budget", "steps=300",
     "--seeds", "5", "--grid", "sequence.lr=0.01,0.03", "--track-option", "sequence.series=24",
@@ -34,13 +37,6 @@ def stored(out: Path) -> int:
             return db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
     except sqlite3.OperationalError:  # the table is not created yet
         return 0
-
-
-def interruptible() -> None:
-    """In the child, before exec: Ctrl-C at its default, so Python turns it into
-    KeyboardInterrupt even when this test run inherited SIGINT ignored (a background job of a
-    non-interactive shell does; Python then keeps ignoring it)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def start(out: Path, env: dict[str, str]) -> subprocess.Popen[str]:
@@ -75,6 +71,7 @@ def group_ended(pgid: int, seconds: float = 10) -> bool:
     return False
 
 
+@pytest.mark.slow  # end-to-end runs, interrupted and killed as processes
 def test_interrupted_and_killed_runs_resume(tmp_path: Path) -> None:
     env = {**os.environ, "BENCHSUITE_CACHE": str(tmp_path / "cache"), "COLUMNS": "200"}
     out = tmp_path / "out"

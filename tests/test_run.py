@@ -8,7 +8,7 @@ import re
 import sqlite3
 
 import pytest
-from conftest import TINY, run_cli
+from conftest import TINY, invoke
 
 BENCH_KEYS = {"bench_version", "track", "model", "metric_direction", "n_seeds", "baseline", "idea",
               "comparison", "mechanism_signature", "budget_signature", "versions"}  # fmt: skip
@@ -25,7 +25,7 @@ def finished(tmp_path_factory):
     out = tmp_path_factory.mktemp("run") / "out"
     args = ["run", "--tracks", "sequence", "--mixers", "dense,butterfly", "--seeds", "8",
             "--out", str(out), *TINY]  # fmt: skip
-    first = run_cli(*args)
+    first = invoke(*args)
     assert first.returncode == 0, first.stderr
     return out, args, first
 
@@ -72,7 +72,7 @@ def _tables(stdout: str) -> str:
 
 def test_rerun_trains_nothing_and_prints_the_same_tables(finished):
     _out, args, first = finished
-    again = run_cli(*args)
+    again = invoke(*args)
     assert again.returncode == 0, again.stderr
     assert re.search(r"jobs: 0 trained, 16 reused, 0 failed", again.stdout)
     assert _tables(again.stdout) == _tables(first.stdout)
@@ -81,7 +81,7 @@ def test_rerun_trains_nothing_and_prints_the_same_tables(finished):
 def test_same_command_twice_gives_bit_identical_metrics(finished, tmp_path):
     out, args, _ = finished
     other = tmp_path / "again"
-    rerun = run_cli(*[str(other) if a == str(out) else a for a in args])
+    rerun = invoke(*[str(other) if a == str(out) else a for a in args])
     assert rerun.returncode == 0, rerun.stderr
     for name in ("butterfly",):
         a = json.loads((out / "sequence" / f"{name}.json").read_text())
@@ -101,7 +101,7 @@ def test_same_command_twice_gives_bit_identical_metrics(finished, tmp_path):
     ],
 )
 def test_bad_names_give_one_line_errors(tmp_path, args, needle):
-    result = run_cli("run", "--out", str(tmp_path / "out"), *args)
+    result = invoke("run", "--out", str(tmp_path / "out"), *args)
     assert result.returncode == 2
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
     assert needle in result.stderr

@@ -22,6 +22,8 @@ def unique_name() -> str:
 
 
 def run(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    # subprocesses: pip (un)installs, the plugin's own pytest, and the CLI after an editable
+    # install, whose .pth only a fresh interpreter reads
     env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHSUITE_")}
     done = subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=120)  # fmt: skip

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import invoke
 
 from benchsuite.commands.scale import exponents
 from benchsuite.output.html import write_html
@@ -50,8 +50,8 @@ def ladder(tmp_path_factory) -> tuple[dict, Path]:
     """attention, longconv and the baseline dense at 256, 512 and 1024 tokens (width 16, where
     attention's quadratic part dominates from 256 tokens on)."""
     out = tmp_path_factory.mktemp("scale")
-    done = run_cli("scale", "--mixers", "attention,longconv", "--tokens", "256,512,1024",
-                   "--width", "16", "--out", str(out), "--json")  # fmt: skip
+    done = invoke("scale", "--mixers", "attention,longconv", "--tokens", "256,512,1024",
+                  "--width", "16", "--out", str(out), "--json")  # fmt: skip
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout), out
 
@@ -103,8 +103,8 @@ def test_no_scaling_results_no_link(tmp_path):
 
 
 def test_tables_are_relative_to_the_baseline_and_unsupported_lengths_say_why(tmp_path):
-    done = run_cli("scale", "--mixers", "fnet,butterfly", "--tokens", "48,64",
-                   "--out", str(tmp_path))  # fmt: skip
+    done = invoke("scale", "--mixers", "fnet,butterfly", "--tokens", "48,64",
+                  "--out", str(tmp_path))  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "against sequence length" in done.stdout and "exponent" in done.stdout
     fnet_row = next(line for line in done.stdout.splitlines() if " fnet " in line)
@@ -121,8 +121,8 @@ def test_tables_are_relative_to_the_baseline_and_unsupported_lengths_say_why(tmp
 
 @pytest.mark.parametrize("limit", [["--max-seconds", "1e-6"], ["--max-memory", "1K"]])
 def test_an_over_budget_point_ends_the_ladder_and_is_not_fatal(tmp_path, limit):
-    done = run_cli("scale", "--mixers", "fnet", "--baseline", "fnet", "--tokens", "64,128",
-                   "--out", str(tmp_path), "--json", *limit)  # fmt: skip
+    done = invoke("scale", "--mixers", "fnet", "--baseline", "fnet", "--tokens", "64,128",
+                  "--out", str(tmp_path), "--json", *limit)  # fmt: skip
     assert done.returncode == 0, done.stderr
     [point] = json.loads(done.stdout)["mixers"]["fnet"]["points"]  # 128 never tried
     assert point["status"] == "over budget" and "--max-" in point["reason"]
@@ -133,9 +133,9 @@ def test_a_hung_or_crashed_point_is_recorded_and_the_command_goes_on(tmp_path):
     plugins.mkdir()
     (plugins / "broken.py").write_text(BROKEN_PLUGIN)
     start = time.perf_counter()
-    done = run_cli("scale", "--plugins-dir", str(plugins), "--mixers", "hang,crash", "--baseline",
-                   "hang", "--tokens", "64,128,256", "--max-seconds", "0.1", "--warmup", "1",
-                   "--steps", "1", "--out", str(tmp_path / "out"))  # fmt: skip
+    done = invoke("scale", "--plugins-dir", str(plugins), "--mixers", "hang,crash", "--baseline",
+                  "hang", "--tokens", "64,128,256", "--max-seconds", "0.1", "--warmup", "1",
+                  "--steps", "1", "--out", str(tmp_path / "out"))  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert time.perf_counter() - start < 60
     mixers = json.loads((tmp_path / "out" / "scaling.json").read_text())["mixers"]
@@ -149,7 +149,7 @@ def test_a_hung_or_crashed_point_is_recorded_and_the_command_goes_on(tmp_path):
 
 def test_bad_input_is_one_line_naming_the_culprit(tmp_path):
     for flag, value in (("--tokens", "64,lots"), ("--max-memory", "plenty")):
-        done = run_cli("scale", flag, value, "--out", str(tmp_path))
+        done = invoke("scale", flag, value, "--out", str(tmp_path))
         assert done.returncode == 2 and done.stderr.count("\n") == 1
         assert f"{flag} {value.split(',')[-1]!r}" in done.stderr
 

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import pytest
-from test_html import finished_run
 
 from benchsuite.commands.compare import load_run
 from benchsuite.results import serial
@@ -57,8 +56,8 @@ def test_plain_data_round_trip_with_nan_derived_and_omitted_keys():
 
 
 @pytest.fixture(scope="module")
-def out(tmp_path_factory):
-    return finished_run(tmp_path_factory)
+def out(finished_run):
+    return finished_run
 
 
 def test_report_json_is_the_analysis_and_reads_back_into_it(out):

@@ -1,12 +1,15 @@
-"""Issue 5 end to end: diverged runs, the design check, `compare` and `report` on real runs."""
+"""Issue 5 end to end: diverged runs, the design check, `compare` and `report` on real runs. The
+slow tier trains its own runs (a mixer that diverges on some seeds, runs listed out of order, a
+different budget); the fast tier reads the session's shared run."""
 
 from __future__ import annotations
 
 import copy
 import json
+import shutil
 
 import pytest
-from conftest import TINY, run_cli
+from conftest import TINY, invoke
 
 from benchsuite.commands.compare import compare_runs, load_run
 from benchsuite.results.analysis import analyse_store
@@ -48,10 +51,10 @@ def runs(tmp_path_factory):
     plugins = root / "plugins"
     plugins.mkdir()
     (plugins / "flaky.py").write_text(FLAKY)
-    with_flaky = run_cli("--plugins-dir", str(plugins), *ARGS, "--mixers", "dense,flaky",
+    with_flaky = invoke("--plugins-dir", str(plugins), *ARGS, "--mixers", "dense,flaky",
                          "--out", str(root / "flaky"))  # fmt: skip
     assert with_flaky.returncode == 0, with_flaky.stderr
-    plain = run_cli(*ARGS, "--mixers", "dense,identity", "--out", str(root / "plain"))
+    plain = invoke(*ARGS, "--mixers", "dense,identity", "--out", str(root / "plain"))
     assert plain.returncode == 0, plain.stderr
     return root, with_flaky
 
@@ -60,6 +63,7 @@ def _report(folder):
     return json.loads((folder / "report.json").read_text())
 
 
+@pytest.mark.slow
 def test_diverged_runs_are_counted_imputed_and_flagged(runs):
     root, _ = runs
     report = _report(root / "flaky")
@@ -80,6 +84,7 @@ def test_diverged_runs_are_counted_imputed_and_flagged(runs):
     assert lo <= diverged / 6 <= hi
 
 
+@pytest.mark.slow
 def test_baseline_numbers_do_not_depend_on_the_other_mixers(runs):
     root, _ = runs
     flaky = _report(root / "flaky")["tracks"]["sequence"]["mixers"]["dense"]["full"]["per_seed"]
@@ -87,6 +92,7 @@ def test_baseline_numbers_do_not_depend_on_the_other_mixers(runs):
     assert flaky == plain
 
 
+@pytest.mark.slow
 def test_design_warning_is_printed_before_training(runs):
     _, result = runs
     head = result.stdout[: result.stdout.index("sequence —")]  # the design, before the tables
@@ -95,64 +101,65 @@ def test_design_warning_is_printed_before_training(runs):
 
 
 def test_strict_refuses_an_underpowered_design(tmp_path):
-    result = run_cli(*ARGS, "--mixers", "dense,identity", "--seeds", "3", "--strict",
+    result = invoke(*ARGS, "--mixers", "dense,identity", "--seeds", "3", "--strict",
                      "--out", str(tmp_path))  # fmt: skip
     assert result.returncode == 2 and "(--strict)" in result.stderr
     assert "with 3 seeds and 1 comparisons no result can reach significance" in result.stderr
     assert not (tmp_path / "benchsuite.sqlite").exists()
 
 
-def test_report_rebuilds_the_same_figures_from_the_store(runs):
-    root, _ = runs
-    folder = root / "plain"
+def test_report_rebuilds_the_same_figures_from_the_store(finished_run, tmp_path):
+    folder = tmp_path / "run"
+    shutil.copytree(finished_run, folder)
     before = _report(folder)
     (folder / "report.json").unlink()
-    result = run_cli("report", str(folder))
+    result = invoke("report", str(folder))
     assert result.returncode == 0, result.stderr
     assert "sequence —" in result.stdout
     assert _report(folder) == before
 
 
+@pytest.mark.slow
 def test_report_agrees_with_the_run_whatever_order_the_run_listed(tmp_path):
     """The saved plan lists tracks and mixers sorted; a run listed them as asked. The across-track
     bootstrap and sign flips draw in name order, so ``report`` rebuilds the run's figures."""
-    result = run_cli("run", "--tracks", "sequence,dynamics", "--mixers", "dense,mlp,identity",
+    result = invoke("run", "--tracks", "sequence,dynamics", "--mixers", "dense,mlp,identity",
                      "--seeds", "4", *TINY, "--grid", "dynamics.lr=0.01,0.03",
                      "--out", str(tmp_path))  # fmt: skip
     assert result.returncode == 0, result.stderr
     before = _report(tmp_path)
     assert set(before["across_tracks"]["tracks"]) == {"sequence", "dynamics"}
     (tmp_path / "report.json").unlink()
-    assert run_cli("report", str(tmp_path)).returncode == 0
+    assert invoke("report", str(tmp_path)).returncode == 0
     assert _report(tmp_path)["across_tracks"] == before["across_tracks"]
 
 
+@pytest.mark.slow
 def test_compare_pairs_two_runs_and_refuses_different_budgets(runs, tmp_path):
     root, _ = runs
-    same = run_cli("compare", str(root / "plain"), str(root / "flaky"), "--json")
+    same = invoke("compare", str(root / "plain"), str(root / "flaky"), "--json")
     assert same.returncode == 0, same.stderr
     rows = {row["mixer"]: row["comparison"] for row in json.loads(same.stdout)["rows"]}
     assert rows["dense"]["improvement"] == 0.0  # the same baseline seeds in both runs
     assert rows["dense"]["verdict"] == "equivalent_within_margin"
 
-    other = run_cli(*ARGS, "--mixers", "dense,identity", "--budget", "steps=31",
+    other = invoke(*ARGS, "--mixers", "dense,identity", "--budget", "steps=31",
                     "--out", str(tmp_path / "other"))  # fmt: skip
     assert other.returncode == 0, other.stderr
-    refused = run_cli("compare", str(root / "plain"), str(tmp_path / "other"))
+    refused = invoke("compare", str(root / "plain"), str(tmp_path / "other"))
     assert refused.returncode == 2
     assert "budget signatures differ" in refused.stderr and refused.stderr.count("\n") == 1
 
 
-def test_compare_analyses_a_log_ratio_track_as_run_does(runs):
-    """Run B's dense seeds replaced by identity's: compare's dense row is then run's identity
+def test_compare_analyses_a_log_ratio_track_as_run_does(finished_run):
+    """Run B's dense seeds replaced by butterfly's: compare's dense row is then run's butterfly
     comparison (the same seeds, the same log-ratio scale and margin)."""
-    root, _ = runs
-    report = analyse_store(root / "plain" / "benchsuite.sqlite")
+    report = analyse_store(finished_run / "benchsuite.sqlite")
     assert report.tracks["sequence"].scale == "log"
-    want = report.tracks["sequence"].comparisons["identity"].comparison
-    a = load_run(root / "plain")  # the stored per-seed values, no analysis of the whole run
+    want = report.tracks["sequence"].comparisons["butterfly"].comparison
+    a = load_run(finished_run)  # the stored per-seed values, no analysis of the whole run
     b = copy.deepcopy(a)
-    b.tracks["sequence"].values["dense"] = a.tracks["sequence"].values["identity"]
+    b.tracks["sequence"].values["dense"] = a.tracks["sequence"].values["butterfly"]
     row = next(r for r in compare_runs(a, b).rows if r.mixer == "dense").comparison
     assert row.scale == "log" and row.margin == pytest.approx(want.margin)
     for key in ("improvement", "improvement_rel_pct", "p_value", "p_tost"):

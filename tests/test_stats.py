@@ -1,6 +1,8 @@
 """Tests of benchsuite.stats: the worked example of docs/statistics.md, p-values, Holm,
 degenerate inputs, caps at float32 precision, ties, the attainable p."""
 
+import dataclasses
+import functools
 import json
 import math
 
@@ -23,6 +25,7 @@ from benchsuite.plan.power import (
 from benchsuite.plan.selection import divergence, select_best_config
 from benchsuite.results.cells import at_chance, selection
 from benchsuite.results.stats import (
+    Comparison,
     apply_holm,
     compare_both_converged,
     compare_paired,
@@ -31,6 +34,9 @@ from benchsuite.results.stats import (
     holm,
     impute_diverged,
 )
+
+# also run at the lowest declared dependency versions (make test-min)
+pytestmark = pytest.mark.floors
 
 BASE = [
     0.5715442299842834,
@@ -352,12 +358,17 @@ def test_property_p_values_in_unit_interval(data):
     assert c.wins + c.ties + c.losses == c.n
 
 
+@functools.cache
+def _holm_template() -> Comparison:
+    """One comparison (built once: each takes an exact test) whose p the Holm property sets."""
+    return compare_paired([1.0, 2.0], [1.0, 2.0])
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=20))
 def test_property_holm_dominates_and_is_monotone(ps):
-    comps = [compare_paired([1.0, 2.0], [1.0, 2.0]) for _ in ps]
-    for c, p in zip(comps, ps, strict=True):
-        c.p_value = p
+    template = _holm_template()
+    comps = [dataclasses.replace(template, p_value=p) for p in ps]
     apply_holm(comps)
     adjusted = [c.p_holm for c in comps]
     assert all(h >= p - 1e-15 and h <= 1.0 for h, p in zip(adjusted, ps, strict=True))

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_track_tabular import write_csv
-from test_track_vision import write_cifar
+from data_files import write_cifar, write_csv
 
 from benchsuite.seeds import Streams
 from benchsuite.specs import resolve_options

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import run_cli
+from conftest import invoke
 from torch import nn
 
 from benchsuite import Mixer, PluginError, UsageError, wrap
@@ -92,7 +92,7 @@ def benchsuite_register_mixers(register):
 
 def test_a_plugin_file_wraps_a_library_layer_in_one_line(tmp_path):
     (tmp_path / "gru.py").write_text(PLUGIN)
-    done = run_cli("--plugins-dir", str(tmp_path), "test", "gru", "--tokens", "8", "--dims", "16")
+    done = invoke("--plugins-dir", str(tmp_path), "test", "gru", "--tokens", "8", "--dims", "16")
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines() == [f"gru {check}: passed" for check in [*CHECKS, "causality"]]
 
@@ -113,10 +113,10 @@ def test_fla_layers_are_listed_as_unavailable_with_the_reason_and_never_run():
         UsageError, match=re.escape(f"mixer 'fla_gla' is unavailable here: {reason}")
     ):
         resolve(RunSettings(tracks=("sequence",), seeds=2, mixers=("dense", "fla_gla")), registry)
-    listed = run_cli("list")
+    listed = invoke("list")
     assert listed.returncode == 0, listed.stderr
     assert "fla_deltanet" in listed.stdout and "unavailable" in listed.stdout
-    ran = run_cli("run", "--mixers", "dense,fla_gla[heads=2]", "--tracks", "sequence")
+    ran = invoke("run", "--mixers", "dense,fla_gla[heads=2]", "--tracks", "sequence")
     assert ran.returncode == 2 and ran.stderr.strip().splitlines() == [
         f"error: mixer 'fla_gla' is unavailable here: {reason}"
     ]  # fmt: skip

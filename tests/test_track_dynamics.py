@@ -13,6 +13,9 @@ from benchsuite.seeds import Streams
 from benchsuite.specs import resolve_options
 from benchsuite.tracks import dynamics
 
+# also run at the lowest declared dependency versions (make test-min)
+pytestmark = pytest.mark.floors
+
 
 @pytest.fixture(autouse=True)
 def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import run_cli
+from conftest import invoke
 
 from benchsuite import Budget, PluginError, Track, UsageError, lr_grid
 from benchsuite.plan.resolve import resolve
@@ -57,8 +57,8 @@ def test_every_built_in_track_has_a_cli_case():
 def test_an_impossible_combination_stops_the_run_in_one_line(tmp_path, track, preset, given, limit):
     out = tmp_path / "out"
     flags = [flag for option in given for flag in ("--track-option", option)]
-    done = run_cli("run", "--tracks", track, "--mixers", "dense,identity", "--preset", preset,
-                   *flags, "--out", str(out), cwd=tmp_path)  # fmt: skip
+    done = invoke("run", "--tracks", track, "--mixers", "dense,identity", "--preset", preset,
+                  *flags, "--out", str(out), cwd=tmp_path)  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert done.stdout.strip() == ""
     (line,) = done.stderr.strip().splitlines()

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import csv
 import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from data_files import write_csv
 from torch import nn
 
 from benchsuite import UsageError
@@ -16,28 +16,14 @@ from benchsuite.seeds import Streams
 from benchsuite.specs import resolve_options
 from benchsuite.tracks import tabular
 
-COLOURS = ("red", "green", "blue")
+# also run at the lowest declared dependency versions (make test-min)
+pytestmark = pytest.mark.floors
 
 
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BENCHSUITE_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("SCIKIT_LEARN_DATA", str(tmp_path / "scikit_learn_data"))  # no California
-
-
-def write_csv(path: Path, rows: int = 300, seed: int = 0, text_target: bool = False) -> Path:
-    """Numeric a, b, a categorical colour; price = 2a - b + colour effect + noise (or its sign)."""
-    rng = np.random.default_rng(seed)
-    effect = {"red": 1.5, "green": 0.0, "blue": -1.5}
-    with path.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["a", "colour", "b", "price"])
-        for _ in range(rows):
-            a, b, colour = rng.normal(), rng.normal(), COLOURS[rng.integers(3)]
-            price = 2 * a - b + effect[colour] + 0.1 * rng.normal()
-            target = ("expensive" if price > 0 else "cheap") if text_target else f"{price:.4f}"
-            writer.writerow([f"{a:.4f}", colour, f"{b:.4f}", target])
-    return path
 
 
 def load(seed: int = 0, data_dir: str | None = None, **given):

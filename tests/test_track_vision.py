@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from data_files import TEST_IMAGES, TRAIN_PER_BATCH, write_cifar
 from torch import nn
 
 from benchsuite import UsageError
@@ -16,35 +17,14 @@ from benchsuite.seeds import Streams
 from benchsuite.specs import resolve_options
 from benchsuite.tracks import cifar, vision
 
-TRAIN_PER_BATCH, TEST_IMAGES = 40, 100
+# also run at the lowest declared dependency versions (make test-min)
+pytestmark = pytest.mark.floors
 
 
 @pytest.fixture(autouse=True)
 def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BENCHSUITE_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("BENCHSUITE_DATA", raising=False)
-
-
-def write_cifar(root: Path, seed: int = 0) -> Path:
-    """A small CIFAR-10 folder in the published pickle layout; brightness encodes the class."""
-    rng = np.random.default_rng(seed)
-    folder = root / cifar.FOLDER
-    folder.mkdir(parents=True)
-
-    def batch(n: int, label: str) -> dict:
-        labels = rng.integers(0, 10, size=n)
-        images = rng.integers(0, 60, size=(n, 3072)) + 18 * labels[:, None]
-        data = images.astype(np.uint8)
-        return {"batch_label": label, "labels": labels.tolist(), "data": data, "filenames": []}
-
-    for name in cifar.TRAIN_FILES:
-        (folder / name).write_bytes(pickle.dumps(batch(TRAIN_PER_BATCH, name), protocol=2))
-    (folder / "test_batch").write_bytes(pickle.dumps(batch(TEST_IMAGES, "test"), protocol=2))
-    names = ["airplane", "automobile", "bird", "cat", "deer"]
-    names += ["dog", "frog", "horse", "ship", "truck"]
-    meta = {"label_names": names, "num_cases_per_batch": TRAIN_PER_BATCH}
-    (folder / cifar.META_FILE).write_bytes(pickle.dumps(meta, protocol=2))
-    return folder
 
 
 def load(data_dir: Path | None, preset: str = "quick", seed: int = 0, **given):

@@ -8,7 +8,7 @@ import json
 import sqlite3
 
 import pytest
-from conftest import run_cli
+from conftest import invoke
 
 from benchsuite import Mixer, UsageError, api
 from benchsuite.output.listing import listing
@@ -115,7 +115,7 @@ def test_the_config_file_names_variants(tmp_path, registry):
 
 
 def test_list_shows_the_variant_syntax():
-    done = run_cli("list")
+    done = invoke("list")
     assert done.returncode == 0, done.stderr
     assert "--mixers 'dense,attention[heads=2],attention[heads=8]'" in " ".join(done.stdout.split())
 
@@ -123,20 +123,20 @@ def test_list_shows_the_variant_syntax():
 def test_test_costs_and_scale_take_variant_names(tmp_path):
     """``benchsuite test``, ``list --costs`` and ``scale`` run a variant under its own name, with
     its options (a wrong one is the same one-line error as in a run)."""
-    done = run_cli("test", "attention[heads=2]", "--tokens", "8", "--dims", "16")
+    done = invoke("test", "attention[heads=2]", "--tokens", "8", "--dims", "16")
     assert done.returncode == 0, done.stderr
     assert "attention[heads=2] shapes: passed" in done.stdout
     assert "attention[heads=2] batch-independence: passed" in done.stdout
-    wrong = run_cli("test", "attention[heads=3]", "--tokens", "8", "--dims", "16")
+    wrong = invoke("test", "attention[heads=3]", "--tokens", "8", "--dims", "16")
     assert wrong.returncode == 1 and "not divisible by heads=3" in wrong.stdout  # options reach it
-    costs = run_cli("list", "--costs", "--json", "--tracks", "sequence", "--mixers",
-                    "dense,attention[heads=2],attention[heads=8]")  # fmt: skip
+    costs = invoke("list", "--costs", "--json", "--tracks", "sequence", "--mixers",
+                   "dense,attention[heads=2],attention[heads=8]")  # fmt: skip
     assert costs.returncode == 0, costs.stderr
     rows = {row["mixer"]: row for row in json.loads(costs.stdout)}
     assert {"attention[heads=2]", "attention[heads=8]"} <= set(rows)
     assert rows["attention[heads=2]"]["params"] > rows["dense"]["params"]
-    scale = run_cli("scale", "--mixers", "attention[heads=2]", "--tokens", "16,32", "--steps",
-                    "1", "--warmup", "1", "--out", str(tmp_path / "scale"))  # fmt: skip
+    scale = invoke("scale", "--mixers", "attention[heads=2]", "--tokens", "16,32", "--steps",
+                   "1", "--warmup", "1", "--out", str(tmp_path / "scale"))  # fmt: skip
     assert scale.returncode == 0, scale.stderr
     measured = json.loads((tmp_path / "scale" / "scaling.json").read_text())["mixers"]
     assert [p["status"] for p in measured["attention[heads=2]"]["points"]] == ["ok", "ok"]

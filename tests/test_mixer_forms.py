@@ -1,42 +1,35 @@
-"""The modern recurrent mixers: each chunked/parallel form equals its token-by-token recurrence
-(float64 and float32, lengths on and off the chunk grid), each passes the contract kit, and where
-flash-linear-attention's plain-PyTorch references import, the outputs match theirs."""
+"""What each mixer computes: the recurrent mixers' chunked/parallel forms equal their
+token-by-token recurrences (float64 and float32, lengths on and off the chunk grid) and, where
+flash-linear-attention's plain-PyTorch references import, match theirs; the token-linear mixers'
+matrices, butterfly's orthogonality and longconv's causality. The contract every mixer passes is
+test_mixer_contract.py."""
 
 from __future__ import annotations
 
 import copy
 import importlib
 import importlib.util
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from conftest import built_in
 from torch.nn import functional
 
-from benchsuite import Mixer, UsageError
-from benchsuite.testing import check_mixer, collect_mixers
-
-NEW = ["mamba", "gla", "deltanet", "gated_deltanet", "retnet", "sliding_window", "based"]
+# the mixers with a chunked or parallel form beside a token-by-token recurrence
+RECURRENT = ["mamba", "gla", "deltanet", "gated_deltanet", "retnet", "sliding_window", "based"]
 LENGTHS = (9, 20, 64, 77, 150)  # one chunk, and on and off the grid of the default chunks (16-128)
 B, H = 2, 2
 TOLERANCE = {torch.float64: 1e-5, torch.float32: 1e-3}
 
 
 @pytest.fixture(autouse=True)
-def _one_thread():
-    torch.set_num_threads(1)
+def _one_thread(one_thread):
+    """Every test here on one torch thread."""
 
 
 def module(name: str):
     return importlib.import_module(f"benchsuite.mixers.{name}")
-
-
-def built_in(name: str) -> Mixer:
-    (mixer,) = collect_mixers(module(name))
-    assert mixer.name == name
-    return mixer
 
 
 def inputs(name: str, tokens: int, dtype: torch.dtype, seed: int = 0) -> tuple:
@@ -94,7 +87,7 @@ def assert_agree(found: torch.Tensor, expected: torch.Tensor, tolerance: float) 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=str)
 @pytest.mark.parametrize("tokens", LENGTHS)
-@pytest.mark.parametrize("name", NEW)
+@pytest.mark.parametrize("name", RECURRENT)
 def test_parallel_form_equals_the_recurrence(name, tokens, dtype):
     args = inputs(name, tokens, dtype)
     reference = recurrent(name, inputs(name, tokens, torch.float64))
@@ -123,58 +116,43 @@ def test_strong_decay_stays_finite_in_float32():
     assert_agree(out, (q * k).sum(-1, keepdim=True) * v, 1e-5)  # only the current token remains
 
 
-def test_registering_the_new_mixers_does_not_import_torch():
-    modules = ", ".join(f"benchsuite.mixers.{name}" for name in NEW)
-    hooks = "".join(f"benchsuite.mixers.{n}.benchsuite_register_mixers(print)\n" for n in NEW)
-    code = f"import sys, {modules}\n{hooks}assert 'torch' not in sys.modules, 'torch imported'\n"
-    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
-
-
-def test_docs_describe_every_built_in_mixer():
-    from benchsuite.registry import load_registry
-
-    docs = (Path(__file__).parent.parent / "docs" / "mixers.md").read_text()
-    built_in = [m for m in load_registry().mixers.values() if m.module.startswith("benchsuite.")]
-    assert len(built_in) >= 18 and set(NEW) <= {m.name for m in built_in}
-    for mixer in built_in:
-        assert f"| `{mixer.name}` |" in docs, f"docs/mixers.md has no row for {mixer.name}"
-
-
-@pytest.mark.parametrize("name", NEW)
-def test_new_mixer_passes_the_contract(name):
-    check_mixer(built_in(name), tokens=(8, 40), dims=(16, 32))
-
-
 @pytest.mark.parametrize(
-    ("name", "options"),
-    [
-        ("mamba", {"state": 4, "expand": 1, "conv": 2}),
-        ("gla", {"heads": 2, "expand_k": 1.0}),
-        ("deltanet", {"heads": 1, "conv": 1}),
-        ("gated_deltanet", {"heads": 8}),
-        ("retnet", {"heads": 2, "expand": 1}),
-        ("sliding_window", {"window": 3, "heads": 1}),
-        ("based", {"feature_dim": 4, "heads": 4}),
-    ],
+    "name", ["dense", "butterfly", "random", "monarch", "pooling", "attention"]
 )
-def test_new_mixer_options_pass_the_contract(name, options):
-    check_mixer(built_in(name), tokens=(12,), dims=(16,), options=options)
+def test_token_matrix_is_what_forward_applies(name):
+    """For token-linear mixers y[:, :, d] = M x[:, :, d]; attention's M is its head-average."""
+    module = built_in(name).builder()(16, 8)
+    x = torch.randn(3, 16, 8)
+    matrix = module.token_matrix(x)
+    assert matrix.shape == (3, 16, 16)
+    if name == "attention":
+        weights = module.attention_weights(x)
+        assert weights.shape == (3, 4, 16, 16)
+        torch.testing.assert_close(weights.mean(dim=1), matrix)
+        return
+    offset = module(torch.zeros_like(x))  # dense has a per-token bias
+    torch.testing.assert_close(module(x) - offset, matrix @ x, atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize(
-    ("name", "options", "message"),
-    [
-        ("gla", {"heads": 3}, "key width 8 is not divisible by heads=3"),
-        ("gla", {"expand_k": 0.3}, "not a whole number"),
-        ("retnet", {"heads": 16}, "head width dim/heads = 1 must be even"),
-        ("deltanet", {"heads": 5}, "dim 16 is not divisible by heads=5"),
-        ("sliding_window", {"window": 0}, "window must be >= 1"),
-        ("mamba", {"state": 0}, "state and expand must be >= 1"),
-    ],
-)
-def test_bad_options_are_one_line_errors(name, options, message):
-    with pytest.raises(UsageError, match=message):
-        built_in(name).builder()(8, 16, **options)
+def test_butterfly_is_orthogonal_and_changes_with_its_angles():
+    module = built_in("butterfly").builder()(32, 4)
+    matrix = module.token_matrix(torch.zeros(1, 32, 4))[0].detach()
+    torch.testing.assert_close(matrix.T @ matrix, torch.eye(32), atol=1e-5, rtol=0)
+    assert (matrix.abs() > 1e-3).float().mean() > 0.5  # log2(T) stages mix every token pair
+    with torch.no_grad():
+        module.angles.zero_()
+    torch.testing.assert_close(module.token_matrix(torch.zeros(1, 32, 4))[0], torch.eye(32))
+
+
+def test_two_sided_longconv_sees_the_future_and_causal_does_not():
+    x = torch.randn(2, 16, 8)
+    later = x.clone()
+    later[:, 8:] += 1.0
+    for causal in (True, False):
+        torch.manual_seed(0)
+        module = built_in("longconv").builder()(16, 8, causal=causal)
+        drift = (module(later) - module(x))[:, :8].abs().max().item()
+        assert (drift < 1e-5) == causal
 
 
 def test_a_window_longer_than_the_sequence_is_causal_attention():

@@ -1,40 +1,41 @@
-"""Every built-in mixer passes the contract kit; broken mixers (one that mixes across the batch
-among them) fail it with a clear message."""
+"""The mixer contract: every mixer the registry holds (the built-ins and any installed plugin's)
+passes the contract kit at the sizes it supports, with and without options; registering one imports
+no torch and docs/mixers.md describes each built-in; broken mixers (one that mixes across the batch
+among them) fail the kit with a clear one-line message."""
 
 from __future__ import annotations
 
-import importlib
 import random
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
+from conftest import built_in, built_in_mixers
 from torch import nn
 
 from benchsuite import Mixer, Signature, UsageError
-from benchsuite.testing import check_mixer, collect_mixers, mixer_contract_tests, run_contract
+from benchsuite.testing import check_mixer, mixer_contract_tests, run_contract
 
-BUILT_IN = [
-    "dense", "attention", "butterfly", "mlp", "fnet", "monarch",
-    "pooling", "longconv", "ssm", "identity", "random",
-]  # fmt: skip
+# also run at the lowest declared dependency versions (make test-min)
+pytestmark = pytest.mark.floors
 
-
-def built_in(name: str) -> Mixer:
-    (mixer,) = collect_mixers(importlib.import_module(f"benchsuite.mixers.{name}"))
-    assert mixer.name == name
-    return mixer
+# 40 tokens: off the chunk grid of the chunked recurrent forms (and unsupported by butterfly)
+TOKENS = (8, 16, 40)
 
 
 @pytest.fixture(autouse=True)
-def _one_thread():
-    torch.set_num_threads(1)
+def _one_thread(one_thread):
+    """Every test here on one torch thread."""
 
 
-@pytest.mark.parametrize("name", BUILT_IN)
-def test_built_in_mixer_passes_the_contract(name):
-    check_mixer(built_in(name), tokens=(8, 16), dims=(16, 32))
+@pytest.mark.parametrize("name", built_in_mixers())
+def test_registered_mixer_passes_the_contract(name, registry):
+    mixer = registry.mixers[name]
+    tokens = tuple(t for t in TOKENS if mixer.reason_unsupported(t, 16) is None)
+    assert len(tokens) >= 2, f"{name} supports fewer than two of {TOKENS} tokens"
+    check_mixer(mixer, tokens=tokens, dims=(16, 32))
 
 
 @pytest.mark.parametrize(
@@ -47,16 +48,53 @@ def test_built_in_mixer_passes_the_contract(name):
         ("longconv", {"filter": "explicit"}),
         ("longconv", {"causal": False}),
         ("ssm", {"state": 4}),
+        ("mamba", {"state": 4, "expand": 1, "conv": 2}),
+        ("gla", {"heads": 2, "expand_k": 1.0}),
+        ("deltanet", {"heads": 1, "conv": 1}),
+        ("gated_deltanet", {"heads": 8}),
+        ("retnet", {"heads": 2, "expand": 1}),
+        ("sliding_window", {"window": 3, "heads": 1}),
+        ("based", {"feature_dim": 4, "heads": 4}),
     ],
 )
 def test_mixer_options_pass_the_contract(name, options):
     check_mixer(built_in(name), tokens=(12, 16), dims=(16,), options=options)
 
 
-def test_registering_a_mixer_does_not_import_torch():
-    modules = ", ".join(f"benchsuite.mixers.{name}" for name in BUILT_IN)
-    code = f"import sys, {modules}\nassert 'torch' not in sys.modules, 'torch was imported'\n"
-    subprocess.run([sys.executable, "-c", code], check=True)
+@pytest.mark.parametrize(
+    ("name", "options", "message"),
+    [
+        ("attention", {"heads": 3}, "not divisible by heads=3"),
+        ("gla", {"heads": 3}, "key width 8 is not divisible by heads=3"),
+        ("gla", {"expand_k": 0.3}, "not a whole number"),
+        ("retnet", {"heads": 16}, "head width dim/heads = 1 must be even"),
+        ("deltanet", {"heads": 5}, "dim 16 is not divisible by heads=5"),
+        ("sliding_window", {"window": 0}, "window must be >= 1"),
+        ("mamba", {"state": 0}, "state and expand must be >= 1"),
+    ],
+)
+def test_bad_options_are_one_line_errors(name, options, message):
+    with pytest.raises(UsageError, match=message):
+        built_in(name).builder()(8, 16, **options)
+
+
+def test_registering_the_built_in_mixers_does_not_import_torch():
+    """A fresh interpreter (the subject: what importing and registering loads)."""
+    names = built_in_mixers()
+    modules = ", ".join(f"benchsuite.mixers.{name}" for name in names)
+    hooks = "".join(f"benchsuite.mixers.{n}.benchsuite_register_mixers(print)\n" for n in names)
+    code = f"import sys, {modules}\n{hooks}assert 'torch' not in sys.modules, 'torch imported'\n"
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+def test_docs_describe_every_built_in_mixer(registry):
+    docs = (Path(__file__).parent.parent / "docs" / "mixers.md").read_text()
+    names = built_in_mixers()
+    assert len(names) >= 18
+    assert {"mamba", "gla", "deltanet", "gated_deltanet", "retnet", "sliding_window"} <= set(names)
+    for name in names:
+        assert registry.mixers[name].module.startswith("benchsuite.")
+        assert f"| `{name}` |" in docs, f"docs/mixers.md has no row for {name}"
 
 
 def test_shapes_a_mixer_cannot_take_are_explained():
@@ -66,50 +104,6 @@ def test_shapes_a_mixer_cannot_take_are_explained():
     assert built_in("monarch").reason_unsupported(12, 16) is None
     with pytest.raises(AssertionError, match="'butterfly' failed shapes: supports"):
         check_mixer(built_in("butterfly"), tokens=(12,))
-
-
-def test_attention_heads_must_divide_dim():
-    with pytest.raises(UsageError, match="not divisible by heads=3"):
-        built_in("attention").builder()(8, 16, heads=3)
-
-
-@pytest.mark.parametrize(
-    "name", ["dense", "butterfly", "random", "monarch", "pooling", "attention"]
-)
-def test_token_matrix_is_what_forward_applies(name):
-    """For token-linear mixers y[:, :, d] = M x[:, :, d]; attention's M is its head-average."""
-    module = built_in(name).builder()(16, 8)
-    x = torch.randn(3, 16, 8)
-    matrix = module.token_matrix(x)
-    assert matrix.shape == (3, 16, 16)
-    if name == "attention":
-        weights = module.attention_weights(x)
-        assert weights.shape == (3, 4, 16, 16)
-        torch.testing.assert_close(weights.mean(dim=1), matrix)
-        return
-    offset = module(torch.zeros_like(x))  # dense has a per-token bias
-    torch.testing.assert_close(module(x) - offset, matrix @ x, atol=1e-5, rtol=1e-5)
-
-
-def test_butterfly_is_orthogonal_and_changes_with_its_angles():
-    module = built_in("butterfly").builder()(32, 4)
-    matrix = module.token_matrix(torch.zeros(1, 32, 4))[0].detach()
-    torch.testing.assert_close(matrix.T @ matrix, torch.eye(32), atol=1e-5, rtol=0)
-    assert (matrix.abs() > 1e-3).float().mean() > 0.5  # log2(T) stages mix every token pair
-    with torch.no_grad():
-        module.angles.zero_()
-    torch.testing.assert_close(module.token_matrix(torch.zeros(1, 32, 4))[0], torch.eye(32))
-
-
-def test_two_sided_longconv_sees_the_future_and_causal_does_not():
-    x = torch.randn(2, 16, 8)
-    later = x.clone()
-    later[:, 8:] += 1.0
-    for causal in (True, False):
-        torch.manual_seed(0)
-        module = built_in("longconv").builder()(16, 8, causal=causal)
-        drift = (module(later) - module(x))[:, :8].abs().max().item()
-        assert (drift < 1e-5) == causal
 
 
 # ----------------------------------------------------------------------------- broken mixers

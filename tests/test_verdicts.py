@@ -1,9 +1,14 @@
-"""Issue 20 end to end: every verdict of a small real run recomputed from its stored per-seed
-values (a log-ratio track, an accuracy track, a majority-class track), the captions checked
-against report.json, and a majority-class predictor never counted as diverged by rounding."""
+"""Every verdict recomputed from the stored per-seed values of a real run: per track (effect, CI,
+exact sign-flip p, Holm over the planned family, both-converged), across tracks (the equal-weight
+effect and its exact stratified null), and a partial run's tables. The fast tier reads the
+session's shared run (conftest's ``finished_run``: two log-ratio tracks, 3 seeds, one failing
+mixer); the slow tier adds a 7-seed run where significance is reachable (a log-ratio track, an
+accuracy track, a majority-class track), its captions against report.json, and a majority-class
+predictor never counted as diverged by rounding."""
 
 from __future__ import annotations
 
+import functools
 import html
 import itertools
 import json
@@ -11,7 +16,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import run_cli
+from conftest import invoke
 from rich.console import Console
 from scipy import stats as sps
 
@@ -42,14 +47,14 @@ SEEDS = 7  # 2/2**7 < 0.05/2: a verdict can be significant
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
+def seven_seeds(tmp_path_factory):
     """OUT of a real run (identity against the baseline dense, three tracks, 7 seeds), stdout."""
     root = tmp_path_factory.mktemp("verdicts")
     (root / "plugins").mkdir()
     (root / "plugins" / "flat.py").write_text(PLUGIN)
     labels = (np.random.default_rng(7).random(333) < 0.69).astype(int)
     (root / "flat.csv").write_text("x,label\n" + "".join(f"0,{v}\n" for v in labels))
-    done = run_cli(
+    done = invoke(
         "--plugins-dir", str(root / "plugins"), "run", "--tracks", ",".join(TRACKS),
         "--mixers", "dense,identity", "--seeds", str(SEEDS), "--budget", "steps=30",
         *[f"--grid={t}.lr=0.01" for t in TRACKS],  # one config: half the training
@@ -61,9 +66,24 @@ def run(tmp_path_factory):
     return root / "out", done.stdout
 
 
+@pytest.fixture(
+    scope="module", params=["shared", pytest.param("seven_seeds", marks=pytest.mark.slow)]
+)
+def out(request):
+    """The folder of a finished run: the session's shared one, or (slow) the 7-seed run."""
+    if request.param == "shared":
+        return request.getfixturevalue("finished_run")
+    return request.getfixturevalue("seven_seeds")[0]
+
+
 @pytest.fixture(scope="module")
-def report(run):
-    return json.loads((run[0] / "report.json").read_text())
+def report(out):
+    return json.loads((out / "report.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def seven_seed_report(seven_seeds):
+    return json.loads((seven_seeds[0] / "report.json").read_text())
 
 
 def _exact_sign_flip(d: np.ndarray) -> float:
@@ -87,21 +107,35 @@ def _check_one_statistic(c: dict, base: list[float], mix: list[float], higher: b
         assert c["verdict"].startswith("significant_win") == (c["improvement"] > 0)
 
 
-def test_every_per_track_and_both_converged_verdict_is_one_statistic(report):
-    design = report["design"]
-    cells = [(t, e, m, cell) for t, e in report["tracks"].items()
-             for m, cell in e["comparisons"].items()]  # fmt: skip
+def _cells(report: dict) -> list[tuple[str, dict, str, dict]]:
+    return [(t, e, m, cell) for t, e in report["tracks"].items()
+            for m, cell in e["comparisons"].items()]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_the_seven_seed_run_is_complete_on_two_scales(seven_seed_report):
+    design = seven_seed_report["design"]
+    cells = _cells(seven_seed_report)
     assert len(cells) == design["comparisons"] == 3 and not design["partial"]
     assert {e["scale"] for _, e, _, _ in cells} == {"log", "difference"}
-    p_holm = holm([cell["comparison"]["p_value"] for *_, cell in cells], design["comparisons"])
+    assert design["both_converged_comparisons"] >= 2
+
+
+def test_every_per_track_and_both_converged_verdict_is_one_statistic(report):
+    design = report["design"]
+    cells = _cells(report)
+    family = design["comparisons"]
+    assert len(cells) == design["finished"] <= family and design["partial"] == (len(cells) < family)
+    p_holm = holm([cell["comparison"]["p_value"] for *_, cell in cells], family)
     for (_, entry, _, cell), adjusted in zip(cells, p_holm, strict=True):
         c = cell["comparison"]
-        assert c["family"] == 3 and c["alpha"] == 0.05 and c["mde_alpha"] == pytest.approx(0.05 / 3)
+        assert c["family"] == family and c["alpha"] == 0.05
+        assert c["mde_alpha"] == pytest.approx(0.05 / family)
         assert c["p_holm"] == pytest.approx(adjusted)
         _check_one_statistic(c, cell["baseline_values"], cell["mixer_values"],
                              entry["higher_is_better"])  # fmt: skip
     both = [cell["both_converged"] for *_, cell in cells if cell["both_converged"]]
-    assert len(both) == design["both_converged_comparisons"] >= 2
+    assert len(both) == design["both_converged_comparisons"] >= 1
     both_holm = holm([b["p_value"] for b in both])
     for b, adjusted in zip(both, both_holm, strict=True):
         assert b["alpha"] == 0.05 and b["family"] == len(both)
@@ -112,10 +146,17 @@ def test_every_per_track_and_both_converged_verdict_is_one_statistic(report):
 
 def test_the_across_tracks_verdict_tests_its_printed_effect(report):
     across = report["across_tracks"]
-    row = across["mixers"]["identity"]
+    assert across["mixers"]
+    for mixer, row in across["mixers"].items():
+        _check_suite_row(report, mixer, row, across["alpha"])
+
+
+def _check_suite_row(report: dict, mixer: str, row: dict, alpha: float) -> None:
+    """The suite effect is the equal-weight mean of the tracks' normalised paired differences, and
+    its p the exact stratified sign-flip p of that mean."""
     diffs = {}
     for track, entry in report["tracks"].items():
-        cell = entry["comparisons"]["identity"]
+        cell = entry["comparisons"][mixer]
         ideal = entry["ideal"]
         fake = {"higher_is_better": entry["higher_is_better"]}
         base = normalised(cell["baseline_values"], cell["caps"], fake, ideal)
@@ -125,21 +166,22 @@ def test_the_across_tracks_verdict_tests_its_printed_effect(report):
     assert row["suite_effect"] == pytest.approx(effect)
     assert row["suite_test"]["statistic"] == pytest.approx(effect)
     assert row["suite_test"]["direction"] == ("better" if effect > 0 else "worse")
-    # the exact null of the equal-weight mean: every track's 2**7 flipped means, combined
+    # the exact null of the equal-weight mean: every track's 2**n flipped means, combined
     nulls = [np.array([np.mean(d * s) for s in itertools.product((-1, 1), repeat=len(d))])
              for d in diffs.values()]  # fmt: skip
-    grid = np.add.outer(np.add.outer(nulls[0], nulls[1]), nulls[2]).ravel() / 3
+    grid = functools.reduce(np.add.outer, nulls).ravel() / len(nulls)
     exact = np.mean(np.abs(grid) >= abs(effect) - 1e-12)
     assert row["suite_test"]["p_value"] == pytest.approx(exact, abs=0.01)
     if row["verdict"] in ("better", "worse", "mixed"):
-        assert row["suite_test"]["p_holm"] < across["alpha"]
+        assert row["suite_test"]["p_holm"] < alpha
         assert excludes_zero(row["suite_effect_ci95"])
     if row["verdict"] in ("better", "worse"):
         assert row["verdict"] == row["suite_test"]["direction"]
 
 
-def test_a_majority_class_predictor_is_not_diverged_by_float_rounding(report, run):
-    entry = report["tracks"]["tabular_flat"]
+@pytest.mark.slow
+def test_a_majority_class_predictor_is_not_diverged_by_float_rounding(seven_seed_report):
+    entry = seven_seed_report["tracks"]["tabular_flat"]
     cell = entry["comparisons"]["identity"]
     cap = cell["caps"][0]
     rounded = float(np.float32(cap))
@@ -152,8 +194,10 @@ def test_a_majority_class_predictor_is_not_diverged_by_float_rounding(report, ru
     assert cell["both_converged"] is not None and cell["both_converged"]["n"] == SEEDS
 
 
-def test_captions_state_the_alpha_scale_and_family_of_report_json(report, run):
-    out, stdout = run
+@pytest.mark.slow
+def test_captions_state_the_alpha_scale_and_family_of_report_json(seven_seed_report, seven_seeds):
+    report = seven_seed_report
+    out, stdout = seven_seeds
     design = report["design"]
     alpha = numbers.num(design["verdict_alpha"], 2)
     text = " ".join(stdout.split())  # captions wrap: compare on single spaces
@@ -182,21 +226,24 @@ def test_captions_state_the_alpha_scale_and_family_of_report_json(report, run):
     assert "★ = the config most seeds chose" in page
 
 
-def test_partial_tables_use_the_planned_family_and_say_so(run):
-    """One cell's jobs missing, as after an interruption: Holm still over all 3 comparisons."""
-    store = Store(run[0] / "benchsuite.sqlite")
+def test_partial_tables_use_the_planned_family_and_say_so(out, report):
+    """One more cell's jobs missing, as after an interruption: Holm still over the whole family."""
+    store = Store(out / "benchsuite.sqlite")
     plan = Plan.from_dict(store.last_plan())
     results = store.results(plan.keys())
     store.close()
-    missing = set(plan.cells["tabular"]["identity"].jobs)
+    track, _, mixer, _ = _cells(report)[0]
+    missing = set(plan.cells[track][mixer].jobs)
     partial = analyse(plan, {k: r for k, r in results.items() if k not in missing}, [])
     design = partial.design
-    assert design.partial and design.finished == 2 and design.comparisons == 3
+    planned, finished = report["design"]["comparisons"], report["design"]["finished"] - 1
+    assert design.partial and design.finished == finished and design.comparisons == planned
     cells = [c.comparison for e in partial.tracks.values() for c in e.comparisons.values()]
-    assert [c.family for c in cells] == [3, 3]
-    assert [c.p_holm for c in cells] == pytest.approx(holm([c.p_value for c in cells], 3))
+    assert len(cells) == finished and [c.family for c in cells] == [planned] * finished
+    assert [c.p_holm for c in cells] == pytest.approx(holm([c.p_value for c in cells], planned))
     console = Console(record=True, width=200)
     print_report(partial, console)
     text = " ".join(console.export_text().split())
-    assert "partial: 2 of the design's 3 comparisons finished; Holm over all 3" in text
-    assert "Holm over 3 comparisons (partial: 2 of 3 finished)" in text
+    assert f"partial: {finished} of the design's {planned} comparisons finished; Holm over all " \
+           f"{planned}" in text  # fmt: skip
+    assert f"Holm over {planned} comparisons (partial: {finished} of {planned} finished)" in text
