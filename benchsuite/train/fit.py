@@ -27,6 +27,9 @@ from benchsuite.train.stopping import StopRule, Watch, converged_now
 
 CHECK_EVERY = 50
 BETAS, EPS = (0.9, 0.999), 1e-8  # torch's AdamW defaults, used by both optimisers
+# Elements: where StackedAdamW starts each parameter's view in its flat buffer (64 bytes of
+# float32). An odd offset broke torch.view_as_complex on a parameter (ssm on vision).
+ALIGN = 16
 
 
 def batch_order(rng: np.random.Generator, n: int, steps: int, batch_size: int) -> torch.Tensor:
@@ -96,20 +99,27 @@ class StackedAdamW:
                  weight_decays: Sequence[float], clip: float = 0.0) -> None:  # fmt: skip
         self.params, self.clip = list(parameters), clip
         device, members = self.params[0].device, len(lrs)
-        with torch.no_grad():
-            self.flat = torch.cat([p.reshape(-1) for p in self.params])
+        sizes = [p.numel() for p in self.params]
+        # each tensor's chunk starts on an ALIGN boundary (zeros between: their gradient is
+        # zero, so their update is too), as the tensor's own storage would
+        starts = [0, *np.cumsum([-(-n // ALIGN) * ALIGN for n in sizes]).tolist()]
+        self.flat = torch.zeros(starts[-1], dtype=self.params[0].dtype, device=device)
         self.grad = torch.zeros_like(self.flat)
-        chunks = zip(self.flat.split(sizes := [p.numel() for p in self.params]),
-                     self.grad.split(sizes), strict=True)  # fmt: skip
-        for p, (value, grad) in zip(self.params, chunks, strict=True):
+        member = torch.zeros(starts[-1], dtype=torch.long, device=device)
+        self.chunks = []
+        for p, start, n in zip(self.params, starts[:-1], sizes, strict=True):
+            value, grad = self.flat[start : start + n], self.grad[start : start + n]
+            with torch.no_grad():
+                value.copy_(p.reshape(-1))
             p.data = value.view_as(p)  # member-major chunk of each tensor: contiguous views
             p.grad = grad.view_as(p)
-        member = torch.cat([torch.arange(members, device=device).repeat_interleave(n // members)
-                            for n in sizes])  # fmt: skip
+            self.chunks.append(grad.view(members, -1))
+            member[start : start + n] = torch.arange(members, device=device).repeat_interleave(
+                n // members
+            )
         lr = torch.tensor(lrs, dtype=torch.float32, device=device)
         decay = torch.tensor(weight_decays, dtype=torch.float32, device=device)
         self.member = member
-        self.chunks = [grad.view(members, -1) for grad in self.grad.split(sizes)]
         self.lr, self.decay = lr[member], (lr * decay)[member]
         self.exp_avg, self.exp_avg_sq = torch.zeros_like(self.flat), torch.zeros_like(self.flat)
         self.steps = 0
