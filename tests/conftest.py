@@ -1,7 +1,7 @@
 """Shared fixtures and helpers: an isolated cache folder, one torch thread, the built-in registry
 and its mixers, the real CLI in this process (``invoke``) or, where the process itself is the
 subject, in a subprocess (``run_cli``), and ``finished_run``: one small real run that the report,
-HTML, export, schema, flag and table tests all read, trained once per test session."""
+HTML, export, schema, flag, table, verdict and statistics tests read, trained once per test run."""
 
 from __future__ import annotations
 
@@ -125,6 +125,8 @@ def invoke(*args: str, env: dict | None = None, cwd: Path | None = None):
             code = main(list(args))
         except SystemExit as exit_:  # argparse: --help, --version, usage errors
             code = exit_.code if isinstance(exit_.code, int) else 0 if exit_.code is None else 1
+            if isinstance(exit_.code, str):  # as the interpreter prints sys.exit("message")
+                print(exit_.code, file=sys.stderr)
     if torch is not None:
         torch.set_num_threads(threads)
     return subprocess.CompletedProcess(list(args), code, stdout.text(), stderr.text())
