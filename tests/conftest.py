@@ -65,6 +65,13 @@ def built_in_mixers() -> list[str]:
     return sorted(m.name for m in mixers if m.module.startswith("benchsuite."))
 
 
+def default_tracks() -> list[str]:
+    """The tracks a run takes by default: those with a quick budget (read at collection)."""
+    from benchsuite.registry import load_registry
+
+    return sorted(n for n, t in load_registry().tracks.items() if "quick" in t.budgets)
+
+
 def built_in(name: str):
     """The built-in Mixer ``name``, from its own module's hook."""
     from benchsuite.testing import collect_mixers

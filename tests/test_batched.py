@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import built_in_mixers
+from conftest import built_in_mixers, default_tracks
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from benchsuite.plan.jobs import Job, cell_jobs, grid_of
@@ -101,10 +101,6 @@ def seed_jobs(registry: Registry, track: str, mixer: str, seeds: int = 3,
     return cell_jobs(settings, track_, mixer_, grid_of(track_, settings), "test-data")
 
 
-# the tracks of the default run (those with a quick budget), read at collection without torch
-DEFAULT_TRACKS = sorted(n for n, t in load_registry().tracks.items() if "quick" in t.budgets)
-
-
 @pytest.fixture(scope="module")
 def default_plan(registry) -> Plan:
     """The default run's plan (every built-in mixer x every default track, sizes matched), two
@@ -113,7 +109,7 @@ def default_plan(registry) -> Plan:
     return plan_run(settings, registry.tracks, registry.mixers, parameter_count)
 
 
-@pytest.mark.parametrize("track", DEFAULT_TRACKS)
+@pytest.mark.parametrize("track", default_tracks())
 @pytest.mark.parametrize("mixer", built_in_mixers())
 def test_every_cell_of_the_default_run_trains_through_the_stacked_trainer(
     registry, default_plan, track, mixer

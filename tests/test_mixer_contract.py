@@ -19,15 +19,10 @@ from benchsuite import Mixer, Signature, UsageError
 from benchsuite.testing import check_mixer, mixer_contract_tests, run_contract
 
 # also run at the lowest declared dependency versions (make test-min)
-pytestmark = pytest.mark.floors
+pytestmark = [pytest.mark.floors, pytest.mark.usefixtures("one_thread")]
 
 # 40 tokens: off the chunk grid of the chunked recurrent forms (and unsupported by butterfly)
 TOKENS = (8, 16, 40)
-
-
-@pytest.fixture(autouse=True)
-def _one_thread(one_thread):
-    """Every test here on one torch thread."""
 
 
 @pytest.mark.parametrize("name", built_in_mixers())

@@ -22,10 +22,7 @@ LENGTHS = (9, 20, 64, 77, 150)  # one chunk, and on and off the grid of the defa
 B, H = 2, 2
 TOLERANCE = {torch.float64: 1e-5, torch.float32: 1e-3}
 
-
-@pytest.fixture(autouse=True)
-def _one_thread(one_thread):
-    """Every test here on one torch thread."""
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def module(name: str):
