@@ -99,9 +99,10 @@ def main() -> None:
     print("\n".join(track_lines(report, by(seconds, 0))))
     chosen = report["selection"]
     alpha = 0.05 / max(report["design"]["comparisons"], 1)
+    share = "n/a" if chosen["edge_share"] is None else f"{chosen['edge_share']:.0%}"
     print(
         f"grid ends: {chosen['edge_of_grid']} of {chosen['cells'] - chosen['at_chance']} cells "
-        f"not at chance ({chosen['edge_share']:.0%}); {chosen['at_chance']} cells at chance; "
+        f"not at chance ({share}); {chosen['at_chance']} cells at chance; "
         f"MDE at alpha {alpha:.2g} (Holm's first step)"
     )
     print("\n".join(cost_lines(seconds, report["environment"]["reference_step_seconds"])))
