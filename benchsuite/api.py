@@ -27,7 +27,7 @@ from benchsuite.execute.worker import Worker
 from benchsuite.output.numbers import num
 from benchsuite.plan.code import changed_modules
 from benchsuite.plan.design import design_check
-from benchsuite.plan.plan import Plan, plan_run
+from benchsuite.plan.plan import Plan, plan_run, recipe
 from benchsuite.plan.power import holm_first_alpha
 from benchsuite.plan.resolve import check_executor, resolve
 from benchsuite.registry import Registry, load_registry
@@ -115,7 +115,9 @@ def run(settings: RunSettings, *, registry: Registry | None = None,
     worker = Worker(settings.plugins_dir, settings.threads, registry)
     pool = make_executor(settings.executor, worker, jobs=settings.jobs, timeout=settings.timeout,
                          address=settings.address)  # fmt: skip
-    plan = plan_run(settings, registry.tracks, registry.mixers, parameter_count)
+    plan = stored_plan(store, settings, registry) or plan_run(
+        settings, registry.tracks, registry.mixers, parameter_count
+    )
     if (family := plan.family()) != design["comparisons"]:
         events.note(family_note(plan, design, family))
     for note in code_changes(store.last_plan(), plan):
@@ -142,6 +144,18 @@ def run(settings: RunSettings, *, registry: Registry | None = None,
     failed = summary.failed and not settings.allow_failures
     summary.exit_code = 130 if interrupted else 1 if failed or summary.broken else 0
     return summary
+
+
+def stored_plan(store: Store, settings: RunSettings, registry: Registry) -> Plan | None:
+    """The folder's last plan when this run would make the same one (same recipe) and every one
+    of its jobs is stored: nothing to train, so no data to probe, no model to build for sizing
+    and no reference step to time (its environment is that of the run that trained the jobs)."""
+    last = store.last_plan()
+    if not last or last.get("recipe") != recipe(settings, registry.tracks, registry.mixers):
+        return None
+    plan = Plan.from_dict(last)
+    keys = plan.keys()
+    return plan if len(store.known_keys(keys)) == len(keys) else None
 
 
 def code_changes(previous: dict[str, Any] | None, plan: Plan) -> list[str]:

@@ -51,7 +51,7 @@ class Runner:
         try:
             with Heartbeat(partial(renew_leases, self.store.path, self.owner)):
                 try:
-                    self.execute("train", self.plan.all_jobs())
+                    self.execute("train", self.plan.keys())
                 finally:  # leases left by a crash are taken over anyway (the process is gone)
                     with contextlib.suppress(RunError):
                         self.store.release(self.owner)
@@ -65,16 +65,16 @@ class Runner:
         record_choices(self.plan, self.store.results(self.plan.keys()))
         self.store.update_plan(run_id, self.plan.to_dict())
 
-    def execute(self, phase: str, jobs: list[Job]) -> None:
-        """Run the jobs that have no stored result, leaving to other runs on the folder the jobs
-        they are training and waiting for those at the end."""
-        keys = [job.key for job in jobs]
+    def execute(self, phase: str, keys: list[str]) -> None:
+        """Run the plan's jobs of ``keys`` that have no stored result, leaving to other runs on
+        the folder the jobs they are training and waiting for those at the end (a plan read back
+        from the store, which holds no Job objects, may be executed when all are stored)."""
         known = self.store.known_keys(keys)
-        self.events.start(phase, len(jobs))
+        self.events.start(phase, len(keys))
         for key in keys:
             if key in known:
                 self._reused(key)
-        self._pending = {job.key: job for job in jobs if job.key not in known}
+        self._pending = {key: self.plan.jobs[key] for key in keys if key not in known}
         self._since = time.time()
         todo = list(self._pending.values())
         while todo:

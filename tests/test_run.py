@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import subprocess
+import sys
 
 import pytest
 from conftest import TINY, invoke
@@ -66,6 +68,10 @@ def test_store_has_one_row_per_tuned_job(finished):
         assert record["metrics"]["val.mse"] == min(scores) and "test.mse" in record["metrics"]
 
 
+def run_cli_python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+
+
 def _tables(stdout: str) -> str:
     return stdout[stdout.index("sequence —") : stdout.index("jobs:")]
 
@@ -76,6 +82,30 @@ def test_rerun_trains_nothing_and_prints_the_same_tables(finished):
     assert again.returncode == 0, again.stderr
     assert re.search(r"jobs: 0 trained, 16 reused, 0 failed", again.stdout)
     assert _tables(again.stdout) == _tables(first.stdout)
+
+
+def test_a_rerun_with_every_job_stored_reuses_the_plan_without_torch(finished):
+    """Nothing to train: the folder's last plan is reused (same recipe), so no data is probed,
+    no model built to size it, no reference step timed, no statistics recomputed (the design
+    check's power still imports statsmodels). A fresh interpreter is the subject: what it
+    imports."""
+    _out, args, _ = finished
+    code = (
+        "import contextlib, io, json, sys\n"
+        "import benchsuite.cli as cli\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):\n"
+        "    try:\n"
+        f"        cli.main({args!r})\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "heavy = ('torch', 'sklearn')\n"
+        "print(json.dumps([out.getvalue(), sorted(m for m in heavy if m in sys.modules)]))\n"
+    )
+    done = run_cli_python(code)
+    printed, imported = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "jobs: 0 trained, 16 reused, 0 failed" in printed
+    assert imported == []
 
 
 def test_same_command_twice_gives_bit_identical_metrics(finished, tmp_path):

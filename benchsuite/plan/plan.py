@@ -11,6 +11,8 @@ it back and never re-decides anything.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,6 +94,7 @@ class Plan:
     cells: dict[str, dict[str, Cell]]  # track -> mixer -> cell
     skipped: list[Skip]
     code: dict[str, dict[str, str]] = field(default_factory=dict)  # "track X" -> module digests
+    recipe: str = ""  # digest of what the plan was made from (:func:`recipe`)
     jobs: dict[str, Job] = field(default_factory=dict, repr=False)
 
     def cell_list(self) -> list[Cell]:
@@ -125,6 +128,7 @@ class Plan:
             },
             "skipped": [dataclasses.asdict(s) for s in self.skipped],
             "code": self.code,
+            "recipe": self.recipe,
         }
 
     @classmethod
@@ -140,7 +144,35 @@ class Plan:
             },
             skipped=[Skip(**s) for s in raw["skipped"]],
             code=raw.get("code", {}),
+            recipe=raw.get("recipe", ""),
         )
+
+
+# Settings that decide how jobs run, not which: they leave a plan's recipe unchanged.
+EXECUTION_ONLY = ("executor", "address", "jobs", "timeout", "allow_failures", "strict")
+
+
+def recipe(settings: RunSettings, tracks: dict[str, Track], mixers: dict[str, Mixer]) -> str:
+    """A digest of everything a plan of resolved ``settings`` is made from, read without torch
+    and without loading data: the settings that shape jobs, package versions, the code of the
+    training path and of every track and mixer named, and each track's data key. Two runs with
+    the same recipe plan the same jobs, so a run whose recipe matches the last plan in its
+    folder may reuse that plan (when every job is stored) instead of probing data and building
+    models to size them."""
+    shaping = {k: v for k, v in settings.to_dict().items() if k not in EXECUTION_ONLY}
+    parts: dict[str, Any] = {"settings": shaping, "training": jobs_.training_code()}
+    parts["versions"] = {name: jobs_.package_version(name)
+                         for name in ("benchsuite", "torch", "numpy")}  # fmt: skip
+    for name in settings.tracks or ():
+        track = tracks[name]
+        options = dict(settings.track_options.get(name, {}))
+        parts[f"track {name}"] = [
+            jobs_.plugin_code(track), track.data_key(options, settings.preset, settings.data_dir)
+        ]
+    for name in settings.mixers or ():
+        parts[f"mixer {name}"] = jobs_.plugin_code(lookup(mixers, name))
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def probe_track(track: Track, settings: RunSettings) -> tuple[TrackFacts, list[TrackData]]:
@@ -205,6 +237,7 @@ def plan_run(settings: RunSettings, tracks: dict[str, Track], mixers: dict[str, 
         skipped=[],
     )
     plan.code["training"] = jobs_.training_code()
+    plan.recipe = recipe(settings, tracks, mixers)
     sizing = count if settings.match == "params" else None
     for name in settings.tracks or ():
         track = tracks[name]

@@ -26,8 +26,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from scipy import stats
-from statsmodels.stats.multitest import multipletests
 
 from benchsuite.results.stats import excludes_zero
 
@@ -96,6 +94,8 @@ def _direction(p_holm: float, effect: float, alpha: float) -> str:
 
 
 def _holm(ps: dict[str, float], alpha: float) -> dict[str, float]:
+    from statsmodels.stats.multitest import multipletests
+
     if not ps:
         return {}
     adjusted = multipletests(list(ps.values()), alpha=alpha, method="holm")[1]
@@ -103,6 +103,8 @@ def _holm(ps: dict[str, float], alpha: float) -> dict[str, float]:
 
 
 def _iqm(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    from scipy import stats
+
     return stats.trim_mean(x, 0.25, axis=axis)
 
 
@@ -128,6 +130,8 @@ def _count_verdicts(verdicts: Mapping[str, Mapping[str, str]], name: str) -> dic
 def _ranks(means: dict[str, dict[str, float]], names: list[str], alpha: float) -> dict[str, Any]:
     """Average rank (1 = best mean score) with Friedman and Nemenyi CD, descriptive, over the
     tracks every ranked mixer ran on (the others are named in ``tracks_dropped``)."""
+    from scipy import stats
+
     tracks = [t for t, m in means.items() if all(name in m for name in names)]
     dropped = {
         t: sorted(n for n in names if n not in m) for t, m in means.items() if t not in tracks

@@ -1,7 +1,9 @@
 """Paired per-(mixer, track) statistics of the protocol (docs/statistics.md).
 
-Pure numpy / scipy / statsmodels. Convention: ``d = sign * (mixer - baseline)`` with sign = +1 when
-higher is better, so ``improvement > 0`` always means the mixer beats the baseline.
+Pure numpy / scipy / statsmodels (the last two imported where used: a re-run that trains
+nothing reads its cached report without them). Convention: ``d = sign * (mixer - baseline)``
+with sign = +1 when higher is better, so ``improvement > 0`` always means the mixer beats the
+baseline.
 """
 
 from __future__ import annotations
@@ -12,8 +14,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
-from statsmodels.stats.multitest import multipletests
 
 from benchsuite.plan.matching import TOLERANCE
 from benchsuite.plan.power import dz_star, min_sign_flip_p
@@ -116,6 +116,8 @@ def sign_flip_p(d: np.ndarray, mc_seed: int = 0) -> tuple[float, str, int | None
     if n < 2:
         return 1.0, "exact", None
     exact = 2**n <= MAX_EXACT
+    from scipy import stats
+
     res = stats.permutation_test(
         (d,),
         _mean_stat,
@@ -136,6 +138,8 @@ def _tost_p(d: np.ndarray, margin: float) -> float:
     mean, se = float(d.mean()), float(d.std(ddof=1)) / math.sqrt(n)
     if se == 0:
         return 0.0 if abs(mean) < margin else 1.0
+    from scipy import stats
+
     p_low = stats.t.sf((mean + margin) / se, n - 1)  # H0: mean <= -margin
     p_high = stats.t.cdf((mean - margin) / se, n - 1)  # H0: mean >= +margin
     return float(max(p_low, p_high))
@@ -173,6 +177,8 @@ def _t_interval(d: np.ndarray) -> tuple[float, tuple[float, float]]:
     n = len(d)
     if n < 2:
         return math.nan, (math.nan, math.nan)
+    from scipy import stats
+
     half = float(stats.t.ppf(0.975, n - 1) * d.std(ddof=1) / math.sqrt(n))
     return half, (float(d.mean()) - half, float(d.mean()) + half)
 
@@ -266,6 +272,8 @@ def holm(p_values: Sequence[float], family: int | None = None, alpha: float = 0.
     if size < len(p_values):
         raise ValueError(f"family of {size} cannot hold {len(p_values)} comparisons")
     padded = [*p_values, *[1.0] * (size - len(p_values))]
+    from statsmodels.stats.multitest import multipletests
+
     return [float(p) for p in multipletests(padded, alpha=alpha, method="holm")[1]][: len(p_values)]
 
 
@@ -337,6 +345,8 @@ def divergence_summary(k: int, n: int) -> dict[str, Any]:
     """Diverged count k of n runs, its rate and exact Clopper-Pearson 95% CI."""
     if n == 0:
         return {"count": 0, "n": 0, "rate": None, "ci95": [0.0, 1.0]}
+    from scipy import stats
+
     ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
     return {"count": k, "n": n, "rate": k / n, "ci95": [float(ci.low), float(ci.high)]}
 
