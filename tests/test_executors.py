@@ -94,6 +94,10 @@ def kills_itself(calls, y):
     return y
 
 
+def tells_allocator(calls, y):
+    raise RuntimeError(os.environ.get("MALLOC_MMAP_THRESHOLD_", "unset"))
+
+
 def killed_once(calls, y):
     if not MARKER.exists():
         MARKER.touch()
@@ -103,7 +107,7 @@ def killed_once(calls, y):
 
 @hookimpl
 def benchsuite_register_mixers(register):
-    for act in (raises_third, nan, sleeps, kills_itself, killed_once):
+    for act in (raises_third, nan, sleeps, kills_itself, killed_once, tells_allocator):
         register(Mixer(name=act.__name__, build=_mixer(act), description="misbehaves"))
 '''
 
@@ -199,6 +203,18 @@ def test_killed_job_is_retried_with_the_same_seed(registry: Registry, plugins: s
     with executor("local", None, plugins) as pool:
         [local] = list(pool.map([job]))
     assert same(retried.metrics, local.metrics)
+
+
+def test_workers_start_with_the_allocator_keeping_freed_memory(registry: Registry,
+                                                              plugins: str) -> None:  # fmt: skip
+    """The driver's environment is left as it was; its workers see ALLOCATOR."""
+    from benchsuite.execute.pool import ALLOCATOR
+
+    [job] = [job for job in sweep(registry, ["dense", "tells_allocator"]) if job.seed == 0][1:]
+    with executor("process", 1, plugins) as pool:
+        [record] = list(pool.map([job]))
+    assert record.error.endswith(f"RuntimeError: {ALLOCATOR['MALLOC_MMAP_THRESHOLD_']}")
+    assert "MALLOC_MMAP_THRESHOLD_" not in os.environ
 
 
 def test_process_gives_the_same_metrics_as_local(registry: Registry, plugins: str) -> None:

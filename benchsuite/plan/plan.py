@@ -167,7 +167,8 @@ def recipe(settings: RunSettings, tracks: dict[str, Track], mixers: dict[str, Mi
         track = tracks[name]
         options = dict(settings.track_options.get(name, {}))
         parts[f"track {name}"] = [
-            jobs_.plugin_code(track), track.data_key(options, settings.preset, settings.data_dir)
+            jobs_.plugin_code(track),
+            track.data_key(options, settings.preset, settings.data_dir),
         ]
     for name in settings.mixers or ():
         parts[f"mixer {name}"] = jobs_.plugin_code(lookup(mixers, name))
