@@ -1,6 +1,14 @@
 """Wall time of the default quick suite (every mixer x every track), then of its re-run.
 
     python benchmarks/suite.py [extra benchsuite run arguments ...]
+    python benchmarks/suite.py --against COMMIT [extra benchsuite run arguments ...]
+
+With ``--against``, a fixed subset (:data:`SUBSET`, unless run arguments are given) runs first
+under COMMIT (extracted with ``git archive``, its tracks and plugins with it) and then under the
+working tree, one after the other in this process, each into a fresh folder: printed, each side's
+wall time, job-seconds and reference steps, the ratios B/A (B: the working tree), and how many
+per-seed test metrics the two sides share exactly (rounding may change between execution
+modes; the verdicts are compared cell by cell).
 
 Prints the first run's wall time, the re-run's (nothing retrained, start-up included), and per
 track: the median MDE at the verdicts' alpha (how blind the design is), the identity control's
@@ -15,6 +23,7 @@ compare across machines; seconds do not.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import statistics
 import subprocess
@@ -24,12 +33,18 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+# the fixed subset of --against: every default track, a mixer of each family, 2 seeds
+SUBSET = ["--tracks", "sequence,dynamics,tabular,vision,recall,selective_copying",
+          "--mixers", "dense,attention,mamba,identity", "--seeds", "2"]  # fmt: skip
 
-def timed_run(out: Path, extra: list[str]) -> tuple[float, str]:
+
+def timed_run(out: Path, extra: list[str], code: Path | None = None) -> tuple[float, str]:
+    """Run ``benchsuite run`` into ``out`` (under the code in ``code`` when given)."""
+    env = {**os.environ, "PYTHONPATH": str(code)} if code else None
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "benchsuite.cli", "run", "--out", str(out), *extra],
-        capture_output=True, text=True,
+        capture_output=True, text=True, env=env, cwd=tempfile.gettempdir() if code else None,
     )  # fmt: skip
     if done.returncode not in (0, 1):
         sys.exit(done.stderr)
@@ -85,8 +100,49 @@ def track_lines(report: dict, seconds: dict[str, float]) -> list[str]:
     return lines
 
 
+def verdicts(out: Path) -> dict[tuple[str, str], tuple[str, list[float]]]:
+    """Each comparison's verdict and the mixer's per-seed test metrics, from report.json."""
+    report = json.loads((out / "report.json").read_text())
+    found = {}
+    for track, entry in report["tracks"].items():
+        for mixer, cell in entry["comparisons"].items():
+            per_seed = entry["mixers"][mixer]["full"]["per_seed"]
+            found[track, mixer] = (cell["comparison"]["verdict"], per_seed)
+    return found
+
+
+def against(revision: str, extra: list[str]) -> None:
+    """The subset under ``revision`` (A) and the working tree (B), one after the other."""
+    from jobs_ab import extract  # the same extraction as the job-by-job A/B
+
+    base = Path(tempfile.mkdtemp(prefix="benchsuite-against-"))
+    code = extract(revision, base / "code")
+    figures = {}
+    for side, where in (("A", code), ("B", None)):
+        out = base / side
+        wall, stdout = timed_run(out, extra or SUBSET, where)
+        report = json.loads((out / "report.json").read_text())
+        seconds = sum(job_seconds(out / "benchsuite.sqlite").values())
+        reference = report["environment"]["reference_step_seconds"]
+        figures[side] = (wall, seconds, seconds / reference, verdicts(out))
+        print(f"{side} ({revision if side == 'A' else 'working tree'}): {wall:.1f} s wall, "
+              f"{seconds:.0f} job-s, {seconds / reference / 1e3:.0f}k reference steps; "
+              f"{stdout.strip().splitlines()[-1]}")  # fmt: skip
+    (wall_a, sec_a, ref_a, cells_a), (wall_b, sec_b, ref_b, cells_b) = figures["A"], figures["B"]
+    print(f"B/A: wall {wall_b / wall_a:.3f}, job-seconds {sec_b / sec_a:.3f}, "
+          f"reference steps {ref_b / ref_a:.3f}")  # fmt: skip
+    shared = [cell for cell in cells_a if cell in cells_b]
+    same_metrics = sum(cells_a[c][1] == cells_b[c][1] for c in shared)
+    differ = [f"{t}/{m}: {cells_a[t, m][0]} -> {cells_b[t, m][0]}"
+              for t, m in shared if cells_a[t, m][0] != cells_b[t, m][0]]  # fmt: skip
+    print(f"cells: {len(shared)} on both sides, {same_metrics} with identical per-seed metrics; "
+          f"verdicts that differ: {', '.join(differ) or 'none'}")  # fmt: skip
+
+
 def main() -> None:
     extra = sys.argv[1:]
+    if extra[:1] == ["--against"]:
+        return against(extra[1], extra[2:])
     out = Path(tempfile.mkdtemp(prefix="benchsuite-suite-")) / "out"
     first, stdout = timed_run(out, extra)
     print(stdout.strip().splitlines()[-1])

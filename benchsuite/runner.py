@@ -23,6 +23,7 @@ from benchsuite.execute.executors import Executor
 from benchsuite.execute.leases import POLL_SECONDS, Heartbeat, Owner, waiting_message
 from benchsuite.execute.record import RunRecord
 from benchsuite.execute.worker import Cell, Worker
+from benchsuite.plan.cost import CostModel, JobCost, job_units, longest_first
 from benchsuite.plan.jobs import Job
 from benchsuite.plan.plan import Plan
 from benchsuite.results.store import Claim, Store, renew_leases
@@ -43,6 +44,7 @@ class Runner:
     poll: float = POLL_SECONDS  # how often a waiting run looks at the store again
     _pending: dict[str, Job] = field(default_factory=dict, init=False, repr=False)
     _since: float = field(default=0.0, init=False, repr=False)
+    outlook: CostModel = field(default_factory=lambda: CostModel({}), init=False, repr=False)
 
     def run(self) -> None:
         """Run every job; the plan is saved first and again, with each seed's chosen config,
@@ -70,17 +72,23 @@ class Runner:
         the folder the jobs they are training and waiting for those at the end (a plan read back
         from the store, which holds no Job objects, may be executed when all are stored)."""
         known = self.store.known_keys(keys)
-        self.events.start(phase, len(keys))
+        pending = [self.plan.jobs[key] for key in keys if key not in known]
+        costs = {job.key: self._cost(job) for job in pending}
+        self.outlook = CostModel(costs, self.executor.slots)
+        self.events.start(phase, len(keys), self.outlook)
         for key in keys:
             if key in known:
                 self._reused(key)
-        self._pending = {key: self.plan.jobs[key] for key in keys if key not in known}
+        self._pending = {job.key: job for job in longest_first(pending, costs)}
         self._since = time.time()
         todo = list(self._pending.values())
         while todo:
             for record in self._records(todo):
                 self._keep(record)
             todo = self._takeovers()
+
+    def _cost(self, job: Job) -> JobCost:
+        return JobCost(job.track, job.mixer, job_units(job, self.plan.tracks[job.track].tokens))
 
     def _keep(self, record: RunRecord) -> None:
         """Store a record this run produced (giving back its lease) and count it."""
@@ -91,9 +99,11 @@ class Runner:
             self.counts["trained"] += 1
         self.store.put(record, self.owner)
         self._pending.pop(record.key, None)
+        self.outlook.finish(record.key, record.seconds if record.status == "ok" else 0.0)
         self.events.advance(record, False)
 
     def _reused(self, key: str) -> None:
+        self.outlook.finish(key, 0.0)
         self.counts["reused"] += 1
         self.events.advance(RunRecord(key=key, job={}, status="ok"), True)
 
@@ -106,6 +116,7 @@ class Runner:
                 self._reused(key)
         for key, record in claim.failed.items():
             if self._pending.pop(key, None) is not None:
+                self.outlook.finish(key, 0.0)
                 self.counts["failed"] += 1
                 self.events.advance(record, False)
         return claim

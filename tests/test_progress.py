@@ -11,25 +11,60 @@ from rich.console import Console
 from benchsuite.execute.record import RunRecord
 from benchsuite.output import progress
 from benchsuite.output.progress import Phase, progress_events
+from benchsuite.plan.cost import CostModel, JobCost
 
 # also run at the lowest declared dependency versions (make test-min)
 pytestmark = pytest.mark.floors
 
 
-def test_the_eta_waits_for_three_trained_jobs_and_a_tenth_of_the_phase():
-    phase = Phase("train", total=18, started=0.0)
+def _outlook(jobs: dict[str, tuple[str, str, float]], slots: int | None = 2) -> CostModel:
+    return CostModel({key: JobCost(*cost) for key, cost in jobs.items()}, slots)
+
+
+def test_the_eta_is_the_cost_model_s_seconds_left_over_the_slots():
+    # 2 vision jobs of 10 units, 4 sequence jobs of 1 unit, dense and mamba
+    jobs = {
+        "v-dense": ("vision", "dense", 10.0),
+        "v-mamba": ("vision", "mamba", 10.0),
+        "s-dense": ("sequence", "dense", 1.0),
+        "s-mamba": ("sequence", "mamba", 1.0),
+        "s-dense2": ("sequence", "dense", 1.0),
+        "s-mamba2": ("sequence", "mamba", 1.0),
+    }
+    outlook = _outlook(jobs)
+    phase = Phase("train", total=6, outlook=outlook, started=0.0)
+    outlook.finish("v-dense", 20.0)  # 2 s a unit
+    phase.done = phase.trained = 1
+    assert phase.eta(now=20.0) == ""  # one job's pace is no pace
+    outlook.finish("v-mamba", 80.0)  # 8 s a unit: mamba is 4x dense
     phase.done = phase.trained = 2
-    assert phase.eta(now=1.0) == ""  # 2 of 18: the 0:00:01 the issue saw is not shown
+    # left: sequence at vision's pace, mamba 4x: (1 + 1) * 2 + (1 + 1) * 8 = 20 s on 2 slots
+    assert phase.eta(now=80.0) == "about 0:00:10 left"
+    outlook.finish("s-dense", 1.0)  # sequence dense: 1 s a unit, so sequence mamba 4 s
     phase.done = phase.trained = 3
-    assert phase.eta(now=30.0) == "about 0:02:30 left"  # 10 s a job, 15 jobs left
-    phase.trained = 1  # 2 of the 3 were reused (instant): not a pace
-    assert phase.eta(now=30.0) == ""
-    big = Phase("train", total=845, started=0.0)
-    big.done = big.trained = 84
-    assert big.eta(now=84.0) == ""  # under a tenth
-    big.done = big.trained = 85
-    assert big.eta(now=85.0) == "about 0:12:40 left"
-    assert big.line(now=85.0) == "train: 85/845 jobs, 0:01:25 elapsed, about 0:12:40 left"
+    assert outlook.job_seconds_left() == pytest.approx(1.0 + 4.0 + 4.0)
+    assert phase.line(now=81.0) == "train: 3/6 jobs, 0:01:21 elapsed, about 0:00:04 left"
+
+
+def test_without_slots_the_eta_divides_by_the_pace_so_far():
+    outlook = _outlook({"a": ("t", "m", 1.0), "b": ("t", "m", 1.0), "c": ("t", "m", 1.0)}, None)
+    phase = Phase("train", total=3, outlook=outlook, started=0.0)
+    for key in ("a", "b"):
+        outlook.finish(key, 10.0)
+        phase.done += 1
+        phase.trained += 1
+        phase.job_seconds += 10.0
+    assert phase.eta(now=5.0) == "about 0:00:03 left"  # 20 job-s in 5 s: 4 at once; 10 s left
+    outlook.finish("c", 10.0)
+    phase.done = phase.trained = 3
+    assert phase.eta(now=8.0) == ""  # a finished phase has no ETA
+
+
+def test_reused_and_failed_jobs_leave_the_outlook_without_teaching_it():
+    outlook = _outlook({"a": ("t", "m", 1.0), "b": ("t", "m", 1.0)})
+    outlook.finish("a", 0.0)  # reused: instant
+    assert outlook.learnt == 0 and outlook.job_seconds_left() is None
+    assert list(outlook.left) == ["b"]
 
 
 def test_off_a_terminal_a_plain_line_every_n_jobs_and_at_the_end(monkeypatch):
@@ -39,7 +74,7 @@ def test_off_a_terminal_a_plain_line_every_n_jobs_and_at_the_end(monkeypatch):
     assert not status.is_terminal
     record = RunRecord(key="k", job={"track": "sequence", "mixer": "dense"}, status="ok")
     with progress_events(console, status) as events:
-        events.start("train", 10)
+        events.start("train", 10, CostModel({}))
         for index in range(10):
             events.advance(record, index < 2)  # two reused, eight trained
     lines = err.getvalue().splitlines()
@@ -55,7 +90,7 @@ def test_verbose_prints_one_line_per_trained_job_and_no_plain_lines():
     record = RunRecord(key="k", job={"track": "sequence", "mixer": "dense", "seed": 3},
                        status="ok", seconds=1.25)  # fmt: skip
     with progress_events(Console(file=io.StringIO()), Console(file=err), verbose=True) as events:
-        events.start("train", 30)
+        events.start("train", 30, CostModel({}))
         for _ in range(30):
             events.advance(record, False)
     lines = err.getvalue().splitlines()

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from benchsuite.execute.record import RunRecord
+from benchsuite.plan.cost import CostModel
 
 
 @dataclass
@@ -15,5 +16,7 @@ class Events:
     design: Callable[[dict], None] = lambda design: None
     warning: Callable[[str], None] = lambda text: None
     note: Callable[[str], None] = lambda text: None
-    start: Callable[[str, int], None] = lambda phase, total: None
+    # a phase of ``total`` jobs starts; ``outlook`` holds those left to train and learns their
+    # pace as the runner reports each finished one
+    start: Callable[[str, int, CostModel], None] = lambda phase, total, outlook: None
     advance: Callable[[RunRecord, bool], None] = lambda record, reused: None

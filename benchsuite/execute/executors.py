@@ -26,11 +26,13 @@ class Executor(Protocol):
     ``pulls_jobs``: ``map`` takes each job from its iterable only when it can start it, so the
     caller may decide that late which job to hand out; otherwise ``map`` needs a sequence.
     ``takes_cells``: ``map`` also takes a :class:`~benchsuite.execute.worker.Cell` (a cell's
-    seeds trained as one stack) and yields its list of records.
+    seeds trained as one stack) and yields its list of records. ``slots``: how many tasks it
+    runs at once (None: not known in advance), for the ETA.
     """
 
     pulls_jobs: bool
     takes_cells: bool
+    slots: int | None
 
     def map(self, jobs: Sequence[Job | Cell]) -> Iterator[RunRecord | list[RunRecord]]: ...
 
@@ -42,6 +44,7 @@ class LocalExecutor:
 
     pulls_jobs = False  # the runner leases all its jobs at once
     takes_cells = True
+    slots = 1
 
     def __init__(self, worker: Worker) -> None:
         self.worker = worker

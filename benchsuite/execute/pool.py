@@ -179,6 +179,7 @@ class ProcessExecutor:
     def __init__(self, worker: PoolWorker, workers: int, *, timeout: float | None = None,
                  retries: int = 1) -> None:  # fmt: skip
         self.worker, self.size = worker, workers
+        self.slots: int | None = workers
         self.timeout, self.retries = timeout, retries
         self._context = multiprocessing.get_context("spawn")
         self._workers: list[_Worker] = []

@@ -75,6 +75,7 @@ class RayExecutor:
 
     pulls_jobs = False  # map needs the whole sequence
     takes_cells = False  # one job per Ray task; batched cells train in the driver
+    slots = None  # the cluster's CPUs, known once connected: the ETA measures the pace instead
 
     def __init__(self, worker: Worker, address: str | None = None, *, jobs: int | None = None,
                  timeout: float | None = None, retries: int = 1) -> None:  # fmt: skip

@@ -6,7 +6,6 @@ line per job) on the status console."""
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 import time
@@ -28,6 +27,7 @@ from rich.progress import Progress as RichProgress
 from benchsuite.execute.events import Events
 from benchsuite.execute.record import RunRecord
 from benchsuite.output.numbers import num, pct
+from benchsuite.plan.cost import CostModel
 
 
 def print_design(design: dict, console: Console) -> None:
@@ -90,26 +90,34 @@ def job_line(record: RunRecord) -> str:
 
 # A plain progress line (stderr not a terminal) at most every LINE_SECONDS, and every LINE_JOBS.
 LINE_SECONDS, LINE_JOBS = 30.0, 25
+ETA_AFTER = 2  # trained jobs before an ETA is shown (the pace of one job is no pace)
 
 
 @dataclass
 class Phase:
-    """Jobs done in one phase of a run, timed from its start, for the ETA."""
+    """Jobs done in one phase of a run, timed from its start, and the outlook of those left (their
+    costs and the pace the finished ones showed), for the ETA."""
 
     name: str
     total: int
+    outlook: CostModel = field(default_factory=lambda: CostModel({}))
     started: float = field(default_factory=time.monotonic)
     done: int = 0
     trained: int = 0
+    job_seconds: float = 0.0  # of the jobs trained so far (one worker's seconds each)
 
     def eta(self, now: float) -> str:
-        """``about H:MM:SS left`` from the pace of the jobs trained so far (reused ones are
-        instant); empty until that pace means something: 3 trained jobs and a tenth of the
-        phase."""
-        if self.trained < max(3, math.ceil(self.total / 10)) or self.done >= self.total:
+        """``about H:MM:SS left``: the outlook's job-seconds left, divided by the jobs trained
+        at once (the executor's slots, else the pace so far: job-seconds per elapsed second);
+        empty until ETA_AFTER jobs have trained, or when all are done."""
+        if self.trained < ETA_AFTER or self.done >= self.total:
             return ""
-        left = (now - self.started) / self.trained * (self.total - self.done)
-        return f"about {timedelta(seconds=round(left))} left"
+        left = self.outlook.job_seconds_left()
+        elapsed = now - self.started
+        parallel = self.outlook.slots or (self.job_seconds / elapsed if elapsed > 0 else 0.0)
+        if left is None or parallel <= 0:
+            return ""
+        return f"about {timedelta(seconds=round(left / parallel))} left"
 
     def line(self, now: float) -> str:
         """The plain progress line: ``train: 12/845 jobs, 0:01:02 elapsed, about 0:40:00 left``."""
@@ -143,10 +151,10 @@ def progress_events(console: Console, status: Console, *, config: str = "",
         if config:
             console.print(f"  config: {escape(config)}")
 
-    def start(phase: str, total: int) -> None:
+    def start(phase: str, total: int, outlook: CostModel) -> None:
         if not bar.live.is_started:
             bar.start()
-        current["phase"] = Phase(phase, total)
+        current["phase"] = Phase(phase, total, outlook)
         printed["at"] = time.monotonic()
         tasks[phase] = bar.add_task(phase, total=total, note="", eta="")
 
@@ -156,6 +164,7 @@ def progress_events(console: Console, status: Console, *, config: str = "",
         phase, now = current["phase"], time.monotonic()
         phase.done += 1
         phase.trained += not reused
+        phase.job_seconds += 0.0 if reused else record.seconds
         job = record.job
         note = "" if reused else f"{job.get('track')}/{job.get('mixer')}"
         if record.status != "ok":
