@@ -222,6 +222,33 @@ def test_a_stacked_step_costs_a_fixed_number_of_operations(clip):
     assert counts[0] == counts[1] <= 25
 
 
+def test_members_that_leave_the_stack_leave_the_others_updates_unchanged():
+    """Three members step twice; then the first leaves (keep([2, 1]) also reorders): the kept
+    members' parameters and moments continue exactly as in the full stack, and autograd
+    accepts the smaller parameters."""
+    torch.manual_seed(0)
+    start = [torch.randn(3, 4, 5), torch.randn(3, 7)]
+
+    def stepped(keep: list[int] | None) -> list[torch.Tensor]:
+        params = [value.clone().requires_grad_() for value in start]
+        optimizer = StackedAdamW(params, [1e-3, 1e-2, 1e-1], [0.0, 0.1, 0.0])
+        for step in range(4):
+            if step == 2 and keep is not None:
+                optimizer.keep(keep)
+            rows = keep if keep is not None and step >= 2 else [0, 1, 2]
+            targets = [value[rows] for value in start]  # each member its own target
+            optimizer.zero_grad()
+            pairs = zip(optimizer.params, targets, strict=True)
+            sum(((p - 2 * t) ** 2).sum() for p, t in pairs).backward()
+            optimizer.step(1.0)
+        return [p.detach() for p in optimizer.params]
+
+    full, kept = stepped(None), stepped([2, 1])
+    for whole, part in zip(full, kept, strict=True):
+        assert part.shape[0] == 2
+        assert torch.equal(part, whole[[2, 1]])
+
+
 @pytest.mark.parametrize("name", sorted(UNBATCHABLE))
 def test_falls_back_to_run_job_when_vmap_fails(tmp_path: Path, caplog, name):
     folder = tmp_path / "plugins"

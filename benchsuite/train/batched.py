@@ -119,6 +119,12 @@ class Stack:
     shared: bool
     members: list[Member]
 
+    def keep(self, positions: list[int]) -> None:
+        """Keep only the members at ``positions`` (the stacked parameters are the optimiser's to
+        cut: it owns their storage)."""
+        self.members = [self.members[at] for at in positions]
+        self.buffers = {name: value[positions] for name, value in self.buffers.items()}
+
     def batch(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Every member's minibatch of ``step``: (batch, ...) when shared, else (members, ...)."""
         if self.shared:
@@ -156,17 +162,27 @@ def _try_vmap(stack: Stack, loss: Loss) -> None:
 def train_stack(members: list[Member], loss: Loss, warmup_fraction: float,
                 clip: float = 0.0) -> Trace:  # fmt: skip
     """Train the members as one stack, in place (each member's model ends with its own trained
-    state); raises :class:`Unbatchable` before training when vmap cannot run the model."""
+    state); raises :class:`Unbatchable` before training when vmap cannot run the model. A member
+    that stops (converged or diverged) leaves the stack: the others train on without it."""
     stack = _stack(members)
     _try_vmap(stack, loss)
     losses = _vmapped(stack.template, stack.shared, loss)
+    training = list(range(len(members)))  # the members still in the stack, in its order
     frozen: dict[int, tuple[Tensors, Tensors]] = {}  # member -> its state when it stopped
+    best: dict[int, tuple[Tensors, Tensors]] = {}  # member -> its state at its best check
+
+    def state(member: int) -> tuple[Tensors, Tensors]:
+        at = training.index(member)
+        return _slice(stack.params, at), _slice(stack.buffers, at)
 
     def loss_at(step: int) -> torch.Tensor:
         return losses(stack.params, stack.buffers, *stack.batch(step))
 
     def on_stop(member: int, _done: int) -> None:
-        frozen[member] = (_slice(stack.params, member), _slice(stack.buffers, member))
+        frozen[member] = state(member)
+
+    def snapshot(member: int) -> None:
+        best[member] = state(member)
 
     optimizer = StackedAdamW(
         list(stack.params.values()),
@@ -174,40 +190,45 @@ def train_stack(members: list[Member], loss: Loss, warmup_fraction: float,
         [m.config.get("weight_decay", 0.0) for m in members],
         clip,
     )
-    best: dict[int, tuple[Tensors, Tensors]] = {}  # member -> its state at its best check
+    rule, keep_scored = _stop_rule(stack, snapshot)
 
-    def snapshot(member: int) -> None:
-        best[member] = (_slice(stack.params, member), _slice(stack.buffers, member))
+    def drop(still: list[int]) -> None:
+        positions = [training.index(member) for member in still]
+        optimizer.keep(positions)
+        stack.params = dict(zip(stack.params, optimizer.params, strict=True))
+        stack.keep(positions)
+        keep_scored(positions)
+        training[:] = still
 
-    rule = _stop_rule(stack, snapshot)
     stack.template.train()
     trace = train_loop(optimizer, loss_at, members[0].order.shape[0], warmup_fraction,
                        members[0].x.device, members=len(members), on_stop=on_stop,
-                       rule=rule)  # fmt: skip
-    trace.seconds_per_step /= len(members)
+                       rule=rule, drop=drop)  # fmt: skip
     for index, member in enumerate(members):
-        state = best.get(index) or frozen.get(index)
-        _load(member.model, state or (_slice(stack.params, index), _slice(stack.buffers, index)))
+        _load(member.model, best.get(index) or frozen.get(index) or state(index))
     return trace
 
 
-def _stop_rule(stack: Stack, snapshot: Callable[[int], None]) -> StopRule | None:
+def _stop_rule(stack: Stack, snapshot: Callable[[int], None]
+               ) -> tuple[StopRule | None, Callable[[list[int]], None]]:  # fmt: skip
     """The members' early stopping as one rule: every member's validation score from one
-    stacked forward pass (the members must all stop early or none)."""
+    stacked forward pass (the members must all stop early or none); and what keeps only some
+    members' validation inputs when the others leave the stack."""
     stoppings = [m.stopping for m in stack.members]
     if stoppings[0] is None:
         if any(s is not None for s in stoppings):
             raise Unbatchable("only some members stop early")
-        return None
+        return None, lambda positions: None
     ruled: list[Stopping] = [s for s in stoppings if s is not None]
     shared = all(s.x is ruled[0].x for s in ruled)
     if not shared and len({tuple(s.x.shape) for s in ruled}) > 1:
         raise Unbatchable("the members' validation splits differ in shape")
     forward = _vmapped(stack.template, shared)
-    x = ruled[0].x if shared else torch.stack([s.x for s in ruled])
-    examples, size = x.shape[0 if shared else 1], ruled[0].batch_size
+    inputs = [ruled[0].x if shared else torch.stack([s.x for s in ruled])]
+    examples, size = inputs[0].shape[0 if shared else 1], ruled[0].batch_size
 
     def batch(start: int) -> torch.Tensor:
+        x = inputs[0]
         return x[start : start + size] if shared else x[:, start : start + size]
 
     def score() -> list[float]:
@@ -219,7 +240,12 @@ def _stop_rule(stack: Stack, snapshot: Callable[[int], None]) -> StopRule | None
         stack.template.train()
         return [s.score(prediction[m]) for m, s in enumerate(ruled)]
 
-    return ruled[0].rule(score, snapshot)
+    def keep(positions: list[int]) -> None:
+        ruled[:] = [ruled[at] for at in positions]
+        if not shared:
+            inputs[0] = inputs[0][positions]
+
+    return ruled[0].rule(score, snapshot), keep
 
 
 def _slice(stacked: Tensors, member: int) -> Tensors:

@@ -92,37 +92,70 @@ class StackedAdamW:
     another, so that every step is a dozen elementwise operations on all parameters at once
     (instead of a dozen per parameter tensor), zeroing the gradients is one fill and autograd
     accumulates into the flat gradient in place. Every value equals the per-tensor update's bit
-    for bit (the gradient norms are summed in the same order).
+    for bit (the gradient norms are summed in the same order). :meth:`keep` drops members that
+    have stopped.
     """
 
     def __init__(self, parameters: Sequence[torch.Tensor], lrs: Sequence[float],
                  weight_decays: Sequence[float], clip: float = 0.0) -> None:  # fmt: skip
         self.params, self.clip = list(parameters), clip
-        device, members = self.params[0].device, len(lrs)
-        sizes = [p.numel() for p in self.params]
+        self.lrs, self.decays = list(lrs), list(weight_decays)
+        self.steps = 0
+        self._lay_out([p.detach().clone() for p in self.params])
+
+    def _lay_out(self, values: list[torch.Tensor], *moments: list[torch.Tensor]) -> None:
+        """Rebind the parameters (stacked ``values``) as views of one new flat buffer, their
+        gradients as views of another, with the two moments given (none given: zero)."""
+        device, members = values[0].device, len(self.lrs)
+        sizes = [v.numel() for v in values]
         # each tensor's chunk starts on an ALIGN boundary (zeros between: their gradient is
         # zero, so their update is too), as the tensor's own storage would
         starts = [0, *np.cumsum([-(-n // ALIGN) * ALIGN for n in sizes]).tolist()]
-        self.flat = torch.zeros(starts[-1], dtype=self.params[0].dtype, device=device)
+        self.flat = torch.zeros(starts[-1], dtype=values[0].dtype, device=device)
         self.grad = torch.zeros_like(self.flat)
+        self.exp_avg, self.exp_avg_sq = torch.zeros_like(self.flat), torch.zeros_like(self.flat)
         member = torch.zeros(starts[-1], dtype=torch.long, device=device)
-        self.chunks = []
-        for p, start, n in zip(self.params, starts[:-1], sizes, strict=True):
+        self.chunks, self.spans = [], []
+        for index, (p, start, n) in enumerate(zip(self.params, starts[:-1], sizes, strict=True)):
             value, grad = self.flat[start : start + n], self.grad[start : start + n]
             with torch.no_grad():
-                value.copy_(p.reshape(-1))
-            p.data = value.view_as(p)  # member-major chunk of each tensor: contiguous views
-            p.grad = grad.view_as(p)
+                value.copy_(values[index].reshape(-1))
+                for kept, given in zip((self.exp_avg, self.exp_avg_sq), moments, strict=False):
+                    kept[start : start + n].copy_(given[index].reshape(-1))
+            p.data = value.view_as(values[index])  # member-major chunk: contiguous views
+            p.grad = grad.view_as(values[index])
             self.chunks.append(grad.view(members, -1))
+            self.spans.append((start, n))
             member[start : start + n] = torch.arange(members, device=device).repeat_interleave(
                 n // members
             )
-        lr = torch.tensor(lrs, dtype=torch.float32, device=device)
-        decay = torch.tensor(weight_decays, dtype=torch.float32, device=device)
+        lr = torch.tensor(self.lrs, dtype=torch.float32, device=device)
+        decay = torch.tensor(self.decays, dtype=torch.float32, device=device)
         self.member = member
         self.lr, self.decay = lr[member], (lr * decay)[member]
-        self.exp_avg, self.exp_avg_sq = torch.zeros_like(self.flat), torch.zeros_like(self.flat)
-        self.steps = 0
+
+    def keep(self, positions: Sequence[int]) -> None:
+        """Keep only the members at ``positions`` (in that order), with their parameters and
+        moments: the others have stopped, and stepping them further would be wasted work. The
+        parameters become new tensors (``params``, in the same order). Every kept member's
+        update is the same as before, bit for bit, except that clipping norms are summed over
+        fewer rows."""
+        index = torch.tensor(list(positions), device=self.flat.device)
+        members = len(self.lrs)
+
+        def rows(buffer: torch.Tensor) -> list[torch.Tensor]:
+            return [buffer[start : start + n].view(members, -1)[index] for start, n in self.spans]
+
+        shapes = [(len(positions), *p.shape[1:]) for p in self.params]
+        values = [r.reshape(shape) for r, shape in zip(rows(self.flat), shapes, strict=True)]
+        moments = rows(self.exp_avg), rows(self.exp_avg_sq)
+        self.lrs = [self.lrs[i] for i in positions]
+        self.decays = [self.decays[i] for i in positions]
+        # new leaf tensors: autograd keeps a leaf's shape from its first use, so a parameter
+        # cannot shrink in place
+        self.params = [torch.empty(0, dtype=v.dtype, device=v.device).requires_grad_()
+                       for v in values]  # fmt: skip
+        self._lay_out(values, *moments)
 
     def zero_grad(self) -> None:
         self.grad.zero_()
@@ -195,19 +228,24 @@ class Trace:
 def train_loop(optimizer: Optimizer, loss_at: Callable[[int], torch.Tensor], steps: int,
                warmup_fraction: float, device: torch.device, members: int = 0,
                on_stop: Callable[[int, int], None] | None = None,
-               rule: StopRule | None = None) -> Trace:  # fmt: skip
-    """Train in place: ``loss_at(step)`` gives the loss (a scalar, or one per member of a stack).
+               rule: StopRule | None = None,
+               drop: Callable[[list[int]], None] | None = None) -> Trace:  # fmt: skip
+    """Train in place: ``loss_at(step)`` gives the loss (a scalar, or one per member of a stack
+    still training, in the order of the members).
 
     ``on_stop(member, steps_done)`` is called once for each member that stops: its loss turned
     non-finite, or under ``rule`` its validation score stopped improving; the loop ends when
-    every member has stopped.
+    every member has stopped. ``drop(training)``, when given, is called once the members that
+    stopped at a step have been reported, with those still training: from then on ``loss_at``
+    and the rule's score give theirs only (a stack that drops stopped members does that much
+    less work).
     """
     warmup = max(1, int(warmup_fraction * steps))
     losses = torch.zeros((steps, members) if members else steps, device=device)
-    count = max(members, 1)
+    training = list(range(max(members, 1)))
     stopped: dict[int, int] = {}
     converged: dict[int, int] = {}
-    watches = [Watch() for _ in range(count)]
+    watches = [Watch() for _ in training]
 
     def stop(member: int, done: int, marks: dict[int, int]) -> None:
         if member not in stopped and member not in converged:
@@ -217,26 +255,35 @@ def train_loop(optimizer: Optimizer, loss_at: Callable[[int], torch.Tensor], ste
 
     synchronize(device)
     start = time.perf_counter()
-    done = 0
+    done = member_steps = 0
     for step in range(steps):
         loss = loss_at(step)
         optimizer.zero_grad()
         (loss.sum() if members else loss).backward()
         optimizer.step(lr_factor(step, steps, warmup))
-        losses[step] = loss.detach()
-        done = step + 1
+        if members:
+            losses[step, training] = loss.detach()
+        else:
+            losses[step] = loss.detach()
+        done, member_steps = step + 1, member_steps + len(training)
         if done % CHECK_EVERY == 0:
             window = torch.isfinite(losses[done - CHECK_EVERY : done])
             finite = window.all(dim=0).tolist() if members else [bool(window.all())]
-            for member, ok in enumerate(finite):
-                if not ok:
+            for member in training:
+                if not finite[member]:
                     stop(member, done, stopped)
         if rule is not None and (done % rule.settings.every == 0 or done == steps):
-            for member in converged_now(rule, watches, done, [*stopped, *converged]):
+            live = [m for m in training if m not in stopped and m not in converged]
+            for member in converged_now(rule, watches, done, training, live):
                 stop(member, done, converged)
-        if len(stopped) + len(converged) == count:
+        still = [m for m in training if m not in stopped and m not in converged]
+        if not still:
             break
+        if drop is not None and len(still) < len(training):
+            drop(still)
+            training = still
     synchronize(device)
     elapsed = time.perf_counter() - start
     best = {m: w.best_step for m, w in enumerate(watches) if rule is not None and w.best_step}
-    return Trace(losses[:done].float().cpu(), stopped, elapsed / max(done, 1), converged, best)
+    return Trace(losses[:done].float().cpu(), stopped, elapsed / max(member_steps, 1), converged,
+                 best)  # fmt: skip

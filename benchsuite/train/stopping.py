@@ -85,11 +85,14 @@ class Watch:
         )
 
 
-def converged_now(rule: StopRule, watches: list[Watch], done: int, stopped: list[int]) -> list[int]:
-    """One validation check of every member still training: those that converged now."""
+def converged_now(rule: StopRule, watches: list[Watch], done: int, scored: list[int],
+                  live: list[int]) -> list[int]:  # fmt: skip
+    """One validation check: ``rule.score()`` gives one value per member of ``scored`` (in that
+    order); of those, the ``live`` ones (not stopped) are judged. Returns those that converged
+    now."""
     converged = []
-    for member, value in enumerate(rule.score()):
-        if member in stopped:
+    for member, value in zip(scored, rule.score(), strict=True):
+        if member not in live:
             continue
         watch = watches[member]
         if watch.improved(float(value), rule.settings.min_delta):
