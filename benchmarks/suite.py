@@ -116,6 +116,7 @@ def against(revision: str, extra: list[str]) -> None:
     from jobs_ab import extract  # the same extraction as the job-by-job A/B
 
     base = Path(tempfile.mkdtemp(prefix="benchsuite-against-"))
+    (base / "code").mkdir()
     code = extract(revision, base / "code")
     figures = {}
     for side, where in (("A", code), ("B", None)):
