@@ -166,10 +166,11 @@ def recipe(settings: RunSettings, tracks: dict[str, Track], mixers: dict[str, Mi
     for name in settings.tracks or ():
         track = tracks[name]
         options = dict(settings.track_options.get(name, {}))
-        parts[f"track {name}"] = [
-            jobs_.plugin_code(track),
-            track.data_key(options, settings.preset, settings.data_dir),
-        ]
+        try:
+            data = track.data_key(options, settings.preset, settings.data_dir)
+        except Exception as error:  # the plan skips this track with its reason
+            data = f"error: {one_line(error)}"
+        parts[f"track {name}"] = [jobs_.plugin_code(track), data]
     for name in settings.mixers or ():
         parts[f"mixer {name}"] = jobs_.plugin_code(lookup(mixers, name))
     text = json.dumps(parts, sort_keys=True, default=str)
