@@ -12,6 +12,8 @@ import sys
 import pytest
 from conftest import TINY, invoke
 
+from benchsuite.plan.power import dz_star
+
 BENCH_KEYS = {"bench_version", "track", "model", "metric_direction", "n_seeds", "baseline", "idea",
               "comparison", "mechanism_signature", "budget_signature", "versions"}  # fmt: skip
 COMPARISON_KEYS = {"delta_mean", "idea_wins", "n_pairs", "per_seed_diffs", "p_value", "mde",
@@ -87,9 +89,11 @@ def test_rerun_trains_nothing_and_prints_the_same_tables(finished):
 def test_a_rerun_with_every_job_stored_reuses_the_plan_without_torch(finished):
     """Nothing to train: the folder's last plan is reused (same recipe), so no data is probed,
     no model built to size it, no reference step timed, no statistics recomputed (the design
-    check's power still imports statsmodels). A fresh interpreter is the subject: what it
-    imports."""
+    check's power is remembered in the cache folder). A fresh interpreter is the subject: what
+    it imports."""
     _out, args, _ = finished
+    dz_star.cache_clear()  # this process's memo: the design's power goes to this test's cache
+    assert invoke(*args).returncode == 0
     code = (
         "import contextlib, io, json, sys\n"
         "import benchsuite.cli as cli\n"
@@ -99,7 +103,7 @@ def test_a_rerun_with_every_job_stored_reuses_the_plan_without_torch(finished):
         f"        cli.main({args!r})\n"
         "    except SystemExit:\n"
         "        pass\n"
-        "heavy = ('torch', 'sklearn')\n"
+        "heavy = ('torch', 'sklearn', 'scipy.stats', 'statsmodels')\n"
         "print(json.dumps([out.getvalue(), sorted(m for m in heavy if m in sys.modules)]))\n"
     )
     done = run_cli_python(code)

@@ -525,3 +525,26 @@ def test_the_design_line_says_when_nothing_is_detectable(tmp_path):
     assert "sequence: nothing detectable: the smallest sign-flip p of 5 seeds" in text
     planned = design_check(RunSettings(**pair, seeds=6), tracks)["tracks"]["sequence"]
     assert planned["planned_mde_rel_pct"] > 0 and planned["scale"] == "log"
+
+
+def test_the_power_solution_is_remembered_on_disk_exactly(tmp_path, monkeypatch):
+    """The design check's dz* comes from statsmodels once, then from the cache folder, bit for
+    bit, in a fresh interpreter that imports no statsmodels (the process is the subject)."""
+    import subprocess
+    import sys
+
+    from benchsuite.plan.power import dz_star
+
+    monkeypatch.setenv("BENCHSUITE_CACHE", str(tmp_path))
+    dz_star.cache_clear()
+    solved = TTestPower().solve_power(nobs=11, alpha=0.05 / 7, power=0.8, alternative="two-sided")
+    assert dz_star(11, 0.05 / 7) == float(solved)
+    assert (tmp_path / "power.json").is_file()
+    code = (
+        "import sys\nfrom benchsuite.plan.power import dz_star\n"
+        "print(repr(dz_star(11, 0.05 / 7)), 'statsmodels' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)  # fmt: skip
+    assert done.stdout.split() == [repr(float(solved)), "False"]
+    dz_star.cache_clear()
