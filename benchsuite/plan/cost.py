@@ -4,10 +4,10 @@ A job's *units* are its most training steps times its configs times the work of 
 per-step cost (the Python and per-operator overhead that dominates tiny models on a CPU) plus
 arithmetic in proportion to the tokens of a batch. :class:`CostModel` turns units into seconds by
 the seconds per unit the finished jobs showed: those of the same cell when some have finished,
-else a track effect times a mixer effect fitted to the cells seen (an unseen track counts as the
-average one, an unseen mixer as the average one). The runner starts the
-costliest jobs first (the tail of a run is then short) and the progress bar's ETA is the model's
-seconds left (docs/running.md, "Progress and ETA"). Pure Python, no torch.
+else a track effect times a mixer effect fitted to the cells seen (an unseen track or mixer
+counts as the average one). The runner starts the costliest jobs first (the tail of a run is
+then short) and the progress bar's ETA is the model's seconds left (docs/running.md, "What a run
+prints"). Pure Python, no torch.
 """
 
 from __future__ import annotations
@@ -42,10 +42,10 @@ class JobCost:
     units: float
 
 
-def longest_first(jobs: Iterable[Job], units: dict[str, JobCost]) -> list[Job]:
+def longest_first(jobs: Iterable[Job], costs: dict[str, JobCost]) -> list[Job]:
     """``jobs`` costliest first; among equal costs the first seed of every mixer before any
     second seed, so that every mixer's pace is seen early (the ETA learns it)."""
-    return sorted(jobs, key=lambda job: (-units[job.key].units, job.seed))
+    return sorted(jobs, key=lambda job: (-costs[job.key].units, job.seed))
 
 
 @dataclass
