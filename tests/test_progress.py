@@ -53,7 +53,6 @@ def test_without_slots_the_eta_divides_by_the_pace_so_far():
         outlook.finish(key, 10.0)
         phase.done += 1
         phase.trained += 1
-        phase.job_seconds += 10.0
     assert phase.eta(now=5.0) == "about 0:00:03 left"  # 20 job-s in 5 s: 4 at once; 10 s left
     outlook.finish("c", 10.0)
     phase.done = phase.trained = 3

@@ -104,20 +104,14 @@ class Phase:
     started: float = field(default_factory=time.monotonic)
     done: int = 0
     trained: int = 0
-    job_seconds: float = 0.0  # of the jobs trained so far (one worker's seconds each)
 
     def eta(self, now: float) -> str:
-        """``about H:MM:SS left``: the outlook's job-seconds left, divided by the jobs trained
-        at once (the executor's slots, else the pace so far: job-seconds per elapsed second);
-        empty until ETA_AFTER jobs have trained, or when all are done."""
+        """``about H:MM:SS left``, the outlook's seconds left; empty until ETA_AFTER jobs have
+        trained, or when all are done."""
         if self.trained < ETA_AFTER or self.done >= self.total:
             return ""
-        left = self.outlook.job_seconds_left()
-        elapsed = now - self.started
-        parallel = self.outlook.slots or (self.job_seconds / elapsed if elapsed > 0 else 0.0)
-        if left is None or parallel <= 0:
-            return ""
-        return f"about {timedelta(seconds=round(left / parallel))} left"
+        left = self.outlook.seconds_left(now - self.started)
+        return "" if left is None else f"about {timedelta(seconds=round(left))} left"
 
     def line(self, now: float) -> str:
         """The plain progress line: ``train: 12/845 jobs, 0:01:02 elapsed, about 0:40:00 left``."""
@@ -164,7 +158,6 @@ def progress_events(console: Console, status: Console, *, config: str = "",
         phase, now = current["phase"], time.monotonic()
         phase.done += 1
         phase.trained += not reused
-        phase.job_seconds += 0.0 if reused else record.seconds
         job = record.job
         note = "" if reused else f"{job.get('track')}/{job.get('mixer')}"
         if record.status != "ok":

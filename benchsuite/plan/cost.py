@@ -54,6 +54,7 @@ class CostModel:
 
     left: dict[str, JobCost]  # the jobs not finished yet
     slots: int | None = None  # jobs trained at once (None: unknown, measured from the pace)
+    trained_seconds: float = 0.0  # job-seconds of the jobs learnt from
     _rates: dict[tuple[str, str], list[float]] = field(default_factory=lambda: defaultdict(list))
 
     def finish(self, key: str, seconds: float) -> None:
@@ -62,6 +63,7 @@ class CostModel:
         cost = self.left.pop(key, None)
         if cost is not None and seconds > 0 and cost.units > 0:
             self._rates[cost.track, cost.mixer].append(math.log(seconds / cost.units))
+            self.trained_seconds += seconds
 
     @property
     def learnt(self) -> int:
@@ -101,3 +103,11 @@ class CostModel:
                 rate = tracks.get(cost.track, usual) + mixers.get(cost.mixer, 0.0)
             total += cost.units * math.exp(rate)
         return total
+
+    def seconds_left(self, elapsed: float) -> float | None:
+        """Predicted wall seconds left, ``elapsed`` seconds into the phase: the job-seconds left
+        divided by the jobs trained at once (``slots``, else the pace so far: job-seconds
+        trained per elapsed second); None until a job has finished."""
+        left = self.job_seconds_left()
+        parallel = self.slots or (self.trained_seconds / elapsed if elapsed > 0 else 0.0)
+        return None if left is None or parallel <= 0 else left / parallel

@@ -111,19 +111,27 @@ def _vmapped(template: nn.Module, shared: bool, loss_of: Any = None) -> Any:
 
 @dataclasses.dataclass
 class Stack:
-    """Members trained as one: the template, the stacked state, how to feed it."""
+    """Members trained as one: the template, the stacked state, how to feed it, and which of the
+    original members it still holds (``ids``, in stack order: a stopped member leaves it)."""
 
     template: nn.Module
     params: Tensors
     buffers: Tensors
     shared: bool
     members: list[Member]
+    ids: list[int] = dataclasses.field(default_factory=list)
 
-    def keep(self, positions: list[int]) -> None:
-        """Keep only the members at ``positions`` (the stacked parameters are the optimiser's to
-        cut: it owns their storage)."""
+    def at(self, member: int) -> int:
+        """Where original member ``member`` sits in the stack now."""
+        return self.ids.index(member)
+
+    def keep(self, members: list[int], params: Tensors) -> None:
+        """Keep only the original ``members`` (in that order), with ``params``: their stacked
+        parameters, cut by the optimiser that owns their storage."""
+        positions = [self.at(member) for member in members]
         self.members = [self.members[at] for at in positions]
         self.buffers = {name: value[positions] for name, value in self.buffers.items()}
+        self.params, self.ids = params, list(members)
 
     def batch(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Every member's minibatch of ``step``: (batch, ...) when shared, else (members, ...)."""
@@ -139,7 +147,7 @@ def _stack(members: list[Member]) -> Stack:
     first = members[0]
     shared = all(m.x is first.x and m.y is first.y and m.order is first.order for m in members)
     template, params, buffers = _stack_models([m.model for m in members])
-    return Stack(template, params, buffers, shared, members)
+    return Stack(template, params, buffers, shared, members, list(range(len(members))))
 
 
 def _try_vmap(stack: Stack, loss: Loss) -> None:
@@ -167,12 +175,11 @@ def train_stack(members: list[Member], loss: Loss, warmup_fraction: float,
     stack = _stack(members)
     _try_vmap(stack, loss)
     losses = _vmapped(stack.template, stack.shared, loss)
-    training = list(range(len(members)))  # the members still in the stack, in its order
     frozen: dict[int, tuple[Tensors, Tensors]] = {}  # member -> its state when it stopped
     best: dict[int, tuple[Tensors, Tensors]] = {}  # member -> its state at its best check
 
     def state(member: int) -> tuple[Tensors, Tensors]:
-        at = training.index(member)
+        at = stack.at(member)
         return _slice(stack.params, at), _slice(stack.buffers, at)
 
     def loss_at(step: int) -> torch.Tensor:
@@ -190,62 +197,48 @@ def train_stack(members: list[Member], loss: Loss, warmup_fraction: float,
         [m.config.get("weight_decay", 0.0) for m in members],
         clip,
     )
-    rule, keep_scored = _stop_rule(stack, snapshot)
 
     def drop(still: list[int]) -> None:
-        positions = [training.index(member) for member in still]
-        optimizer.keep(positions)
-        stack.params = dict(zip(stack.params, optimizer.params, strict=True))
-        stack.keep(positions)
-        keep_scored(positions)
-        training[:] = still
+        optimizer.keep([stack.at(member) for member in still])
+        stack.keep(still, dict(zip(stack.params, optimizer.params, strict=True)))
 
     stack.template.train()
     trace = train_loop(optimizer, loss_at, members[0].order.shape[0], warmup_fraction,
                        members[0].x.device, members=len(members), on_stop=on_stop,
-                       rule=rule, drop=drop)  # fmt: skip
+                       rule=_stop_rule(stack, snapshot), drop=drop)  # fmt: skip
     for index, member in enumerate(members):
         _load(member.model, best.get(index) or frozen.get(index) or state(index))
     return trace
 
 
-def _stop_rule(stack: Stack, snapshot: Callable[[int], None]
-               ) -> tuple[StopRule | None, Callable[[list[int]], None]]:  # fmt: skip
-    """The members' early stopping as one rule: every member's validation score from one
-    stacked forward pass (the members must all stop early or none); and what keeps only some
-    members' validation inputs when the others leave the stack."""
+def _stop_rule(stack: Stack, snapshot: Callable[[int], None]) -> StopRule | None:
+    """The members' early stopping as one rule: the validation score of every member still in
+    the stack from one stacked forward pass (the members must all stop early or none)."""
     stoppings = [m.stopping for m in stack.members]
     if stoppings[0] is None:
         if any(s is not None for s in stoppings):
             raise Unbatchable("only some members stop early")
-        return None, lambda positions: None
+        return None
     ruled: list[Stopping] = [s for s in stoppings if s is not None]
     shared = all(s.x is ruled[0].x for s in ruled)
     if not shared and len({tuple(s.x.shape) for s in ruled}) > 1:
         raise Unbatchable("the members' validation splits differ in shape")
     forward = _vmapped(stack.template, shared)
-    inputs = [ruled[0].x if shared else torch.stack([s.x for s in ruled])]
-    examples, size = inputs[0].shape[0 if shared else 1], ruled[0].batch_size
-
-    def batch(start: int) -> torch.Tensor:
-        x = inputs[0]
-        return x[start : start + size] if shared else x[:, start : start + size]
+    examples, size = len(ruled[0].x), ruled[0].batch_size
 
     def score() -> list[float]:
+        now = [m.stopping for m in stack.members if m.stopping is not None]
+        x = now[0].x if shared else torch.stack([s.x for s in now])
         stack.template.eval()
         with torch.inference_mode():
-            parts = [forward(stack.params, stack.buffers, batch(start))
+            parts = [forward(stack.params, stack.buffers,
+                             x[start : start + size] if shared else x[:, start : start + size])
                      for start in range(0, examples, size)]  # fmt: skip
             prediction = torch.cat(parts, dim=1)
         stack.template.train()
-        return [s.score(prediction[m]) for m, s in enumerate(ruled)]
+        return [s.score(prediction[m]) for m, s in enumerate(now)]
 
-    def keep(positions: list[int]) -> None:
-        ruled[:] = [ruled[at] for at in positions]
-        if not shared:
-            inputs[0] = inputs[0][positions]
-
-    return ruled[0].rule(score, snapshot), keep
+    return ruled[0].rule(score, snapshot)
 
 
 def _slice(stacked: Tensors, member: int) -> Tensors:

@@ -247,6 +247,9 @@ def train_loop(optimizer: Optimizer, loss_at: Callable[[int], torch.Tensor], ste
     converged: dict[int, int] = {}
     watches = [Watch() for _ in training]
 
+    def running() -> list[int]:
+        return [m for m in training if m not in stopped and m not in converged]
+
     def stop(member: int, done: int, marks: dict[int, int]) -> None:
         if member not in stopped and member not in converged:
             marks[member] = done
@@ -273,10 +276,9 @@ def train_loop(optimizer: Optimizer, loss_at: Callable[[int], torch.Tensor], ste
                 if not finite[member]:
                     stop(member, done, stopped)
         if rule is not None and (done % rule.settings.every == 0 or done == steps):
-            live = [m for m in training if m not in stopped and m not in converged]
-            for member in converged_now(rule, watches, done, training, live):
+            for member in converged_now(rule, watches, done, training, running()):
                 stop(member, done, converged)
-        still = [m for m in training if m not in stopped and m not in converged]
+        still = running()
         if not still:
             break
         if drop is not None and len(still) < len(training):
