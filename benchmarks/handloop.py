@@ -21,67 +21,52 @@ import math
 import time
 
 import torch
+from plain import plain, step, test_metric
 
 from benchsuite.execute.worker import Worker
 from benchsuite.plan.jobs import Job, cell_jobs, grid_of
 from benchsuite.plan.resolve import resolve
 from benchsuite.registry import Registry, load_registry
-from benchsuite.seeds import Streams
 from benchsuite.settings import RunSettings
-from benchsuite.train.fit import batch_order
-from benchsuite.train.job import build_model, job_budget, load_data
+from benchsuite.train.job import build_model, load_data
 
 
 def hand_loop(job: Job, registry: Registry) -> tuple[int, float]:
     """Every config of the job's grid trained one after the other; (chosen config, its test
     metric)."""
-    track, mixer = registry.tracks[job.track], registry.mixers[job.mixer]
-    data, budget = load_data(track, job), job_budget(job)
-    metric = data.metric or track.metric
+    cell = plain(job, registry)
+    budget, data = cell.budget, cell.data
+    metric = data.metric or cell.track.metric
     sign = 1.0 if metric.higher_is_better else -1.0
-    x, y = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)
     x_val, y_val = torch.from_numpy(data.x_val), torch.from_numpy(data.y_val)
-    order = batch_order(Streams(job.salt, job.track, job.seed).rng("order"), len(x),
-                        budget.steps, budget.batch_size)  # fmt: skip
-    loss_of = track.criterion(data, dict(job.track_options))
     warmup = max(1, int(budget.warmup_fraction * budget.steps))
 
-    def schedule(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        return 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(budget.steps - warmup, 1)))
+    def schedule(index: int) -> float:
+        if index < warmup:
+            return (index + 1) / warmup
+        return 0.5 * (1 + math.cos(math.pi * (index - warmup) / max(budget.steps - warmup, 1)))
 
     def validation(model: torch.nn.Module) -> float:
         model.eval()
         with torch.no_grad():
-            prediction = torch.cat(
-                [
-                    model(x_val[i : i + budget.eval_batch_size])
-                    for i in range(0, len(x_val), budget.eval_batch_size)
-                ]
-            )
+            size = budget.eval_batch_size
+            prediction = torch.cat([model(x_val[i : i + size]) for i in range(0, len(x_val), size)])
         model.train()
-        return sign * float(track.evaluate(prediction, y_val, data)[metric.name])
+        return sign * float(cell.track.evaluate(prediction, y_val, data)[metric.name])
 
     scores, models = [], []
     for config in job.grid:
-        model = build_model(track, mixer, data, job)
+        model = build_model(cell.track, cell.mixer, data, job)
         optimizer = torch.optim.AdamW(
             model.parameters(), lr=config["lr"], weight_decay=config.get("weight_decay", 0.0)
         )
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
         best, best_state, stale = -math.inf, None, 0
         model.train()
-        for step in range(budget.steps):
-            index = order[step]
-            loss = loss_of(model(x[index]), y[index])
-            optimizer.zero_grad()
-            loss.backward()
-            if budget.clip:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), budget.clip)
-            optimizer.step()
+        for index in range(budget.steps):
+            step(model, cell, index, optimizer)
             scheduler.step()
-            done = step + 1
+            done = index + 1
             if budget.eval_every and (done % budget.eval_every == 0 or done == budget.steps):
                 value = validation(model)
                 if value > best + budget.min_delta * abs(best) or best == -math.inf:
@@ -95,12 +80,7 @@ def hand_loop(job: Job, registry: Registry) -> tuple[int, float]:
         scores.append(validation(model))
         models.append(model)
     chosen = max(range(len(scores)), key=lambda i: (scores[i], -i))
-    model = models[chosen]
-    model.eval()
-    with torch.no_grad():
-        prediction = model(torch.from_numpy(data.x_test))
-    return chosen, float(track.evaluate(prediction, torch.from_numpy(data.y_test), data)[
-        metric.name])  # fmt: skip
+    return chosen, test_metric(models[chosen], cell)
 
 
 def main() -> None:

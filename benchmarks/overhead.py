@@ -16,15 +16,14 @@ import statistics
 import time
 
 import torch
+from plain import plain, step, test_metric
 
 from benchsuite.execute.worker import Worker
 from benchsuite.plan.jobs import cell_jobs, grid_of
 from benchsuite.plan.resolve import resolve
 from benchsuite.registry import load_registry
-from benchsuite.seeds import Streams
 from benchsuite.settings import RunSettings
-from benchsuite.train.fit import batch_order
-from benchsuite.train.job import build_model, job_budget, load_data
+from benchsuite.train.job import build_model
 
 
 def minimal_loop(job, registry, lr: float, fused: bool = True) -> float:
@@ -32,27 +31,12 @@ def minimal_loop(job, registry, lr: float, fused: bool = True) -> float:
 
     ``fused``: the same AdamW kernel as benchsuite (the like-for-like comparison), or the default.
     """
-    track, mixer = registry.tracks[job.track], registry.mixers[job.mixer]
-    data = load_data(track, job)
-    budget = job_budget(job)
-    model = build_model(track, mixer, data, job)
-    x, y = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)
-    order = batch_order(Streams(job.salt, job.track, job.seed).rng("order"), len(x),
-                        budget.steps, budget.batch_size)  # fmt: skip
-    loss_of = track.criterion(data, dict(job.track_options))
+    cell = plain(job, registry)
+    model = build_model(cell.track, cell.mixer, cell.data, job)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=fused)
-    for step in range(budget.steps):
-        index = order[step]
-        loss = loss_of(model(x[index]), y[index])
-        optimizer.zero_grad()
-        loss.backward()
-        if budget.clip:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), budget.clip)
-        optimizer.step()
-    with torch.no_grad():
-        model.eval()
-        prediction = model(torch.from_numpy(data.x_test))
-    return track.evaluate(prediction, torch.from_numpy(data.y_test), data)[track.metric.name]
+    for index in range(cell.budget.steps):
+        step(model, cell, index, optimizer)
+    return test_metric(model, cell)
 
 
 def main() -> None:

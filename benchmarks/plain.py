@@ -1,0 +1,63 @@
+"""What the hand-written loops of ``overhead.py`` and ``handloop.py`` share: one job's data,
+minibatch order and loss as plain tensors, one plain training step, and the test metric."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from benchsuite.budget import Budget
+from benchsuite.plan.jobs import Job
+from benchsuite.registry import Registry
+from benchsuite.seeds import Streams
+from benchsuite.specs import Mixer, Track, TrackData
+from benchsuite.train.fit import batch_order
+from benchsuite.train.job import job_budget, load_data
+
+
+@dataclass
+class Plain:
+    """One job's track, mixer, data, budget, training tensors, minibatch order and loss."""
+
+    track: Track
+    mixer: Mixer
+    data: TrackData
+    budget: Budget
+    x: torch.Tensor
+    y: torch.Tensor
+    order: torch.Tensor
+    loss_of: Any
+
+
+def plain(job: Job, registry: Registry) -> Plain:
+    """The job's data and minibatch order (the suite's own, so both sides see the same batches)."""
+    track, mixer = registry.tracks[job.track], registry.mixers[job.mixer]
+    data, budget = load_data(track, job), job_budget(job)
+    x, y = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)
+    order = batch_order(Streams(job.salt, job.track, job.seed).rng("order"), len(x),
+                        budget.steps, budget.batch_size)  # fmt: skip
+    return Plain(track, mixer, data, budget, x, y, order,
+                 track.criterion(data, dict(job.track_options)))  # fmt: skip
+
+
+def step(model: torch.nn.Module, job: Plain, index: int, optimizer: torch.optim.Optimizer) -> None:
+    """One plain training step on minibatch ``index``, gradients clipped as the budget says."""
+    batch = job.order[index]
+    loss = job.loss_of(model(job.x[batch]), job.y[batch])
+    optimizer.zero_grad()
+    loss.backward()
+    if job.budget.clip:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), job.budget.clip)
+    optimizer.step()
+
+
+def test_metric(model: torch.nn.Module, job: Plain) -> float:
+    """The model's primary metric on the job's test split."""
+    metric = job.data.metric or job.track.metric
+    model.eval()
+    with torch.no_grad():
+        prediction = model(torch.from_numpy(job.data.x_test))
+    scores = job.track.evaluate(prediction, torch.from_numpy(job.data.y_test), job.data)
+    return float(scores[metric.name])
