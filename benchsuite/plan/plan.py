@@ -105,10 +105,6 @@ class Plan:
         """The keys of every planned job."""
         return [key for cell in self.cell_list() for key in cell.jobs]
 
-    def all_jobs(self) -> list[Job]:
-        """Every job, cell by cell (in memory only: a plan read back from the store has none)."""
-        return [self.jobs[key] for key in self.keys()]
-
     def family(self) -> int:
         """The Holm family: every planned (track, mixer) cell besides the baseline's, on tracks
         where the baseline has a cell (finished or not)."""
