@@ -46,14 +46,22 @@ class Budget:
     eval_every: int = 0
     patience: int = 0
     min_delta: float = 0.0
+    # successive halving inside each seed (docs/protocol.md, "Pruning the grid"): at the first
+    # check at or after each of these steps, the configs still training are ranked by their best
+    # validation score so far and only the better half (rounded up) trains on; () never prunes
+    halve_at: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.checkpoint not in CHECKPOINTS:
             raise ValueError(f"budget checkpoint {self.checkpoint!r}: expected one of "
                              f"{', '.join(CHECKPOINTS)}")  # fmt: skip
-        if (self.patience or self.checkpoint == "best") and not self.eval_every:
-            raise ValueError("budget patience and checkpoint='best' need eval_every ≥ 1 "
+        if (self.patience or self.halve_at or self.checkpoint == "best") and not self.eval_every:
+            raise ValueError("budget patience, halve_at and checkpoint='best' need eval_every ≥ 1 "
                              "(steps between validation checks)")  # fmt: skip
+        halvings = tuple(int(step) for step in self.halve_at)  # a list after a JSON round trip
+        if any(step < 1 for step in halvings) or list(halvings) != sorted(set(halvings)):
+            raise ValueError(f"budget halve_at {list(halvings)}: expected increasing steps ≥ 1")
+        object.__setattr__(self, "halve_at", halvings)
 
     def training(self) -> dict[str, Any]:
         """The fields that shape one training run (everything but the grid)."""

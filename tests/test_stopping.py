@@ -117,7 +117,7 @@ def test_every_mixer_of_a_run_follows_the_same_rule(tmp_path, registry):
     [
         (
             {"patience": 3},
-            "track 'sequence': budget patience and checkpoint='best' need eval_every",
+            "track 'sequence': budget patience, halve_at and checkpoint='best' need eval_every",
         ),
         ({"checkpoint": "middle"}, "budget checkpoint: expected last or best, got 'middle'"),
         ({"min_delta": -1}, "budget min_delta: must be at least 0"),

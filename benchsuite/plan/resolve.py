@@ -171,8 +171,9 @@ def check_track_options(track: Track, options: dict, preset: str) -> None:
 
 def budget_overrides(given: Any) -> dict[str, Any]:
     """``--budget`` overrides parsed: sizes as whole numbers >= 1, ``eval_every`` and
-    ``patience`` whole numbers >= 0, ``min_delta`` a number >= 0, ``checkpoint`` last or best
-    (an unknown key is an error)."""
+    ``patience`` whole numbers >= 0, ``min_delta`` a number >= 0, ``checkpoint`` last or best,
+    ``halve_at`` increasing steps (``120,240``; ``none``: no pruning) (an unknown key is an
+    error)."""
     overrides: dict[str, Any] = {}
     for key, value in given.items():
         if key not in OVERRIDABLE + STOPPING:
@@ -183,6 +184,8 @@ def budget_overrides(given: Any) -> dict[str, Any]:
 
 
 def _budget_value(key: str, value: Any) -> Any:
+    if key == "halve_at":
+        return _halvings(value)
     if key == "checkpoint":
         if value not in CHECKPOINTS:
             expected = " or ".join(CHECKPOINTS)
@@ -197,6 +200,22 @@ def _budget_value(key: str, value: Any) -> Any:
     if not parsed >= least:
         raise UsageError(f"budget {key}: must be at least {least}, got {value!r}")
     return parsed
+
+
+def _halvings(value: Any) -> tuple[int, ...]:
+    """``halve_at`` from the command line (``120,240``, ``none``) or a TOML list."""
+    given = value.split(",") if isinstance(value, str) else value
+    if isinstance(value, str) and value.strip().lower() in ("", "none", "0"):
+        return ()
+    try:
+        steps = tuple(int(step) for step in given)
+    except (TypeError, ValueError):
+        raise UsageError(
+            f"budget halve_at: expected steps such as 120,240 or none, got {value!r}"
+        ) from None
+    if any(step < 1 for step in steps) or list(steps) != sorted(set(steps)):
+        raise UsageError(f"budget halve_at: expected increasing steps ≥ 1, got {value!r}")
+    return steps
 
 
 def check_device(device: str) -> str:

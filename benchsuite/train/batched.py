@@ -238,7 +238,9 @@ def _stop_rule(stack: Stack, snapshot: Callable[[int], None]) -> StopRule | None
         stack.template.train()
         return [s.score(prediction[m]) for m, s in enumerate(now)]
 
-    return ruled[0].rule(score, snapshot)
+    grids: dict[int, int] = {}  # each seed's configs share one Stopping: one grid to halve
+    groups = [grids.setdefault(id(s), len(grids)) for s in ruled]
+    return ruled[0].rule(score, snapshot, groups=groups)
 
 
 def _slice(stacked: Tensors, member: int) -> Tensors:

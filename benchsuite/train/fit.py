@@ -8,8 +8,9 @@ loss trace is checked: a member whose loss turned non-finite is reported (and, o
 training stops early). With a :class:`StopRule`, every ``every`` steps each member's validation
 score is read: a member whose score has not improved by more than ``min_delta`` (relative) for
 ``patience`` checks in a row has converged and stops; with ``keep_best`` the state of each
-member's best check is kept (the caller restores it). Every member of every mixer follows the
-same rule.
+member's best check is kept (the caller restores it); at the first check at or after each of the
+rule's ``halve_at`` steps, the worse half of the members still training is pruned. Every member
+of every mixer follows the same rule.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from benchsuite.train.stopping import StopRule, Watch, converged_now
+from benchsuite.train.stopping import StopRule, Watch, converged_now, halved_now
 
 CHECK_EVERY = 50
 BETAS, EPS = (0.9, 0.999), 1e-8  # torch's AdamW defaults, used by both optimisers
@@ -185,18 +186,19 @@ class StackedAdamW:
 @dataclass
 class Trace:
     """What training leaves: the loss of every step done, per member when stacked, and where each
-    member stopped (diverged or converged) and had its best validation check."""
+    member stopped (diverged, converged or pruned) and had its best validation check."""
 
     losses: torch.Tensor  # (steps done,) or (steps done, members), float32 on the CPU
     stopped: dict[int, int]  # member -> steps done when its loss was found non-finite
     seconds_per_step: float
     converged: dict[int, int] = field(default_factory=dict)  # member -> steps done at its stop
     best_step: dict[int, int] = field(default_factory=dict)  # member -> step of its best check
+    pruned: dict[int, int] = field(default_factory=dict)  # member -> steps done when halved away
 
     def steps(self, index: int) -> int:
         """The steps member ``index`` trained (all of the trace unless it stopped)."""
-        return min(self.stopped.get(index, len(self.losses)),
-                   self.converged.get(index, len(self.losses)))  # fmt: skip
+        marks = (self.stopped, self.converged, self.pruned)
+        return min(mark.get(index, len(self.losses)) for mark in marks)
 
     def _done(self, index: int) -> torch.Tensor:
         """One member's losses (0 if unstacked), up to the step it stopped."""
@@ -216,7 +218,7 @@ class Trace:
             return {0: marks[index]} if index in marks else {}
 
         return Trace(self.losses[:, index], one(self.stopped), self.seconds_per_step,
-                     one(self.converged), one(self.best_step))  # fmt: skip
+                     one(self.converged), one(self.best_step), one(self.pruned))  # fmt: skip
 
     def curve(self, index: int, points: int = 64) -> list[float]:
         """The member's training loss, averaged over at most ``points`` equal windows."""
@@ -234,24 +236,26 @@ def train_loop(optimizer: Optimizer, loss_at: Callable[[int], torch.Tensor], ste
     still training, in the order of the members).
 
     ``on_stop(member, steps_done)`` is called once for each member that stops: its loss turned
-    non-finite, or under ``rule`` its validation score stopped improving; the loop ends when
-    every member has stopped. ``drop(training)``, when given, is called once the members that
-    stopped at a step have been reported, with those still training: from then on ``loss_at``
-    and the rule's score give theirs only (a stack that drops stopped members does that much
-    less work).
+    non-finite, or under ``rule`` its validation score stopped improving or a halving pruned it;
+    the loop ends when every member has stopped. ``drop(training)``, when given, is called once
+    the members that stopped at a step have been reported, with those still training: from then
+    on ``loss_at`` and the rule's score give theirs only (a stack that drops stopped members does
+    that much less work).
     """
     warmup = max(1, int(warmup_fraction * steps))
     losses = torch.zeros((steps, members) if members else steps, device=device)
     training = list(range(max(members, 1)))
     stopped: dict[int, int] = {}
     converged: dict[int, int] = {}
+    pruned: dict[int, int] = {}
     watches = [Watch() for _ in training]
+    halvings = list(rule.settings.halve_at) if rule is not None else []
 
     def running() -> list[int]:
-        return [m for m in training if m not in stopped and m not in converged]
+        return [m for m in training if m not in stopped and m not in converged and m not in pruned]
 
     def stop(member: int, done: int, marks: dict[int, int]) -> None:
-        if member not in stopped and member not in converged:
+        if member in running():
             marks[member] = done
             if on_stop is not None:
                 on_stop(member, done)
@@ -278,6 +282,12 @@ def train_loop(optimizer: Optimizer, loss_at: Callable[[int], torch.Tensor], ste
         if rule is not None and (done % rule.settings.every == 0 or done == steps):
             for member in converged_now(rule, watches, done, training, running()):
                 stop(member, done, converged)
+            while halvings and halvings[0] <= done < steps:  # none at the end: nothing saved
+                halvings.pop(0)
+                if rule.on_halving is not None:
+                    rule.on_halving(done, {m: watches[m] for m in running()})
+                for member in halved_now(watches, running(), rule.groups):
+                    stop(member, done, pruned)
         still = running()
         if not still:
             break
@@ -288,4 +298,4 @@ def train_loop(optimizer: Optimizer, loss_at: Callable[[int], torch.Tensor], ste
     elapsed = time.perf_counter() - start
     best = {m: w.best_step for m, w in enumerate(watches) if rule is not None and w.best_step}
     return Trace(losses[:done].float().cpu(), stopped, elapsed / max(member_steps, 1), converged,
-                 best)  # fmt: skip
+                 best, pruned)  # fmt: skip

@@ -31,7 +31,7 @@ from benchsuite.train.encoder import Encoder, build_encoder
 from benchsuite.train.fit import FusedAdamW, Trace, batch_order, train_loop
 from benchsuite.train.measures import forward_flops, parameter_counts
 from benchsuite.train.preflight import check_mixer
-from benchsuite.train.stopping import stopping_fields, stopping_of
+from benchsuite.train.stopping import Watch, halved_now, stopping_fields, stopping_of
 
 if TYPE_CHECKING:
     from benchsuite.plan.jobs import Job
@@ -83,6 +83,16 @@ def build_model(track: Track, mixer: Mixer, data: TrackData, job: Job,
     )
 
 
+@dataclass
+class HalvingMark:
+    """What a model trained alone was at a halving of its grid: its best validation score so
+    far, that check's step, and the state it would be scored in if pruned there."""
+
+    best: float
+    best_step: int
+    state: dict[str, torch.Tensor]
+
+
 def fit(
     model: Encoder,
     track: Track,
@@ -90,9 +100,11 @@ def fit(
     warmup_fraction: float,
     clip: float = 0.0,
     loss: Loss | None = None,
+    marks: dict[int, HalvingMark] | None = None,
 ) -> Trace:
     """Train one model in place in its minibatch order at its config (gradient norm clipped to
-    ``clip`` when it is not 0).
+    ``clip`` when it is not 0); ``marks``, when given, receives its :class:`HalvingMark` at each
+    halving of the budget it is still training at (steps done -> mark).
 
     On a GPU the forward pass runs under bf16 autocast when the track allows it.
     """
@@ -122,7 +134,13 @@ def fit(
         def snapshot(_member: int) -> None:
             best[:] = [{k: v.detach().clone() for k, v in model.state_dict().items()}]
 
-        rule = stopping.rule(score, snapshot)
+        def on_halving(done: int, live: dict[int, Watch]) -> None:
+            if marks is not None and 0 in live:
+                state = best[0] if best else {k: v.detach().clone()
+                                               for k, v in model.state_dict().items()}  # fmt: skip
+                marks[done] = HalvingMark(live[0].best, live[0].best_step, state)
+
+        rule = stopping.rule(score, snapshot, on_halving)
     model.train()
     trace = train_loop(optimizer, loss_at, order.shape[0], warmup_fraction, x.device, rule=rule)
     if best:
@@ -331,8 +349,28 @@ def _train_rung(rung: Rung, track: Track, job: Job,
             return traces, trace.seconds_per_step, True
         except Unbatchable as reason:  # raised before training: the models are untouched
             log.info("%s: configs trained one by one: %s", job.label, reason)
-    traces = [fit(m.model, track, m, warmup, clip, loss) for m in rung.members]
+    marks: list[dict[int, HalvingMark]] = [{} for _ in rung.members]
+    traces = [fit(m.model, track, m, warmup, clip, loss, marks[i])
+              for i, m in enumerate(rung.members)]  # fmt: skip
+    halve_one_by_one(traces, marks, [m.model for m in rung.members])
     return traces, sum(t.seconds_per_step for t in traces) / len(traces), False
+
+
+def halve_one_by_one(traces: list[Trace], marks: list[dict[int, HalvingMark]],
+                     models: list[Encoder]) -> None:  # fmt: skip
+    """Apply the budget's halvings to configs that trained one after the other, as a stack would
+    have: at each halving, those still training (not stopped, not pruned) are ranked by their
+    best score so far; each one pruned gets the state, trace and best step it had there."""
+    pruned: set[int] = set()
+    for done in sorted({step for mark in marks for step in mark}):
+        live = [i for i, mark in enumerate(marks) if done in mark and i not in pruned]
+        watches = [Watch(marks[i][done].best) if i in live else Watch() for i in range(len(marks))]
+        for i in halved_now(watches, live):
+            pruned.add(i)
+            mark, trace = marks[i][done], traces[i]
+            models[i].load_state_dict(mark.state)
+            trace.pruned, trace.stopped, trace.converged = {0: done}, {}, {}  # live until then
+            trace.best_step = {0: mark.best_step} if mark.best_step else {}
 
 
 def run_job(job: Job, track: Track, mixer: Mixer) -> dict[str, Any]:

@@ -3,7 +3,9 @@
 A budget with ``eval_every`` reads each model's validation score every ``eval_every`` steps (and
 at the last step); a model whose score has not improved by more than ``min_delta`` (relative to
 its best so far) for ``patience`` checks in a row has converged and stops; with ``checkpoint =
-"best"`` the state of its best check is the one scored. :func:`stopping_of` builds a model's
+"best"`` the state of its best check is the one scored. With ``halve_at`` the configs of a
+grid still training are ranked at the first check at or after each of those steps, and the worse
+half stops (pruned: successive halving inside the seed). :func:`stopping_of` builds a model's
 :class:`Stopping` from its budget and validation split, the training loop applies a
 :class:`StopRule` (the same settings with the loop's callbacks), and :func:`stopping_fields` says
 in a record what it did. docs/protocol.md, "Training length".
@@ -29,6 +31,7 @@ class Stopped(Protocol):
 
     converged: dict[int, int]
     best_step: dict[int, int]
+    pruned: dict[int, int]
 
     def steps(self, index: int) -> int: ...
 
@@ -38,7 +41,8 @@ class Stopping:
     """A budget's early stopping for one model: the rule's settings and its validation split.
 
     ``score(prediction)`` scores a prediction of ``x`` (the validation inputs) so that higher is
-    better; predictions are made in batches of ``batch_size``.
+    better; predictions are made in batches of ``batch_size``. ``halve_at``: the steps after
+    which the worse half of the members still training is pruned (the budget's).
     """
 
     every: int
@@ -48,11 +52,17 @@ class Stopping:
     x: torch.Tensor
     batch_size: int
     score: Callable[[torch.Tensor], float]
+    halve_at: tuple[int, ...] = ()
 
-    def rule(self, score: Callable[[], Sequence[float]], snapshot: Callable[[int], None]
-             ) -> StopRule:  # fmt: skip
-        """This budget's rule with the loop's callbacks."""
-        return StopRule(self, score, snapshot)
+    def rule(
+        self,
+        score: Callable[[], Sequence[float]],
+        snapshot: Callable[[int], None],
+        on_halving: Halving | None = None,
+        groups: Sequence[int] = (),
+    ) -> StopRule:
+        """This budget's rule with the loop's callbacks (``groups``: see :class:`StopRule`)."""
+        return StopRule(self, score, snapshot, on_halving, tuple(groups))
 
 
 @dataclass(frozen=True)
@@ -61,12 +71,19 @@ class StopRule:
     settings with the training loop's callbacks.
 
     ``score()`` gives each member's validation score (higher is better, one per member; one
-    value when unstacked); ``snapshot(member)`` keeps a member's current state as its best.
+    value when unstacked); ``snapshot(member)`` keeps a member's current state as its best;
+    ``on_halving(steps_done, watches)``, when given, is told of each halving before it prunes,
+    with the watches of the members still training (a model trained alone records what the
+    halving of its grid will need: :func:`benchsuite.train.job.halve_one_by_one`). ``groups``
+    gives each member's grid (one seed's configs) where a stack holds several: a halving ranks
+    each grid apart (empty: one grid).
     """
 
     settings: Stopping  # every, patience, min_delta, keep_best (one member's: all share them)
     score: Callable[[], Sequence[float]]
     snapshot: Callable[[int], None]
+    on_halving: Halving | None = None
+    groups: tuple[int, ...] = ()
 
 
 @dataclass
@@ -83,6 +100,9 @@ class Watch:
         return math.isfinite(value) and (
             self.best == -math.inf or value > self.best + min_delta * abs(self.best)
         )
+
+
+Halving = Callable[[int, dict[int, Watch]], None]  # (steps done, live member -> its watch)
 
 
 def converged_now(rule: StopRule, watches: list[Watch], done: int, scored: list[int],
@@ -106,6 +126,18 @@ def converged_now(rule: StopRule, watches: list[Watch], done: int, scored: list[
     return converged
 
 
+def halved_now(watches: list[Watch], live: list[int], groups: Sequence[int] = ()) -> list[int]:
+    """One halving: in each grid (``groups[member]``; empty: one grid), the ``live`` members
+    (still training) ranked by their best validation score so far, ties in grid order; returns
+    the worse half of each (rounded down), which stops."""
+    halved = []
+    for group in dict.fromkeys(groups[m] if groups else 0 for m in live):
+        mine = [m for m in live if (groups[m] if groups else 0) == group]
+        ranked = sorted(mine, key=lambda member: -watches[member].best)  # stable: grid order
+        halved += ranked[math.ceil(len(mine) / 2) :]
+    return sorted(halved)
+
+
 def stopping_of(budget: Budget, track: Track, data: TrackData, x_val: torch.Tensor,
                 y_val: torch.Tensor) -> Stopping:  # fmt: skip
     """The budget's early stopping on the validation split (already on the job's device), scored
@@ -117,16 +149,21 @@ def stopping_of(budget: Budget, track: Track, data: TrackData, x_val: torch.Tens
         return sign * float(track.evaluate(prediction, y_val, data)[metric.name])
 
     return Stopping(budget.eval_every, budget.patience, budget.min_delta,
-                    budget.checkpoint == "best", x_val, budget.eval_batch_size, score)  # fmt: skip
+                    budget.checkpoint == "best", x_val, budget.eval_batch_size, score,
+                    budget.halve_at)  # fmt: skip
 
 
 def stopping_fields(traces: list[Stopped], budget: Budget) -> dict[str, Any]:
-    """What early stopping did to one config (over the rungs: summed steps, all converged);
-    nothing when the budget has no stopping rule, so such records keep their old fields."""
+    """What early stopping did to one config (over the rungs: summed steps, all converged, and
+    with halving the step each rung pruned it at, or None); nothing when the budget has no
+    stopping rule, so such records keep their old fields."""
     if not budget.eval_every:
         return {}
-    return {
+    fields: dict[str, Any] = {
         "steps": sum(trace.steps(0) for trace in traces),
         "converged": all(0 in trace.converged for trace in traces),
         "best_step": [trace.best_step.get(0) for trace in traces],
     }
+    if budget.halve_at:
+        fields["pruned_at"] = [trace.pruned.get(0) for trace in traces]
+    return fields
