@@ -37,9 +37,11 @@ FULL_GRID = tuple(
 )
 # at most 400 steps, each config stopping once its validation accuracy has not improved for 3
 # checks of 25 steps, its best check scored: at a fixed 200 steps attention solved recall on some
-# seeds only (0.87 ± 0.22); with the rule 1.000 ± 0.000 (docs/protocol.md, "Training length")
+# seeds only (0.87 ± 0.22); with the rule 1.000 ± 0.000 (docs/protocol.md, "Training length");
+# each seed's grid halved at steps 100 and 200 (docs/protocol.md, "Pruning the grid")
 QUICK_BUDGET = Budget(steps=400, batch_size=6, dim=32, depth=1, mlp_ratio=1, eval_batch_size=64,
-                      grid=QUICK_GRID, eval_every=25, patience=3, checkpoint="best")  # fmt: skip
+                      grid=QUICK_GRID, eval_every=25, patience=3, checkpoint="best",
+                      halve_at=(100, 200))  # fmt: skip
 ACCURACY = Metric("accuracy", higher_is_better=True, ideal=1.0)
 CROSS_ENTROPY = Metric("cross_entropy", higher_is_better=False, ideal=0.0, positive=True)
 # MAD-Lab: width 128, 4 layers (mixer, SwiGLU, mixer, SwiGLU: our 2 blocks), batch 128; it trains

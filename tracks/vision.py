@@ -98,7 +98,8 @@ class VisionTrack(Track):
     )  # fmt: skip
     budgets = {
         # at most 440 steps, stopping by the validation rule (docs/protocol.md, "Training
-        # length"): at a fixed 110 steps every mixer's loss was still falling, the baseline's too
+        # length"): at a fixed 110 steps every mixer's loss was still falling, the baseline's too;
+        # each seed's grid halved at steps 120 and 240 (docs/protocol.md, "Pruning the grid")
         "quick": Budget(
             steps=440,
             batch_size=16,
@@ -109,6 +110,7 @@ class VisionTrack(Track):
             eval_every=20,
             patience=3,
             checkpoint="best",
+            halve_at=(120, 240),
         ),
         "full": Budget(
             steps=8000, batch_size=128, dim=192, depth=6, grid=FULL_GRID, mlp_ratio=4, clip=1.0
