@@ -17,6 +17,7 @@ from benchsuite.registry import Registry
 from benchsuite.settings import RunSettings
 from benchsuite.train.batched import train_stack
 from benchsuite.train.job import fit, halve_one_by_one, predict, prepare, run_job, run_jobs_batched
+from benchsuite.train.stopping import Watch, halved_now
 
 TINY = {"series": 24, "length": 64}
 LRS = (0.0003, 0.001, 0.003, 0.01, 0.03)
@@ -61,11 +62,28 @@ def test_each_halving_keeps_the_better_half_by_validation_score(registry):
     assert result["costs"]["steps"] == 60
 
 
-def test_the_stack_and_configs_trained_one_by_one_prune_alike(registry):
+def test_a_halving_ranks_the_whole_grid_converged_configs_included():
+    """Halving k keeps the best ceil(n / 2**k) of a grid's n configs: a config that converged
+    keeps its place (it costs nothing more), so fewer of those still training go on; a diverged
+    one has none. Each seed's grid is ranked apart."""
+    scores = [0.5, 0.9, 0.7, 0.6, 0.8]
+    watches = [Watch(best=score) for score in scores]
+    assert halved_now(watches, [0, 1, 2, 3, 4], [], 1) == [0, 3]
+    assert halved_now(watches, [0, 2, 3, 4], [1], 1) == [0, 3]  # 1 converged: top 3 is 1, 4, 2
+    assert halved_now(watches, [0, 2, 3, 4], [], 1) == [0]  # 1 diverged: top 3 is 4, 2, 3
+    assert halved_now(watches, [0, 2, 3], [1, 4], 2) == [0, 2, 3]  # top 2 of 5: 1 and 4
+    assert halved_now(watches, [0, 2, 3], [], 1) == []  # 1 and 4 diverged: 3 left, 3 places
+    two_seeds = watches + [Watch(best=score) for score in reversed(scores)]
+    assert halved_now(two_seeds, list(range(10)), [], 1, groups=[0] * 5 + [1] * 5) == [0, 3, 6, 9]
+
+
+@pytest.mark.parametrize("patience", [0, 1])
+def test_the_stack_and_configs_trained_one_by_one_prune_alike(registry, patience):
     """A model vmap cannot run trains its configs one after the other; the halvings are then
     applied afterwards from what each recorded, and prune the same configs at the same steps,
-    leaving each in the same state, as the stack does while training."""
-    job = jobs_of(registry, HALVING)[0]
+    leaving each in the same state, as the stack does while training (with patience 1, configs
+    that converge before a halving keep their place in it)."""
+    job = jobs_of(registry, {**HALVING, "patience": patience, "min_delta": 0.01})[0]
     track, mixer = registry.tracks["sequence"], registry.mixers["dense"]
     stacked, alone = prepare(job, track, mixer).rungs[0], prepare(job, track, mixer).rungs[0]
     loss = track.criterion(stacked.data, stacked.options)
@@ -75,16 +93,17 @@ def test_the_stack_and_configs_trained_one_by_one_prune_alike(registry):
         fit(member.model, track, member, 0.05, 1.0, loss, marks[index])
         for index, member in enumerate(alone.members)
     ]
-    assert all(sorted(mark) == [20] or sorted(mark) == [20, 40] for mark in marks)
+    assert all(sorted(mark) in ([], [1], [1, 2]) for mark in marks)
     assert all(single.pruned == {} for single in singles)  # alone, nothing to rank against
     halve_one_by_one(singles, marks, [member.model for member in alone.members])
 
-    assert len(trace.pruned) == 3
+    assert trace.pruned and (trace.converged if patience else not trace.converged)
     x_test = torch.from_numpy(alone.data.x_test)
     for index, single in enumerate(singles):
         assert single.pruned.get(0) == trace.pruned.get(index)
         assert single.steps(0) == trace.steps(index)
         assert single.best_step.get(0) == trace.best_step.get(index)
+        assert single.converged.get(0) == trace.converged.get(index)
         ours = predict(stacked.members[index].model, x_test, 512)
         theirs = predict(alone.members[index].model, x_test, 512)
         torch.testing.assert_close(ours, theirs, rtol=1e-3, atol=1e-4)

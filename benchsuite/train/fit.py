@@ -9,7 +9,8 @@ training stops early). With a :class:`StopRule`, every ``every`` steps each memb
 score is read: a member whose score has not improved by more than ``min_delta`` (relative) for
 ``patience`` checks in a row has converged and stops; with ``keep_best`` the state of each
 member's best check is kept (the caller restores it); at the first check at or after each of the
-rule's ``halve_at`` steps, the worse half of the members still training is pruned. Every member
+rule's ``halve_at`` steps, members outside the better half of the grid (a quarter at the second,
+...) are pruned. Every member
 of every mixer follows the same rule.
 """
 
@@ -194,6 +195,7 @@ class Trace:
     converged: dict[int, int] = field(default_factory=dict)  # member -> steps done at its stop
     best_step: dict[int, int] = field(default_factory=dict)  # member -> step of its best check
     pruned: dict[int, int] = field(default_factory=dict)  # member -> steps done when halved away
+    best_score: dict[int, float] = field(default_factory=dict)  # member -> its best check's score
 
     def steps(self, index: int) -> int:
         """The steps member ``index`` trained (all of the trace unless it stopped)."""
@@ -217,8 +219,9 @@ class Trace:
         def one(marks: dict[int, int]) -> dict[int, int]:
             return {0: marks[index]} if index in marks else {}
 
+        score = {0: self.best_score[index]} if index in self.best_score else {}
         return Trace(self.losses[:, index], one(self.stopped), self.seconds_per_step,
-                     one(self.converged), one(self.best_step), one(self.pruned))  # fmt: skip
+                     one(self.converged), one(self.best_step), one(self.pruned), score)  # fmt: skip
 
     def curve(self, index: int, points: int = 64) -> list[float]:
         """The member's training loss, averaged over at most ``points`` equal windows."""
@@ -250,6 +253,7 @@ def train_loop(optimizer: Optimizer, loss_at: Callable[[int], torch.Tensor], ste
     pruned: dict[int, int] = {}
     watches = [Watch() for _ in training]
     halvings = list(rule.settings.halve_at) if rule is not None else []
+    rung = 0  # halvings done
 
     def running() -> list[int]:
         return [m for m in training if m not in stopped and m not in converged and m not in pruned]
@@ -284,9 +288,10 @@ def train_loop(optimizer: Optimizer, loss_at: Callable[[int], torch.Tensor], ste
                 stop(member, done, converged)
             while halvings and halvings[0] <= done < steps:  # none at the end: nothing saved
                 halvings.pop(0)
+                rung += 1
                 if rule.on_halving is not None:
-                    rule.on_halving(done, {m: watches[m] for m in running()})
-                for member in halved_now(watches, running(), rule.groups):
+                    rule.on_halving(rung, done, {m: watches[m] for m in running()})
+                for member in halved_now(watches, running(), list(converged), rung, rule.groups):
                     stop(member, done, pruned)
         still = running()
         if not still:
@@ -296,6 +301,13 @@ def train_loop(optimizer: Optimizer, loss_at: Callable[[int], torch.Tensor], ste
             training = still
     synchronize(device)
     elapsed = time.perf_counter() - start
-    best = {m: w.best_step for m, w in enumerate(watches) if rule is not None and w.best_step}
-    return Trace(losses[:done].float().cpu(), stopped, elapsed / max(member_steps, 1), converged,
-                 best, pruned)  # fmt: skip
+    checked = {m: w for m, w in enumerate(watches) if rule is not None and w.best_step}
+    return Trace(
+        losses[:done].float().cpu(),
+        stopped,
+        elapsed / max(member_steps, 1),
+        converged,
+        {m: w.best_step for m, w in checked.items()},
+        pruned,
+        {m: w.best for m, w in checked.items()},
+    )

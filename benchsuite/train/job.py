@@ -14,6 +14,7 @@ import copy
 import dataclasses
 import hashlib
 import logging
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -85,9 +86,10 @@ def build_model(track: Track, mixer: Mixer, data: TrackData, job: Job,
 
 @dataclass
 class HalvingMark:
-    """What a model trained alone was at a halving of its grid: its best validation score so
-    far, that check's step, and the state it would be scored in if pruned there."""
+    """What a model trained alone was at a halving of its grid: the steps done, its best
+    validation score so far, that check's step, and the state it is scored in if pruned there."""
 
+    done: int
     best: float
     best_step: int
     state: dict[str, torch.Tensor]
@@ -104,7 +106,7 @@ def fit(
 ) -> Trace:
     """Train one model in place in its minibatch order at its config (gradient norm clipped to
     ``clip`` when it is not 0); ``marks``, when given, receives its :class:`HalvingMark` at each
-    halving of the budget it is still training at (steps done -> mark).
+    halving of the budget it is still training at (halving number, from 1 -> mark).
 
     On a GPU the forward pass runs under bf16 autocast when the track allows it.
     """
@@ -134,11 +136,11 @@ def fit(
         def snapshot(_member: int) -> None:
             best[:] = [{k: v.detach().clone() for k, v in model.state_dict().items()}]
 
-        def on_halving(done: int, live: dict[int, Watch]) -> None:
+        def on_halving(rung: int, done: int, live: dict[int, Watch]) -> None:
             if marks is not None and 0 in live:
                 state = best[0] if best else {k: v.detach().clone()
                                                for k, v in model.state_dict().items()}  # fmt: skip
-                marks[done] = HalvingMark(live[0].best, live[0].best_step, state)
+                marks[rung] = HalvingMark(done, live[0].best, live[0].best_step, state)
 
         rule = stopping.rule(score, snapshot, on_halving)
     model.train()
@@ -359,18 +361,25 @@ def _train_rung(rung: Rung, track: Track, job: Job,
 def halve_one_by_one(traces: list[Trace], marks: list[dict[int, HalvingMark]],
                      models: list[Encoder]) -> None:  # fmt: skip
     """Apply the budget's halvings to configs that trained one after the other, as a stack would
-    have: at each halving, those still training (not stopped, not pruned) are ranked by their
-    best score so far; each one pruned gets the state, trace and best step it had there."""
+    have: at each halving, those still training (not stopped, not pruned) and those that had
+    converged are ranked by their best score so far; each one pruned gets the state, trace and
+    best step it had there."""
     pruned: set[int] = set()
-    for done in sorted({step for mark in marks for step in mark}):
-        live = [i for i, mark in enumerate(marks) if done in mark and i not in pruned]
-        watches = [Watch(marks[i][done].best) if i in live else Watch() for i in range(len(marks))]
-        for i in halved_now(watches, live):
+    for rung in sorted({number for mark in marks for number in mark}):
+        done = next(mark[rung].done for mark in marks if rung in mark)
+        live = [i for i, mark in enumerate(marks) if rung in mark and i not in pruned]
+        finished = [i for i, trace in enumerate(traces)
+                    if i not in pruned and trace.converged.get(0, done + 1) <= done]  # fmt: skip
+        watches = [Watch(marks[i][rung].best) if i in live
+                   else Watch(traces[i].best_score.get(0, -math.inf))
+                   for i in range(len(traces))]  # fmt: skip
+        for i in halved_now(watches, live, finished, rung):
             pruned.add(i)
-            mark, trace = marks[i][done], traces[i]
+            mark, trace = marks[i][rung], traces[i]
             models[i].load_state_dict(mark.state)
             trace.pruned, trace.stopped, trace.converged = {0: done}, {}, {}  # live until then
             trace.best_step = {0: mark.best_step} if mark.best_step else {}
+            trace.best_score = {0: mark.best} if mark.best_step else {}
 
 
 def run_job(job: Job, track: Track, mixer: Mixer) -> dict[str, Any]:

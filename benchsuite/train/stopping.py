@@ -3,10 +3,10 @@
 A budget with ``eval_every`` reads each model's validation score every ``eval_every`` steps (and
 at the last step); a model whose score has not improved by more than ``min_delta`` (relative to
 its best so far) for ``patience`` checks in a row has converged and stops; with ``checkpoint =
-"best"`` the state of its best check is the one scored. With ``halve_at`` the configs of a
-grid still training are ranked at the first check at or after each of those steps, and the worse
-half stops (pruned: successive halving inside the seed). :func:`stopping_of` builds a model's
-:class:`Stopping` from its budget and validation split, the training loop applies a
+"best"`` the state of its best check is the one scored. With ``halve_at``, at the first check at
+or after each of those steps the grid is ranked and configs outside its better half (a quarter
+at the second, ...) stop (pruned: successive halving inside the seed). :func:`stopping_of`
+builds a model's :class:`Stopping` from its budget and validation split, the training loop applies a
 :class:`StopRule` (the same settings with the loop's callbacks), and :func:`stopping_fields` says
 in a record what it did. docs/protocol.md, "Training length".
 """
@@ -42,7 +42,7 @@ class Stopping:
 
     ``score(prediction)`` scores a prediction of ``x`` (the validation inputs) so that higher is
     better; predictions are made in batches of ``batch_size``. ``halve_at``: the steps after
-    which the worse half of the members still training is pruned (the budget's).
+    which the grid is halved (the budget's, :func:`halved_now`).
     """
 
     every: int
@@ -72,7 +72,7 @@ class StopRule:
 
     ``score()`` gives each member's validation score (higher is better, one per member; one
     value when unstacked); ``snapshot(member)`` keeps a member's current state as its best;
-    ``on_halving(steps_done, watches)``, when given, is told of each halving before it prunes,
+    ``on_halving(rung, steps_done, watches)``, when given, is told of each halving before it prunes,
     with the watches of the members still training (a model trained alone records what the
     halving of its grid will need: :func:`benchsuite.train.job.halve_one_by_one`). ``groups``
     gives each member's grid (one seed's configs) where a stack holds several: a halving ranks
@@ -102,7 +102,8 @@ class Watch:
         )
 
 
-Halving = Callable[[int, dict[int, Watch]], None]  # (steps done, live member -> its watch)
+# (halving number from 1, steps done, member still training -> its watch)
+Halving = Callable[[int, int, dict[int, Watch]], None]
 
 
 def converged_now(rule: StopRule, watches: list[Watch], done: int, scored: list[int],
@@ -126,15 +127,24 @@ def converged_now(rule: StopRule, watches: list[Watch], done: int, scored: list[
     return converged
 
 
-def halved_now(watches: list[Watch], live: list[int], groups: Sequence[int] = ()) -> list[int]:
-    """One halving: in each grid (``groups[member]``; empty: one grid), the ``live`` members
-    (still training) ranked by their best validation score so far, ties in grid order; returns
-    the worse half of each (rounded down), which stops."""
+def halved_now(watches: list[Watch], live: list[int], finished: list[int], rung: int,
+               groups: Sequence[int] = ()) -> list[int]:  # fmt: skip
+    """Halving number ``rung`` (1 for the first): in each grid of ``n`` configs (``groups`` gives
+    each member's; empty: one grid), the best ``ceil(n / 2**rung)`` by best validation score so
+    far may train on, ranked among those still training (``live``) and those that converged
+    (``finished``: done, at no further cost, they keep their place), ties in grid order. Returns
+    the live members outside that top, which stop."""
+
+    def grid(member: int) -> int:
+        return groups[member] if groups else 0
+
     halved = []
-    for group in dict.fromkeys(groups[m] if groups else 0 for m in live):
-        mine = [m for m in live if (groups[m] if groups else 0) == group]
-        ranked = sorted(mine, key=lambda member: -watches[member].best)  # stable: grid order
-        halved += ranked[math.ceil(len(mine) / 2) :]
+    for group in dict.fromkeys(grid(member) for member in live):
+        size = sum(grid(member) == group for member in range(len(watches)))
+        pool = sorted(m for m in (*live, *finished) if grid(m) == group)
+        ranked = sorted(pool, key=lambda member: -watches[member].best)  # stable: grid order
+        top = set(ranked[: math.ceil(size / 2**rung)])
+        halved += [member for member in live if grid(member) == group and member not in top]
     return sorted(halved)
 
 
