@@ -165,6 +165,8 @@ def test_the_presets_table_is_the_tracks_budgets():
             budget = tracks[name].budget(preset)
             rule = (f"every {budget.eval_every}, patience {budget.patience}, {budget.checkpoint}"
                     if budget.eval_every else "—")  # fmt: skip
+            if budget.halve_at:
+                rule += f"; grid halved at {', '.join(map(str, budget.halve_at))}"
             assert stopping == rule, name
             lrs = [float(point["lr"]) for point in budget.grid]
             decay = {float(point.get("weight_decay", 0.0)) for point in budget.grid}

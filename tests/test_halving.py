@@ -16,7 +16,8 @@ from benchsuite.plan.resolve import resolve
 from benchsuite.registry import Registry
 from benchsuite.settings import RunSettings
 from benchsuite.train.batched import train_stack
-from benchsuite.train.job import fit, halve_one_by_one, predict, prepare, run_job, run_jobs_batched
+from benchsuite.train.halving import halve_one_by_one
+from benchsuite.train.job import fit, predict, prepare, run_job, run_jobs_batched
 from benchsuite.train.stopping import Watch, halved_now
 
 TINY = {"series": 24, "length": 64}

@@ -14,7 +14,6 @@ import copy
 import dataclasses
 import hashlib
 import logging
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -30,9 +29,10 @@ from benchsuite.specs import Mixer, Track, TrackData
 from benchsuite.train.batched import Loss, Member, Unbatchable, train_stack
 from benchsuite.train.encoder import Encoder, build_encoder
 from benchsuite.train.fit import FusedAdamW, Trace, batch_order, train_loop
+from benchsuite.train.halving import HalvingMark, halve_one_by_one, recorder
 from benchsuite.train.measures import forward_flops, parameter_counts
 from benchsuite.train.preflight import check_mixer
-from benchsuite.train.stopping import Watch, halved_now, stopping_fields, stopping_of
+from benchsuite.train.stopping import stopping_fields, stopping_of
 
 if TYPE_CHECKING:
     from benchsuite.plan.jobs import Job
@@ -84,17 +84,6 @@ def build_model(track: Track, mixer: Mixer, data: TrackData, job: Job,
     )
 
 
-@dataclass
-class HalvingMark:
-    """What a model trained alone was at a halving of its grid: the steps done, its best
-    validation score so far, that check's step, and the state it is scored in if pruned there."""
-
-    done: int
-    best: float
-    best_step: int
-    state: dict[str, torch.Tensor]
-
-
 def fit(
     model: Encoder,
     track: Track,
@@ -136,13 +125,7 @@ def fit(
         def snapshot(_member: int) -> None:
             best[:] = [{k: v.detach().clone() for k, v in model.state_dict().items()}]
 
-        def on_halving(rung: int, done: int, live: dict[int, Watch]) -> None:
-            if marks is not None and 0 in live:
-                state = best[0] if best else {k: v.detach().clone()
-                                               for k, v in model.state_dict().items()}  # fmt: skip
-                marks[rung] = HalvingMark(done, live[0].best, live[0].best_step, state)
-
-        rule = stopping.rule(score, snapshot, on_halving)
+        rule = stopping.rule(score, snapshot, recorder(marks, model, best))
     model.train()
     trace = train_loop(optimizer, loss_at, order.shape[0], warmup_fraction, x.device, rule=rule)
     if best:
@@ -356,30 +339,6 @@ def _train_rung(rung: Rung, track: Track, job: Job,
               for i, m in enumerate(rung.members)]  # fmt: skip
     halve_one_by_one(traces, marks, [m.model for m in rung.members])
     return traces, sum(t.seconds_per_step for t in traces) / len(traces), False
-
-
-def halve_one_by_one(traces: list[Trace], marks: list[dict[int, HalvingMark]],
-                     models: list[Encoder]) -> None:  # fmt: skip
-    """Apply the budget's halvings to configs that trained one after the other, as a stack would
-    have: at each halving, those still training (not stopped, not pruned) and those that had
-    converged are ranked by their best score so far; each one pruned gets the state, trace and
-    best step it had there."""
-    pruned: set[int] = set()
-    for rung in sorted({number for mark in marks for number in mark}):
-        done = next(mark[rung].done for mark in marks if rung in mark)
-        live = [i for i, mark in enumerate(marks) if rung in mark and i not in pruned]
-        finished = [i for i, trace in enumerate(traces)
-                    if i not in pruned and trace.converged.get(0, done + 1) <= done]  # fmt: skip
-        watches = [Watch(marks[i][rung].best) if i in live
-                   else Watch(traces[i].best_score.get(0, -math.inf))
-                   for i in range(len(traces))]  # fmt: skip
-        for i in halved_now(watches, live, finished, rung):
-            pruned.add(i)
-            mark, trace = marks[i][rung], traces[i]
-            models[i].load_state_dict(mark.state)
-            trace.pruned, trace.stopped, trace.converged = {0: done}, {}, {}  # live until then
-            trace.best_step = {0: mark.best_step} if mark.best_step else {}
-            trace.best_score = {0: mark.best} if mark.best_step else {}
 
 
 def run_job(job: Job, track: Track, mixer: Mixer) -> dict[str, Any]:

@@ -127,8 +127,13 @@ def converged_now(rule: StopRule, watches: list[Watch], done: int, scored: list[
     return converged
 
 
-def halved_now(watches: list[Watch], live: list[int], finished: list[int], rung: int,
-               groups: Sequence[int] = ()) -> list[int]:  # fmt: skip
+def halved_now(
+    watches: list[Watch],
+    live: list[int],
+    finished: list[int],
+    rung: int,
+    groups: Sequence[int] = (),
+) -> list[int]:
     """Halving number ``rung`` (1 for the first): in each grid of ``n`` configs (``groups`` gives
     each member's; empty: one grid), the best ``ceil(n / 2**rung)`` by best validation score so
     far may train on, ranked among those still training (``live``) and those that converged
