@@ -170,3 +170,51 @@ def test_ranks_friedman_and_nemenyi():
     assert ranks["friedman_p"] == pytest.approx(
         sps.friedmanchisquare([2.0] * 4, [1.0] * 4, [3.0] * 4).pvalue
     )
+
+
+def test_large_opposite_track_effects_get_an_interval_that_agrees_with_the_test():
+    """The case of issue 32: large track effects of opposite sign (here +0.30 and -0.26, 13 seeds
+    each), a small suite effect. A stratified bootstrap interval excluded 0 beside p 0.38; the
+    interval is now the same test inverted: it excludes 0 exactly when p < 0.05, and the test
+    of each bound's shift sits at 0.05."""
+    from benchsuite.results.aggregate import sign_flips, suite_test
+
+    rng = np.random.default_rng(4)
+    suite, diffs = {}, {}
+    for name, shift in (("up", 0.30), ("down", -0.26)):
+        base = rng.uniform(0.3, 0.5, 13)
+        diffs[name] = shift + rng.normal(0, 0.02, 13)
+        suite[name] = track(base, {"m": base - diffs[name]}, [1.0] * 13)  # MSE: lower is better
+    out = aggregate_across_tracks(suite, baseline_name="base", n_boot=500)
+    m = out["mixers"]["m"]
+    lo, hi = m["suite_effect_ci95"]
+    p = m["suite_test"]["p_value"]
+    assert lo < m["suite_effect"] < hi
+    assert (lo > 0 or hi < 0) == (p < 0.05)
+    assert p > 0.05 and lo < 0 < hi and m["verdict"] == "inconclusive"
+    d = diffs  # the scores' differences: 1 - mixer - (1 - baseline), as the caps are 1
+    flips = sign_flips(d, 0)
+    for bound in (lo, hi):
+        assert suite_test(d, flips, list(d), bound)[1] == pytest.approx(0.05, abs=0.002)
+
+
+def test_a_one_track_suite_has_no_suite_verdict():
+    """One track: the suite is that track, and its table already gives the verdict; the suite
+    says so instead of calling a single-track result robust or ``mixed``."""
+    base = np.linspace(0.4, 0.6, 8)
+    out = aggregate_across_tracks({"a": track(base, {"m": base * 1.2}, [1.0] * 8)},
+                                  baseline_name="base", n_boot=50)  # fmt: skip
+    assert out["mixers"]["m"]["verdict"] == "one_track"
+    assert out["mixers"]["m"]["suite_test"]["p_method"] == "exact"  # 2**8 patterns
+
+
+def test_holm_across_tracks_runs_over_the_planned_mixers():
+    base = np.linspace(0.4, 0.6, 8)
+    suite = {t: track(base, {"m": base * 0.8}, [1.0] * 8) for t in ("a", "b")}
+    alone = aggregate_across_tracks(suite, baseline_name="base", n_boot=50)
+    planned = {"m": ["a", "b", "c"], "other": ["a"]}
+    both = aggregate_across_tracks(suite, baseline_name="base", n_boot=50, planned=planned)
+    p = alone["mixers"]["m"]["suite_test"]["p_value"]
+    assert alone["mixers"]["m"]["suite_test"]["p_holm"] == pytest.approx(p)
+    assert both["mixers"]["m"]["suite_test"]["p_holm"] == pytest.approx(min(1.0, 2 * p))
+    assert both["mixers"]["m"]["tracks_missing"] == ["c"]

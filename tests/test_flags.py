@@ -73,9 +73,10 @@ def test_selection_does_not_call_a_cell_at_chance_indecisive():
 
 
 def test_every_raised_flag_gets_its_reason_with_its_figure():
-    raised = ["unstable", "param_mismatch", "indecisive_selection", "baseline_undertrained"]
+    raised = ["unstable", "param_mismatch", "indecisive_selection", "baseline_undertrained",
+              "no_better_than_trivial"]  # fmt: skip
     cell = NS(comparison=NS(n=4, flags=raised), param_ratio=0.34,
-              divergence=NS(mixer_reasons={"non_finite": 2}))  # fmt: skip
+              divergence=NS(mixer_reasons={"non_finite": 2}, mixer_not_learned=1))  # fmt: skip
     arm = NS(best_cfg={"lr": 0.1}, selection=NS(spread=NS(steps=2.5, axis="lr")),
              learning_curve=None)  # fmt: skip
     base = NS(best_cfg={"lr": 0.01}, learning_curve=NS(tail_drop=0.253, tail_share=0.08))
@@ -85,6 +86,7 @@ def test_every_raised_flag_gets_its_reason_with_its_figure():
     assert "0.34×" in reasons["param_mismatch"]
     assert "2.5 grid steps of lr" in reasons["indecisive_selection"]
     assert "25.3%" in reasons["baseline_undertrained"]
+    assert reasons["no_better_than_trivial"].startswith("1 of 4 seeds learnt nothing")
 
 
 def test_scale_note_names_preset_width_depth_and_budget():

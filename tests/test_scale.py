@@ -70,7 +70,7 @@ def test_attention_grows_faster_than_the_long_convolution(ladder):
 
 
 EMPTY = {  # a report of a run that finished nothing: enough for a page
-    "report_version": 3, "warnings": [], "settings": {}, "environment": {}, "mixers": {},
+    "report_version": 4, "warnings": [], "settings": {}, "environment": {}, "mixers": {},
     "tracks": {}, "skipped": [], "scale": {"preset": "quick", "tracks": {}, "note": ""},
     "design": {"comparisons": 0, "finished": 0, "partial": False, "alpha": 0.05,
                "verdict_alpha": 0.05, "both_converged_comparisons": 0, "seeds": 2,

@@ -22,7 +22,7 @@ from benchsuite.plan.power import (
     min_sign_flip_p,
     planned_mde,
 )
-from benchsuite.plan.selection import divergence, select_best_config
+from benchsuite.plan.selection import divergence, learnt_nothing, select_best_config
 from benchsuite.results.cells import at_chance, selection
 from benchsuite.results.stats import (
     Comparison,
@@ -167,6 +167,32 @@ def test_below_margin_and_equivalence_verdicts():
     equal = compare_paired(base, base + noise, higher_is_better=True)
     assert equal.p_value > 0.05 and equal.p_tost < 0.05
     assert equal.verdict == "equivalent_within_margin"
+
+
+def test_a_model_that_learnt_nothing_is_never_equivalent():
+    """The equivalence of the test above, but the mixer's seeds learnt nothing (flagged
+    ``no_better_than_trivial``): inconclusive, never ``equivalent_within_margin``."""
+    base = 100.0 + np.arange(10.0)
+    noise = np.random.default_rng(1).normal(0, 0.5, 10)
+    comps = [compare_paired(base, base + noise - noise.mean(), higher_is_better=True)
+             for _ in range(2)]  # fmt: skip
+    flag_comparison(comps[1], non_finite=0, no_better_than_trivial=3, n=10, edge_of_grid=False,
+                    baseline_edge_of_grid=False, indecisive_selection=False)  # fmt: skip
+    apply_holm(comps, family=2)
+    assert comps[0].p_tost_holm < 0.05 and comps[1].p_tost_holm < 0.05
+    assert comps[0].verdict == "equivalent_within_margin"
+    assert comps[1].flags == ["no_better_than_trivial"] and comps[1].verdict == "inconclusive"
+
+
+def test_learnt_nothing_is_at_or_below_the_trivial_level():
+    """Within 1% of the way from the trivial predictor's score to the ideal, or worse."""
+    assert learnt_nothing(0.687, 0.687, 1.0, True)  # tabular: the majority class exactly
+    assert learnt_nothing(0.689, 0.687, 1.0, True)  # 0.6% of the gap to 1
+    assert not learnt_nothing(0.70, 0.687, 1.0, True)
+    assert learnt_nothing(0.60, 0.687, 1.0, True)  # worse than trivial
+    assert learnt_nothing(0.995, 1.0, 0.0, False) and not learnt_nothing(0.98, 1.0, 0.0, False)
+    assert not learnt_nothing(math.nan, 0.687, 1.0, True)  # non-finite: diverged, not this
+    assert not learnt_nothing(0.5, None, 1.0, True)  # no trivial level declared
 
 
 def test_direction_invariance():
@@ -474,6 +500,32 @@ def test_a_tie_for_the_most_chosen_config_goes_to_the_best_mean_and_never_makes_
     assert not lower.edge_of_grid  # config 1 is tied too: the tie-break made the edge
     ends = selection(grid, {0: 0, 1: 2}, _records(val), "accuracy", higher=True)
     assert ends.edge_of_grid  # every tied config is on an end: a real edge
+
+
+def test_a_seed_whose_choice_was_an_exact_tie_shows_as_tied():
+    """tabular/identity chose lr=0.001 on 12 of 12 seeds, each a 5-way exact tie broken by grid
+    order: the config column says that no seed decided, instead of reading as agreement."""
+    from types import SimpleNamespace
+
+    from benchsuite.output.track_tables import _choice
+
+    grid = [{"lr": lr} for lr in (0.001, 0.003, 0.01)]
+    flat = {seed: [0.687, 0.687, 0.687] for seed in range(12)}
+    picked = selection(grid, dict.fromkeys(flat, 0), _records(flat), "accuracy")
+    assert picked.tied_seeds == [str(seed) for seed in range(12)]
+    arm = SimpleNamespace(selection=picked, best_cfg=grid[picked.modal])
+    assert _choice(arm, grid) == "lr=0.001 (0/12 decided, 12 tied)"
+
+    mixed = {0: [0.70, 0.70, 0.60], 1: [0.71, 0.70, 0.60], 2: [0.60, 0.70, 0.71], 3: [0.9, 0, 0]}
+    picked = selection(grid, {0: 0, 1: 0, 2: 2, 3: 0}, _records(mixed), "accuracy")
+    assert picked.tied_seeds == ["0"]  # seed 0's 0.70 equals another config's; the others won
+    arm = SimpleNamespace(selection=picked, best_cfg=grid[picked.modal])
+    assert _choice(arm, grid) == "lr=0.001 (2/4 decided, 1 tied)"
+    decided = selection(grid, {1: 0, 2: 2}, _records(mixed), "accuracy")
+    assert decided.tied_seeds == []
+    assert _choice(SimpleNamespace(selection=decided, best_cfg=grid[decided.modal]), grid) in (
+        "lr=0.001 (1/2)", "lr=0.01 (1/2)"
+    )
 
 
 def test_holm_over_the_planned_family_counts_unfinished_comparisons():

@@ -21,7 +21,8 @@ from rich.console import Console
 from scipy import stats as sps
 
 from benchsuite.output import numbers
-from benchsuite.output.tables import print_report
+from benchsuite.output.html import render_html
+from benchsuite.output.tables import headline, print_report
 from benchsuite.plan.plan import Plan
 from benchsuite.results.aggregate import normalised
 from benchsuite.results.analysis import analyse
@@ -244,6 +245,64 @@ def test_partial_tables_use_the_planned_family_and_say_so(out, report):
     console = Console(record=True, width=200)
     print_report(partial, console)
     text = " ".join(console.export_text().split())
-    assert f"partial: {finished} of the design's {planned} comparisons finished; Holm over all " \
-           f"{planned}" in text  # fmt: skip
+    banner = (f"partial: {finished} of {planned} comparisons, {design.jobs_finished} of "
+              f"{design.jobs} jobs; Holm over all {planned} comparisons")  # fmt: skip
+    assert design.jobs_finished == len(results) - len(missing) and design.jobs == len(plan.keys())
+    assert text.count(banner) == 2  # at the top, and again above the headline
     assert f"Holm over {planned} comparisons (partial: {finished} of {planned} finished)" in text
+
+
+def test_a_cell_short_of_seeds_is_not_finished_and_the_suite_holm_is_the_plans(finished_run):
+    """One seed of one cell missing: the comparison is made on the seeds there are but is not
+    counted as finished; the across-tracks Holm runs over every planned mixer, not only those
+    with results; the page's first screen says partial, above the headline."""
+    out = finished_run
+    report = json.loads((out / "report.json").read_text())
+    store = Store(out / "benchsuite.sqlite")
+    plan = Plan.from_dict(store.last_plan())
+    results = store.results(plan.keys())
+    store.close()
+    track, _, mixer, _ = _cells(report)[0]
+    dropped = plan.cells[track][mixer].jobs[-1]
+    partial = analyse(plan, {k: r for k, r in results.items() if k != dropped}, [])
+    assert partial.tracks[track].comparisons[mixer].missing_seeds == 1
+    assert partial.design.finished == report["design"]["finished"] - 1 and partial.design.partial
+    across = partial.across_tracks
+    planned = [m for m in plan.settings["mixers"] if m != plan.settings["baseline"]
+               and any(m in cells for cells in plan.cells.values())]  # fmt: skip
+    shown = {m: row.suite_test.p_value for m, row in across.mixers.items()}
+    assert len(planned) > len(shown)  # a planned mixer has no results at all (it fails)
+    expected = holm(list(shown.values()), len(planned))
+    assert [row.suite_test.p_holm for row in across.mixers.values()] == pytest.approx(expected)
+    page = render_html(partial, [])
+    assert 'id=partial' in page and page.index("id=partial") < page.index("id=headline")
+    assert partial.design.banner() in html.unescape(page)
+
+
+def test_a_cell_at_the_trivial_level_on_a_quarter_of_its_seeds_is_flagged(finished_run):
+    """One seed of three (≥ 25%) set to score exactly its trivial predictor's (its cap): the seed
+    is not imputed (it is not worse), but it learnt nothing, so the cell is flagged
+    ``no_better_than_trivial`` with its count and reason, in the headline too."""
+    out = finished_run
+    report = json.loads((out / "report.json").read_text())
+    store = Store(out / "benchsuite.sqlite")
+    plan = Plan.from_dict(store.last_plan())
+    results = store.results(plan.keys())
+    store.close()
+    track, entry, mixer, cell = _cells(report)[0]
+    assert "no_better_than_trivial" not in cell["comparison"]["flags"]
+    first = min(results[key].job["seed"] for key in plan.cells[track][mixer].jobs)
+    (record,) = [
+        results[k] for k in plan.cells[track][mixer].jobs if results[k].job["seed"] == first
+    ]
+    record.metrics[f"test.{entry['metric']}"] = record.cap
+    analysis = analyse(plan, results, [])
+    changed = analysis.tracks[track].comparisons[mixer]
+    assert changed.divergence.mixer_not_learned == 1
+    assert changed.divergence.mixer_reasons["no_better_than_trivial"] == 0  # not imputed
+    assert "no_better_than_trivial" in changed.comparison.flags
+    assert changed.comparison.verdict != "equivalent_within_margin"
+    assert changed.flag_reasons["no_better_than_trivial"].startswith("1 of 3 seeds learnt nothing")
+    (line,) = [line for line in headline(analysis) if line.mixer == mixer]
+    named = line.better + line.worse + line.equivalent + line.inconclusive
+    assert f"{track} (learnt nothing)" in named

@@ -29,7 +29,8 @@ HEADLINE = (
     "significant win or loss (below the margin included) and those where it is equivalent "
     "within the margin (on the others it is inconclusive); its suite effect (the mean over "
     "tracks of the "
-    "paired normalised-score difference, 95% stratified bootstrap CI) and the suite verdict; "
+    "paired normalised-score difference, 95% CI: the shifts its sign-flip test does not "
+    "reject) and the suite verdict; "
     "its parameters and training step time relative to the baseline's (geometric mean over its "
     "tracks). Largest suite effect first."
 )
@@ -93,8 +94,9 @@ DATASETS = (
 ACROSS = (
     "score: the fraction of the gap from the trivial predictor (0) to the ideal value (1) "
     "closed, higher is better; suite effect: the mean over tracks (each weighing the same) of "
-    "the mean paired score difference with the baseline, 95% CI by stratified bootstrap; p: "
-    "two-sided sign-flip test of that same suite effect (its sign is the direction tested), "
+    "the mean paired score difference with the baseline; p: two-sided sign-flip test of that "
+    "same suite effect (its sign is the direction tested), 95% CI: the shifts that test does "
+    "not reject; "
     "Holm across {mixers} mixers; better/worse: Holm p < {alpha} and the CI excludes 0, "
     "holding with any one track left out (else mixed); IQM and P(improvement): descriptive, "
     "stratified bootstrap CIs. Largest suite effect first."
@@ -121,9 +123,9 @@ COSTS = (
 )
 TERMINAL_ACROSS = (
     "effect: mean paired score difference with the baseline (difference scale of the score), "
-    "per track and (suite) the mean over tracks, each track weighing the same, with a "
-    "stratified bootstrap 95% CI; p: two-sided sign-flip test of that same suite effect (its "
-    "sign is the direction tested), Holm across {mixers} mixers; better/worse: Holm p < "
+    "per track and (suite) the mean over tracks, each track weighing the same; p: two-sided "
+    "sign-flip test of that same suite effect (its sign is the direction tested), its 95% CI "
+    "the shifts that test does not reject, Holm across {mixers} mixers; better/worse: Holm p < "
     "{alpha} and the CI excludes 0; robust: the verdict holds with any one track left out "
     "(mixed: it does not; its direction in brackets); * ran on fewer tracks; ranks: "
     "docs/statistics.md{dropped}; rows by suite effect, largest first; {scale}"

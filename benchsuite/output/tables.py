@@ -66,7 +66,8 @@ class Line:
 
 
 def headline(report: Analysis) -> list[Line]:
-    """One line per compared mixer, ordered by suite effect (largest first)."""
+    """One line per compared mixer, ordered by suite effect (largest first); a track where the
+    mixer learnt nothing (flagged ``no_better_than_trivial``) is named so."""
     lines: dict[str, Line] = {}
     for track, entry in report.tracks.items():
         for mixer, cell in entry.comparisons.items():
@@ -75,7 +76,8 @@ def headline(report: Analysis) -> list[Line]:
             group = (line.better if verdict in BETTER else line.worse if verdict in WORSE
                      else line.equivalent if verdict == "equivalent_within_margin"
                      else line.inconclusive)  # fmt: skip
-            group.append(track)
+            learnt_nothing = "no_better_than_trivial" in cell.comparison.flags
+            group.append(f"{track} (learnt nothing)" if learnt_nothing else track)
     across = report.across_tracks
     costs = report.quality_vs_cost.across
     for mixer, line in lines.items():
@@ -98,6 +100,11 @@ def tracks_text(tracks: list[str]) -> str:
 SUITE_STYLE = {"better": "bold blue", "worse": "bold red", "mixed": "magenta",
                "inconclusive": "yellow"}  # fmt: skip
 PROBLEMS = "[bold red]skipped, failed and undertrained[/]"
+
+
+def styled(text: str, style: str) -> str:
+    """``text`` as markup in ``style`` (none: plain), escaped."""
+    return f"[{style}]{escape(text)}[/]" if style else escape(text)
 
 
 def by_suite_effect(across: AcrossTracks) -> list[str]:
@@ -135,7 +142,7 @@ def _across_caption(across: AcrossTracks, report: Analysis) -> str:
     left = across.tracks_left_out
     dropped = "; left out: " + "; ".join(f"{t} ({why})" for t, why in left.items()) if left else ""
     return captions.TERMINAL_ACROSS.format(
-        mixers=len(across.mixers),
+        mixers=across.holm_family or len(across.mixers),
         alpha=num(across.alpha, 2),
         dropped=dropped,
         scale=report.scale.note,
@@ -147,7 +154,7 @@ def _across_row(mixer: str, row: AcrossMixer) -> list[str]:
         escape(mixer) + (" *" if row.fewer_tracks else ""),
         f"{num(row.suite_effect, 2)} {interval(row.suite_effect_ci95, lambda v: num(v, 2))}",
         f"{num(row.suite_test.p_value, 2)} ({num(row.suite_test.p_holm, 2)})",
-        f"[{SUITE_STYLE.get(row.verdict, '')}]{escape(row.shown_verdict())}[/]",
+        styled(row.shown_verdict(), SUITE_STYLE.get(row.verdict, "")),
         "yes" if row.robust_without_any_track else "no",
     ]
 
@@ -257,7 +264,7 @@ def headline_tables(report: Analysis, narrow: bool = False) -> list[Table]:
         style = SUITE_STYLE.get(line.suite_verdict.split(" ")[0], "")
         table.add_row(escape(line.mixer), escape(tracks_text(line.better)),
                       escape(tracks_text(line.worse)), escape(tracks_text(line.equivalent)),
-                      effect, f"[{style}]{escape(line.suite_verdict or '–')}[/]",
+                      effect, styled(line.suite_verdict or "–", style),
                       ratio(line.params_ratio), ratio(line.time_ratio))  # fmt: skip
     return [table]
 
@@ -266,11 +273,9 @@ def print_report(report: Analysis, console: Console) -> None:
     """Print every table of a report, each in the widest layout the terminal fits, and the
     headline last (the answer where the eye lands when the run ends)."""
     design = report.design
+    banner = f"[yellow]{escape(design.banner())}[/]; Holm over all {design.comparisons} comparisons"
     if design.partial:
-        console.print(
-            f"[yellow]partial:[/] {design.finished} of the design's {design.comparisons} "
-            f"comparisons finished; Holm over all {design.comparisons}"
-        )
+        console.print(banner)
     for warning in report.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
     for name, entry in report.tracks.items():
@@ -288,6 +293,8 @@ def print_report(report: Analysis, console: Console) -> None:
                                     lambda _w: [problems_table_narrow(report)]],
                                    unwrapped=1))  # fmt: skip
     if any(entry.comparisons for entry in report.tracks.values()):
+        if design.partial:  # beside the answer too, where the eye lands
+            console.print(banner)
         console.print(FirstFitting([lambda _w: headline_tables(report),
                                     lambda _w: headline_tables(report, narrow=True)]))  # fmt: skip
 

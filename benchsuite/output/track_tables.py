@@ -56,9 +56,17 @@ def _cfg(config: dict, grid: list[dict]) -> str:
 
 
 def _choice(arm: MixerResult, grid: list[dict]) -> str:
-    """The config most seeds chose, with how many of them did."""
-    counts = arm.selection.counts
-    return f"{_cfg(arm.best_cfg, grid)} ({max(counts)}/{sum(counts)})"
+    """The config most seeds chose, with how many of them did; where some seeds' choice was an
+    exact tie, how many of the config's seeds decided and how many seeds tied."""
+    picked = arm.selection
+    total = sum(picked.counts)
+    if not picked.tied_seeds:
+        return f"{_cfg(arm.best_cfg, grid)} ({picked.counts[picked.modal]}/{total})"
+    decided = sum(
+        index == picked.modal and seed not in picked.tied_seeds
+        for seed, index in picked.chosen.items()
+    )
+    return f"{_cfg(arm.best_cfg, grid)} ({decided}/{total} decided, {len(picked.tied_seeds)} tied)"
 
 
 def improvement(c: Comparison) -> str:

@@ -71,6 +71,23 @@ def worse_than_cap(score: float, cap: float, higher_is_better: bool) -> bool:
     return score < cap if higher_is_better else score > cap
 
 
+LEARNT_MIN = 0.01
+"""A score that closes at most this fraction of the gap from its seed's trivial predictor (the
+cap) to the metric's ideal value has learnt nothing (docs/statistics.md, Flags)."""
+
+
+def learnt_nothing(score: float, cap: float | None, ideal: float | None,
+                   higher_is_better: bool) -> bool:  # fmt: skip
+    """True when a finite ``score`` is at or below the trivial predictor's ``cap``, within
+    ``LEARNT_MIN`` of the way from the cap to ``ideal`` (a metric without one: of the cap's own
+    size); a model that learnt nothing (False without a cap)."""
+    if cap is None or not math.isfinite(score) or not math.isfinite(cap):
+        return False
+    gain = score - cap if higher_is_better else cap - score
+    span = abs(ideal - cap) if ideal is not None and math.isfinite(ideal) else abs(cap)
+    return gain <= LEARNT_MIN * span
+
+
 def divergence(score: float, cap: float | None, higher_is_better: bool, finite: bool) -> str:
     """Why a result is imputed with its seed's cap (docs/statistics.md): ``"non_finite"`` (a
     non-finite training loss or score), ``"no_better_than_trivial"`` (a score worse than the

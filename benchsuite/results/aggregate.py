@@ -7,12 +7,13 @@ ideal are scored between the trivial predictor and the baseline's mean instead (
 
 Per mixer, every track weighs the same, and the effect, its interval and its test are one
 statistic: the suite effect, the mean over tracks of the per-track mean paired score difference.
-Its 95% CI is the stratified bootstrap's (seeds resampled within each track); its p is the
-two-sided sign-flip test of that same mean (each seed's difference flipped within its track,
-Monte Carlo with a recorded seed); Holm across mixers. A verdict is significant only when its
-Holm p is below alpha and its CI excludes 0; it is ``better`` or ``worse`` (the sign of the
-effect) only when it holds with any single track left out (``robust_without_any_track``); a
-significant result that does not is ``mixed``.
+Its p is the two-sided sign-flip test of that same mean (each seed's difference flipped within its
+track; every pattern where there are at most ``FLIPS``, else Monte Carlo with a recorded seed);
+its 95% CI is that test inverted (the shifts it does not reject), so the two cannot disagree;
+Holm across the planned mixers. A suite of one track gets no suite verdict (``one_track``). A
+verdict is significant only when its Holm p is below alpha and its CI excludes 0; it is
+``better`` or ``worse`` (the sign of the effect) only when it holds with any single track left
+out (``robust_without_any_track``); a significant result that does not is ``mixed``.
 
 Input, per track: ``{"higher_is_better", "ideal", "pairs": {mixer: {"baseline": [...],
 "mixer": [...], "caps": [...]}}}`` — each mixer's paired, imputed per-seed metrics and the seeds'
@@ -21,13 +22,15 @@ trivial-predictor scores.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from benchsuite.results.stats import excludes_zero
+from benchsuite.results.stats import excludes_zero, holm
 
 TrackInput = Mapping[str, Any]
 FLIPS = 20_000  # Monte Carlo sign flips: p resolves to 1/20001, far below alpha/(mixers)
@@ -65,26 +68,87 @@ def track_scores(track: TrackInput) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     }
 
 
-def _null_effects(diffs: dict[str, np.ndarray], seed: int) -> dict[str, np.ndarray]:
-    """Each track's mean paired difference under ``FLIPS`` random sign flips of its seeds."""
+@dataclass(frozen=True)
+class Flips:
+    """One mixer's sign flips, stratified by track: per track and flip, the mean of the flipped
+    differences (``effects``) and of the signs alone (``signs``), so that the null of a shifted
+    hypothesis (every difference minus ``delta``) is ``effects - delta * signs``. ``exact``: every
+    sign pattern enumerated once (where there are at most ``FLIPS``), else ``FLIPS`` Monte Carlo
+    draws."""
+
+    effects: dict[str, np.ndarray]
+    signs: dict[str, np.ndarray]
+    exact: bool
+
+
+def sign_flips(diffs: dict[str, np.ndarray], seed: int) -> Flips:
+    """The flips of the suite test: exact enumeration when the seeds of all tracks have at most
+    ``FLIPS`` sign patterns, else ``FLIPS`` draws (in chunks) from a generator seeded ``seed``."""
+    sizes = {t: len(d) for t, d in diffs.items()}
+    if 2 ** sum(sizes.values()) <= FLIPS:
+        every = np.array(list(itertools.product((-1.0, 1.0), repeat=sum(sizes.values()))))
+        cuts = np.cumsum([0, *sizes.values()])
+        signs = {t: every[:, a:b] for t, a, b in zip(diffs, cuts[:-1], cuts[1:], strict=True)}
+        return Flips({t: (s * diffs[t]).mean(axis=1) for t, s in signs.items()},
+                     {t: s.mean(axis=1) for t, s in signs.items()}, exact=True)  # fmt: skip
     rng = np.random.default_rng(seed)
-    null: dict[str, list[np.ndarray]] = {t: [] for t in diffs}
+    effects: dict[str, list[np.ndarray]] = {t: [] for t in diffs}
+    means: dict[str, list[np.ndarray]] = {t: [] for t in diffs}
     for start in range(0, FLIPS, CHUNK):
         size = min(CHUNK, FLIPS - start)
         for track, d in diffs.items():
-            signs = rng.choice((-1.0, 1.0), size=(size, len(d)))
-            null[track].append((signs * d).mean(axis=1))
-    return {t: np.concatenate(chunks) for t, chunks in null.items()}
+            flips = rng.choice((-1.0, 1.0), size=(size, len(d)))
+            effects[track].append((flips * d).mean(axis=1))
+            means[track].append(flips.mean(axis=1))
+    return Flips({t: np.concatenate(c) for t, c in effects.items()},
+                 {t: np.concatenate(c) for t, c in means.items()}, exact=False)  # fmt: skip
 
 
-def suite_test(diffs: dict[str, np.ndarray], null: dict[str, np.ndarray],
-               tracks: list[str]) -> tuple[float, float]:  # fmt: skip
-    """The equal-weight suite effect over ``tracks`` and its two-sided sign-flip p."""
+def suite_test(diffs: dict[str, np.ndarray], flips: Flips, tracks: list[str],
+               delta: float = 0.0) -> tuple[float, float]:  # fmt: skip
+    """The equal-weight suite effect over ``tracks`` and the two-sided stratified sign-flip p of
+    the hypothesis that it is ``delta`` (every seed's difference shifted by ``delta`` is
+    symmetric about 0): exact over every pattern, or Monte Carlo with the +1 of a valid p."""
     effect = float(np.mean([diffs[t].mean() for t in tracks]))
-    effect_null = np.mean([null[t] for t in tracks], axis=0)
-    tol = 1e-12 * max(1.0, abs(effect))
-    p = (1 + np.count_nonzero(np.abs(effect_null) >= abs(effect) - tol)) / (1 + len(effect_null))
-    return effect, float(p)
+    null = np.mean([flips.effects[t] - delta * flips.signs[t] for t in tracks], axis=0)
+    observed = effect - delta
+    tol = 1e-12 * max(1.0, abs(observed))
+    extreme = np.count_nonzero(np.abs(null) >= abs(observed) - tol)
+    if flips.exact:
+        return effect, float(extreme / len(null))
+    return effect, float((1 + extreme) / (1 + len(null)))
+
+
+def suite_interval(diffs: dict[str, np.ndarray], flips: Flips, tracks: list[str],
+                   alpha: float = 0.05) -> list[float]:  # fmt: skip
+    """The suite effect's 1 - ``alpha`` interval by inverting :func:`suite_test`: the shifts
+    ``delta`` around the effect that the same test does not reject at ``alpha`` (each bound
+    found by doubling a step outwards, then bisecting to 1e-9 of the data's spread); a bound no
+    shift reaches (too few seeds for ``alpha``) is infinite. It excludes 0 exactly when the test
+    rejects 0, barring a p that is not monotone between the effect and 0."""
+    effect = suite_test(diffs, flips, tracks)[0]
+    spread = max(float(np.ptp(diffs[t])) + float(np.abs(diffs[t]).max()) for t in tracks)
+    step0 = spread if spread > 0 else 1.0
+
+    def rejects(delta: float) -> bool:
+        return suite_test(diffs, flips, tracks, delta)[1] < alpha
+
+    bounds = []
+    for side in (-1.0, 1.0):
+        inside, step = effect, step0
+        for _ in range(60):
+            if rejects(effect + side * step):
+                break
+            inside, step = effect + side * step, 2 * step
+        else:
+            bounds.append(side * math.inf)
+            continue
+        outside = effect + side * step
+        while abs(outside - inside) > 1e-9 * step0:
+            middle = (inside + outside) / 2
+            inside, outside = (inside, middle) if rejects(middle) else (middle, outside)
+        bounds.append(inside)
+    return [float(bounds[0]), float(bounds[1])]
 
 
 def _direction(p_holm: float, effect: float, alpha: float) -> str:
@@ -93,13 +157,12 @@ def _direction(p_holm: float, effect: float, alpha: float) -> str:
     return "better" if effect > 0 else "worse"
 
 
-def _holm(ps: dict[str, float], alpha: float) -> dict[str, float]:
-    from statsmodels.stats.multitest import multipletests
-
+def _holm(ps: dict[str, float], alpha: float, family: int | None) -> dict[str, float]:
+    """Holm over ``family`` tests (the plan's; default the ones given), unfinished ones p = 1."""
     if not ps:
         return {}
-    adjusted = multipletests(list(ps.values()), alpha=alpha, method="holm")[1]
-    return dict(zip(ps, (float(p) for p in adjusted), strict=True))
+    size = max(family or 0, len(ps))
+    return dict(zip(ps, holm(list(ps.values()), size, alpha), strict=True))
 
 
 def _iqm(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -177,23 +240,21 @@ def _bootstrap(pairs: dict[str, tuple[np.ndarray, np.ndarray]], rng: np.random.G
 
 def _mixer_entry(pairs: dict[str, tuple[np.ndarray, np.ndarray]], rng: np.random.Generator,
                  n_boot: int) -> dict[str, Any]:  # fmt: skip
-    """The pooled figures of one mixer against the baseline on its tracks (scores paired)."""
+    """The pooled figures of one mixer against the baseline on its tracks (scores paired), with
+    stratified bootstrap intervals (the suite effect's own interval is the test's:
+    :func:`suite_interval`)."""
     index = _bootstrap(pairs, rng, n_boot)
     base = np.concatenate([b for b, _ in pairs.values()])
     mix = np.concatenate([m for _, m in pairs.values()])
     boot_base = np.concatenate([pairs[t][0][index[t]] for t in pairs], axis=1)
     boot_mix = np.concatenate([pairs[t][1][index[t]] for t in pairs], axis=1)
     effects = {t: float((m - b).mean()) for t, (b, m) in pairs.items()}
-    boot_effect = np.mean(
-        [(pairs[t][1][index[t]] - pairs[t][0][index[t]]).mean(axis=1) for t in pairs], axis=0
-    )
     return {
         "n_tracks": len(pairs),
         "tracks": list(pairs),
         "n_cells": int(mix.size),
         "per_track_effect": effects,
         "suite_effect": float(np.mean(list(effects.values()))),
-        "suite_effect_ci95": _percentile_ci(boot_effect),
         "iqm": float(_iqm(mix)),
         "iqm_ci95": _percentile_ci(_iqm(boot_mix)),
         "iqm_diff": float(_iqm(mix) - _iqm(base)),
@@ -211,12 +272,16 @@ def aggregate_across_tracks(
     n_boot: int = 2000,
     seed: int = 0,
     alpha: float = 0.05,
+    planned: Mapping[str, list[str]] | None = None,
 ) -> dict[str, Any]:
     """Suite-level figures per mixer (and the baseline's own scores), as plain JSON-able dicts.
 
     ``verdicts``: optional ``{track: {mixer: Holm-adjusted verdict}}`` from the per-track
-    comparisons. Returns ``{"baseline", "scale", "n_boot", "flips", "seed", "alpha", "tracks",
-    "mixers": {name: {...}}, "ranks"}`` (see docs/results.md for each mixer's fields).
+    comparisons. ``planned``: ``{mixer: [tracks]}`` the run planned (default: those with
+    results); Holm runs over every planned mixer, and a mixer's tracks without results are
+    named (``tracks_missing``). Returns ``{"baseline", "scale", "n_boot", "flips", "seed",
+    "alpha", "tracks", "mixers": {name: {...}}, "ranks"}`` (see docs/results.md for each mixer's
+    fields).
     """
     if not per_track:
         raise ValueError("no tracks to aggregate")
@@ -228,40 +293,47 @@ def aggregate_across_tracks(
     rng = np.random.default_rng(seed)
     most_tracks = max((sum(n in s for s in scores.values()) for n in names), default=0)
 
+    family = len(planned) if planned else None
     mixers: dict[str, dict[str, Any]] = {}
     observed: dict[str, dict[str, np.ndarray]] = {}
-    nulls: dict[str, dict[str, np.ndarray]] = {}
+    flips: dict[str, Flips] = {}
     for name in names:
         pairs = {t: s[name] for t, s in scores.items() if name in s}
         entry = _mixer_entry(pairs, rng, n_boot)
         observed[name] = {t: m - b for t, (b, m) in pairs.items()}
-        nulls[name] = _null_effects(observed[name], seed)
+        flips[name] = sign_flips(observed[name], seed)
+        # the interval of the same test: the shifts it does not reject (not the bootstrap's)
+        entry["suite_effect_ci95"] = suite_interval(observed[name], flips[name], list(pairs))
         entry["fewer_tracks"] = len(pairs) < most_tracks
+        entry["tracks_missing"] = [t for t in (planned or {}).get(name, []) if t not in pairs]
         counts = _count_verdicts(verdicts, name) if verdicts else None
         for key in ("tracks_won", "tracks_lost", "tracks_equivalent", "tracks_inconclusive"):
             entry[key] = counts[key] if counts else None
         mixers[name] = entry
 
-    full = {n: suite_test(observed[n], nulls[n], list(observed[n])) for n in names}
-    holm = _holm({n: p for n, (_, p) in full.items()}, alpha)
+    full = {n: suite_test(observed[n], flips[n], list(observed[n])) for n in names}
+    holm = _holm({n: p for n, (_, p) in full.items()}, alpha, family)
     left_out: dict[str, dict[str, str]] = {n: {} for n in names}
     for track in scores:
         rest = {n: [t for t in observed[n] if t != track] for n in names if track in observed[n]}
-        partial = {n: suite_test(observed[n], nulls[n], ts) for n, ts in rest.items() if ts}
-        partial_holm = _holm({n: p for n, (_, p) in partial.items()}, alpha)
+        partial = {n: suite_test(observed[n], flips[n], ts) for n, ts in rest.items() if ts}
+        partial_holm = _holm({n: p for n, (_, p) in partial.items()}, alpha, family)
         for n, (effect, _) in partial.items():
             left_out[n][track] = _direction(partial_holm[n], effect, alpha)
     for name in names:
         effect, p = full[name]
         direction = _direction(holm[name], effect, alpha)
         if not excludes_zero(mixers[name]["suite_effect_ci95"]):
-            direction = "none"  # the test and its interval disagree: not significant
+            direction = "none"  # a p not monotone in the shift: not significant
         robust = bool(left_out[name]) and all(d == direction for d in left_out[name].values())
         verdict = "inconclusive" if direction == "none" else direction if robust else "mixed"
+        if len(observed[name]) == 1:
+            verdict = "one_track"  # a suite of one track: its table says it all
         mixers[name]["suite_test"] = {
             "statistic": effect, "statistic_name": "suite_effect", "alternative": "two-sided",
             "direction": "better" if effect > 0 else "worse" if effect < 0 else "none",
-            "p_value": p, "p_method": "monte_carlo", "flips": FLIPS, "mc_seed": seed,
+            "p_value": p, "p_method": "exact" if flips[name].exact else "monte_carlo",
+            "flips": len(flips[name].signs[next(iter(observed[name]))]), "mc_seed": seed,
             "p_holm": holm[name],
         }  # fmt: skip
         mixers[name]["without_track"] = left_out[name]
@@ -288,5 +360,6 @@ def aggregate_across_tracks(
         "tracks": list(scores),
         "tracks_not_scored": [t for t in per_track if t not in scores],
         "mixers": mixers,
+        "holm_family": max(family or 0, len(names)),
         "ranks": _ranks(means, [baseline_name, *names], alpha),
     }

@@ -65,10 +65,11 @@ def compare_cell(plan: Plan, track: str, mixer: str, base: Arm, arm: Arm) -> Cel
         margin_rel=plan.settings["margin"],
     )  # fmt: skip
     reasons = [arm.reasons[s] for s in seeds]
+    not_learned = sum(arm.not_learned[s] for s in seeds)
     stats.flag_comparison(
         comparison,
         non_finite=reasons.count(NON_FINITE),
-        no_better_than_trivial=reasons.count(NO_BETTER_THAN_TRIVIAL),
+        no_better_than_trivial=not_learned,
         n=len(seeds),
         edge_of_grid=arm.selection.edge_of_grid,
         baseline_edge_of_grid=base.selection.edge_of_grid,
@@ -90,6 +91,7 @@ def compare_cell(plan: Plan, track: str, mixer: str, base: Arm, arm: Arm) -> Cel
             mixer=Count(**stats.divergence_summary(sum(arm_div), len(seeds))),
             baseline=Count(**stats.divergence_summary(sum(base_div), len(seeds))),
             mixer_reasons={r: reasons.count(r) for r in (NON_FINITE, NO_BETTER_THAN_TRIVIAL)},
+            mixer_not_learned=not_learned,
         ),
         both_converged=both,
         baseline_values=base_vals,
@@ -138,7 +140,8 @@ def analyse(plan: Plan, results: dict[str, RunRecord], failures: list[RunRecord]
     settings = plan.settings
     baseline = settings["baseline"]
     tracks = {track: _track(plan, track, results) for track in plan.tracks}
-    family = [c.comparison for e in tracks.values() for c in e.comparisons.values()]
+    cells = [c for e in tracks.values() for c in e.comparisons.values()]
+    family = [c.comparison for c in cells]
     both_family = [c.both_converged for e in tracks.values() for c in e.comparisons.values()
                    if c.both_converged is not None]  # fmt: skip
     size = max(plan.family(), len(family))
@@ -158,7 +161,10 @@ def analyse(plan: Plan, results: dict[str, RunRecord], failures: list[RunRecord]
         tracks=tracks,
         skipped=plan.skipped,
         scale=summaries.scale_summary(settings.get("preset", ""), tracks),
-        design=summaries.design(settings, size, len(family), len(both_family)),
+        design=summaries.design(
+            settings, size, sum(c.missing_seeds == 0 for c in cells), len(both_family),
+            (sum(key in results for key in planned), len(planned)),
+        ),
         selection=summaries.selection_summary(tracks),
         across_tracks=across,
         learning_curves=curves.summary(tracks),
@@ -203,8 +209,13 @@ def _across(tracks: dict[str, TrackResult], plan: Plan, baseline: str) -> Across
         verdicts[name] = {m: c.comparison.verdict for m, c in entry.comparisons.items()}
     if not per_track:
         return None
+    planned = {
+        mixer: [track for track in sorted(plan.cells) if mixer in plan.cells[track]]
+        for mixer in plan.settings["mixers"] if mixer != baseline
+    }  # fmt: skip
+    planned = {mixer: tracks for mixer, tracks in planned.items() if tracks}
     across = serial.build(AcrossTracks, aggregate_across_tracks(
-        per_track, baseline_name=baseline, verdicts=verdicts))  # fmt: skip
+        per_track, baseline_name=baseline, verdicts=verdicts, planned=planned))  # fmt: skip
     across.tracks_left_out = left_out(tracks, across, baseline)
     return across
 

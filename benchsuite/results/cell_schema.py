@@ -67,6 +67,8 @@ class Selection:
     spread: Spread
     indecisive: bool
     chosen: dict[str, int]
+    # seeds whose own choice was an exact tie of validation scores, broken by the tie rule
+    tied_seeds: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -125,11 +127,14 @@ class Count:
 
 @dataclass
 class Divergence:
-    """Diverged counts of the mixer and the baseline, and the mixer's reasons."""
+    """Diverged counts of the mixer and the baseline, the mixer's reasons, and how many of the
+    mixer's seeds learnt nothing (no better than the trivial predictor: below it, imputed, or at
+    it; the ``no_better_than_trivial`` flag's count)."""
 
     mixer: Count
     baseline: Count
     mixer_reasons: dict[str, int]
+    mixer_not_learned: int = 0
 
 
 @dataclass

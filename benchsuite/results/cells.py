@@ -16,7 +16,13 @@ import numpy as np
 
 from benchsuite.execute.record import RunRecord
 from benchsuite.plan.plan import Plan, TrackFacts
-from benchsuite.plan.selection import NON_FINITE, divergence, on_edge
+from benchsuite.plan.selection import (
+    NO_BETTER_THAN_TRIVIAL,
+    NON_FINITE,
+    divergence,
+    learnt_nothing,
+    on_edge,
+)
 from benchsuite.results import curves, flags, stats
 from benchsuite.results.cell_schema import Full, MixerResult, Selection, Spread, Summary, SweepRow
 
@@ -63,10 +69,20 @@ def _modal(counts: list[int], rows: list[SweepRow], higher: bool) -> tuple[int, 
     return max(tied, key=lambda k: (score(k), -k)), tied
 
 
+def tied_choice(record: RunRecord, chosen: int, metric: str) -> bool:
+    """Whether a seed's choice was an exact tie: another config of its grid scored the very same
+    finite validation value, so the tie rule (fewer diverged runs, then grid order) decided."""
+    values = [row["metrics"].get(f"val.{metric}", math.nan) for row in record.sweep]
+    if chosen >= len(values) or not math.isfinite(values[chosen]):
+        return False
+    return sum(value == values[chosen] for value in values) > 1
+
+
 def selection(grid: list[dict], chosen: dict[int, int], records: dict[int, RunRecord],
               metric: str, chance: bool = False, higher: bool = True) -> Selection:  # fmt: skip
     """How a cell's seeds chose: counts per config, the modal config (ties: best validation mean,
-    then grid order), how many seeds agree with it, how many chose an end of the grid.
+    then grid order), how many seeds agree with it, how many chose an end of the grid, and which
+    seeds' own choice was an exact tie.
     ``edge_of_grid`` needs every config tied for the most choices on an end of the grid (a
     tie-break never makes an edge). ``chance``: the cell is at chance, so an end of the grid is
     recorded (``modal_on_edge``) but not flagged."""
@@ -86,6 +102,11 @@ def selection(grid: list[dict], chosen: dict[int, int], records: dict[int, RunRe
         spread=Spread(steps=steps, axis=axis),
         indecisive=flags.indecisive(steps) and not chance,
         chosen={str(seed): index for seed, index in sorted(chosen.items())},
+        tied_seeds=[
+            str(seed)
+            for seed, index in sorted(chosen.items())
+            if seed in records and tied_choice(records[seed], index, metric)
+        ],
     )
 
 
@@ -100,6 +121,19 @@ class Arm:
     selection: Selection
     sweep: list[SweepRow]
     n_planned: int
+    ideal: float | None = None  # the metric's ideal value (the trivial level's other end)
+    higher: bool = True
+
+    @property
+    def not_learned(self) -> dict[int, bool]:
+        """Per seed: its chosen run scored no better than the trivial predictor: worse than its
+        cap (imputed), or at it within ``LEARNT_MIN`` of the way to the ideal."""
+        return {
+            seed: self.reasons[seed] == NO_BETTER_THAN_TRIVIAL
+            or (not self.reasons[seed]
+                and learnt_nothing(value, self.caps[seed], self.ideal, self.higher))
+            for seed, value in self.values.items()
+        }  # fmt: skip
 
     @property
     def diverged(self) -> dict[int, bool]:
@@ -164,6 +198,8 @@ def arm(plan: Plan, track: str, mixer: str, results: dict[str, RunRecord]) -> Ar
         selection=picked,
         sweep=sweep_rows(facts.grid, picked.counts, records, facts.metric),
         n_planned=len(cell.jobs),
+        ideal=facts.ideal,
+        higher=higher,
     )
 
 
@@ -191,7 +227,8 @@ def mixer_result(facts: TrackFacts, cell: Arm) -> MixerResult:
     """``tracks.<t>.mixers.<m>``: the cell's choice, sweep, test scores, costs and curve."""
     seeds = sorted(cell.values)
     imputed = summary(cell.imputed(seeds, facts.higher_is_better))
-    curve = curves.learning_curve(cell.records, facts.budget.get("steps"))
+    learnt = {seed for seed, nothing in cell.not_learned.items() if not nothing}
+    curve = curves.learning_curve(cell.records, facts.budget.get("steps"), learnt)
     return MixerResult(
         best_cfg=facts.grid[cell.selection.modal],
         selection=cell.selection,

@@ -21,7 +21,7 @@ hold for every mixer and track; docs/report.md shows them against real runs.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import numpy as np
 
@@ -71,8 +71,11 @@ def tail_figures(curve: np.ndarray) -> tuple[float, float] | None:
     return drop, share
 
 
-def learning_curve(records: Mapping[int, RunRecord], steps: int | None) -> LearningCurve | None:
-    """A cell's median curve over its seeds with its band and the ``undertrained`` verdict."""
+def learning_curve(records: Mapping[int, RunRecord], steps: int | None,
+                   learnt: Collection[int] | None = None) -> LearningCurve | None:  # fmt: skip
+    """A cell's median curve over its seeds with its band and the ``undertrained`` verdict;
+    a seed outside ``learnt`` (its model learnt nothing) does not count as converged, whatever
+    its stopping rule said (None: every seed learnt)."""
     curves = {seed: chosen_curve(r) for seed, r in sorted(records.items())}
     finite = {s: np.asarray(c) for s, c in curves.items() if c and np.isfinite(c).all()}
     if not finite:
@@ -84,7 +87,7 @@ def learning_curve(records: Mapping[int, RunRecord], steps: int | None) -> Learn
     median = np.median(stack, axis=0)
     low, high = np.percentile(stack, [25, 75], axis=0)
     figures = tail_figures(median)
-    converged = sum(_converged(records[seed]) for seed in used)
+    converged = sum(_converged(records[seed]) for seed in used if learnt is None or seed in learnt)
     return LearningCurve(
         points=points,
         steps=steps,

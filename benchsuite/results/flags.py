@@ -72,8 +72,8 @@ def reasons(cell: CellResult, arm: MixerResult, base: MixerResult) -> dict[str, 
     text = {
         "unstable": f"{counts.get('non_finite', 0)} of {n} seeds diverged "
         f"(threshold {UNSTABLE_RATE:.0%})",
-        "no_better_than_trivial": f"{counts.get('no_better_than_trivial', 0)} of {n} seeds no "
-        f"better than the trivial predictor (threshold {UNSTABLE_RATE:.0%})",
+        "no_better_than_trivial": f"{cell.divergence.mixer_not_learned} of {n} seeds learnt "
+        f"nothing: no better than the trivial predictor (threshold {UNSTABLE_RATE:.0%})",
         "edge_of_grid": f"chosen {_config(arm.best_cfg)} is an end of the grid",
         "baseline_edge_of_grid": f"baseline's {_config(base.best_cfg)} is an end of the grid",
         "indecisive_selection": f"middle half of the seeds' choices spans "

@@ -17,7 +17,8 @@ from benchsuite.results.cell_schema import TrackResult
 from benchsuite.results.stats import Comparison
 
 OMIT_NONE = {"omit_none": True}
-REPORT_VERSION = 3  # 3: comparisons.<m>.param_ratio left out (it is size.params_ratio)
+# 4: the across-tracks verdict one_track and its CI the sign-flip test inverted; 3: no param_ratio
+REPORT_VERSION = 4
 
 
 @dataclass
@@ -60,11 +61,19 @@ class AcrossMixer:
     without_track: dict[str, str]
     robust_without_any_track: bool
     verdict: str
+    tracks_missing: list[str] = field(default_factory=list)  # planned, without results yet
 
     def shown_verdict(self) -> str:
-        """The verdict; ``mixed`` with the direction its effect tested."""
-        mixed = self.verdict == "mixed" and self.suite_test.direction
-        return f"mixed ({self.suite_test.direction})" if mixed else self.verdict
+        """The verdict; ``mixed`` with the direction its effect tested; a one-track suite sends
+        the reader to its table; tracks the plan had that lack results are named."""
+        if self.verdict == "one_track":
+            shown = "one track: see its table"
+        elif self.verdict == "mixed" and self.suite_test.direction:
+            shown = f"mixed ({self.suite_test.direction})"
+        else:
+            shown = self.verdict
+        missing = f" (without {', '.join(self.tracks_missing)})" if self.tracks_missing else ""
+        return shown + missing
 
 
 @dataclass
@@ -98,6 +107,7 @@ class AcrossTracks:
     mixers: dict[str, AcrossMixer]
     ranks: Ranks
     tracks_left_out: dict[str, str] = field(default_factory=dict)
+    holm_family: int = 0  # the mixers the plan compares (Holm's family across tracks)
 
 
 @dataclass
@@ -171,6 +181,15 @@ class Design:
     seeds: int
     min_seeds_for_significance: int
     warning: str | None
+    jobs: int = 0  # the plan's jobs
+    jobs_finished: int = 0  # of those, with a stored result
+
+    def banner(self) -> str:
+        """``partial: k of m comparisons, n of N jobs`` for a run not finished, else empty."""
+        if not self.partial:
+            return ""
+        return (f"partial: {self.finished} of {self.comparisons} comparisons, "
+                f"{self.jobs_finished} of {self.jobs} jobs")  # fmt: skip
 
 
 @dataclass

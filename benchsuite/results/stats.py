@@ -168,8 +168,8 @@ def _verdict(c: Comparison) -> str:
         if -c.margin < lo and hi < c.margin:
             verdict += "_below_margin"
         return verdict
-    if p_tost < c.alpha:
-        return "equivalent_within_margin"
+    if p_tost < c.alpha and "no_better_than_trivial" not in c.flags:
+        return "equivalent_within_margin"  # never to a model that learnt nothing
     return "inconclusive"
 
 
@@ -308,8 +308,9 @@ def flag_comparison(
 ) -> None:
     """Add the flags of docs/statistics.md to ``comp.flags``.
 
-    ``non_finite`` / ``no_better_than_trivial``: the mixer's seeds imputed for each reason
-    (``unstable`` and ``no_better_than_trivial`` at 25% of ``n`` or more). ``param_mismatch`` is
+    ``non_finite``: the mixer's seeds imputed for it; ``no_better_than_trivial``: its seeds
+    that learnt nothing (worse than the trivial predictor or at it); each flag at 25% of ``n`` or
+    more (a flagged cell is never ``equivalent_within_margin``). ``param_mismatch`` is
     decided by :func:`benchsuite.results.flags.param_mismatch`.
     """
     wanted = []

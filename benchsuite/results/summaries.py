@@ -94,16 +94,19 @@ def environment_warnings(records: list[RunRecord]) -> list[str]:
 
 
 def design(settings: dict, comparisons: int, finished: int | None = None,
-           both_converged: int = 0) -> Design:  # fmt: skip
+           both_converged: int = 0, jobs: tuple[int, int] = (0, 0)) -> Design:  # fmt: skip
     """Whether the seed count can reach Holm significance for this family size; ``finished``:
-    the comparisons made (fewer than the family after an interruption: the tables are
-    ``partial``); ``both_converged``: the size of the both-converged analyses' own family."""
+    the comparisons with every planned seed (fewer than the family after an interruption: the
+    tables are ``partial``); ``both_converged``: the size of the both-converged analyses' own
+    family; ``jobs``: (finished, planned)."""
     needed = min_seeds_for_significance(max(comparisons, 1))
     finished = comparisons if finished is None else finished
     return Design(
         comparisons=comparisons,
         finished=finished,
-        partial=finished < comparisons,
+        partial=finished < comparisons or jobs[0] < jobs[1],
+        jobs=jobs[1],
+        jobs_finished=jobs[0],
         alpha=0.05,
         verdict_alpha=0.05 / max(comparisons, 1),
         both_converged_comparisons=both_converged,
