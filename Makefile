@@ -23,7 +23,7 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/benchsuite run
 
-# The fast tier: every test not marked slow (about 9 minutes on 2 cores; docs/testing.md).
+# The fast tier: every test not marked slow (4-9 minutes on 2 cores; docs/testing.md).
 test: $(STAMP)
 	$(BIN)/python -m ruff check $(LINTED)
 	$(BIN)/python -m pytest -m "not slow" -n $(WORKERS)
