@@ -152,6 +152,21 @@ def test_two_sided_longconv_sees_the_future_and_causal_does_not():
         assert (drift < 1e-5) == causal
 
 
+def test_gla_with_a_short_convolution_stays_causal_and_changes_the_output():
+    """``gla[conv=4]`` (Zoology's short convolution for non-attention mixers): a change to the
+    later tokens leaves the earlier outputs alone, and the convolution does change the mixer."""
+    x = torch.randn(2, 16, 8)
+    later = x.clone()
+    later[:, 8:] += 1.0
+    torch.manual_seed(0)
+    plain = built_in("gla").builder()(16, 8, heads=2)
+    torch.manual_seed(0)
+    convolved = built_in("gla").builder()(16, 8, heads=2, conv=4)
+    assert (convolved(later) - convolved(x))[:, :8].abs().max().item() < 1e-5
+    assert (convolved(later) - convolved(x))[:, 8:].abs().max().item() > 1e-3
+    assert not torch.allclose(convolved(x), plain(x))
+
+
 def test_a_window_longer_than_the_sequence_is_causal_attention():
     q, k, v, _ = inputs("sliding_window", 30, torch.float64)
     found = module("sliding_window").parallel(q, k, v, 30)
