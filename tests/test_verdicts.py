@@ -252,16 +252,20 @@ def test_partial_tables_use_the_planned_family_and_say_so(out, report):
     assert f"Holm over {planned} comparisons (partial: {finished} of {planned} finished)" in text
 
 
-def test_a_cell_short_of_seeds_is_not_finished_and_the_suite_holm_is_the_plans(finished_run):
-    """One seed of one cell missing: the comparison is made on the seeds there are but is not
-    counted as finished; the across-tracks Holm runs over every planned mixer, not only those
-    with results; the page's first screen says partial, above the headline."""
-    out = finished_run
-    report = json.loads((out / "report.json").read_text())
+def _stored(out) -> tuple[dict, Plan, dict]:
+    """A finished run's report.json, its plan and its stored records (to change and re-analyse)."""
     store = Store(out / "benchsuite.sqlite")
     plan = Plan.from_dict(store.last_plan())
     results = store.results(plan.keys())
     store.close()
+    return json.loads((out / "report.json").read_text()), plan, results
+
+
+def test_a_cell_short_of_seeds_is_not_finished_and_the_suite_holm_is_the_plans(finished_run):
+    """One seed of one cell missing: the comparison is made on the seeds there are but is not
+    counted as finished; the across-tracks Holm runs over every planned mixer, not only those
+    with results; the page's first screen says partial, above the headline."""
+    report, plan, results = _stored(finished_run)
     track, _, mixer, _ = _cells(report)[0]
     dropped = plan.cells[track][mixer].jobs[-1]
     partial = analyse(plan, {k: r for k, r in results.items() if k != dropped}, [])
@@ -283,18 +287,11 @@ def test_a_cell_at_the_trivial_level_on_a_quarter_of_its_seeds_is_flagged(finish
     """One seed of three (≥ 25%) set to score exactly its trivial predictor's (its cap): the seed
     is not imputed (it is not worse), but it learnt nothing, so the cell is flagged
     ``no_better_than_trivial`` with its count and reason, in the headline too."""
-    out = finished_run
-    report = json.loads((out / "report.json").read_text())
-    store = Store(out / "benchsuite.sqlite")
-    plan = Plan.from_dict(store.last_plan())
-    results = store.results(plan.keys())
-    store.close()
+    report, plan, results = _stored(finished_run)
     track, entry, mixer, cell = _cells(report)[0]
     assert "no_better_than_trivial" not in cell["comparison"]["flags"]
-    first = min(results[key].job["seed"] for key in plan.cells[track][mixer].jobs)
-    (record,) = [
-        results[k] for k in plan.cells[track][mixer].jobs if results[k].job["seed"] == first
-    ]
+    records = [results[key] for key in plan.cells[track][mixer].jobs]
+    record = min(records, key=lambda r: r.job["seed"])
     record.metrics[f"test.{entry['metric']}"] = record.cap
     analysis = analyse(plan, results, [])
     changed = analysis.tracks[track].comparisons[mixer]
