@@ -68,7 +68,7 @@ def _add_common(parser: argparse.ArgumentParser, default: Any) -> None:
     parser.add_argument("--debug", action="store_true", default=default,
                         help="show full tracebacks")  # fmt: skip
     loudness = parser.add_mutually_exclusive_group()
-    quiet = "print errors only (and the data a command exists to print)"
+    quiet = "print errors only (and the data a command exists to print; run: its last line)"
     loudness.add_argument("-q", "--quiet", action="store_true", default=default, help=quiet)
     verbose = "more detail on standard error (run: one line per job)"
     loudness.add_argument("-v", "--verbose", action="store_true", default=default, help=verbose)

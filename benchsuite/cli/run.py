@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         return summary.exit_code
     for warning in summary.warnings:
         status.print(f"[yellow]warning:[/] {escape(warning)}")
-    tables.print(
+    console().print(  # even under --quiet: the one line that says how the run ended
         f"jobs: {summary.trained} trained, {summary.reused} reused, {summary.failed} failed; "
         f"report: {Path(settings.out) / 'report.html'}"
     )
