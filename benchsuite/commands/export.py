@@ -41,7 +41,8 @@ GROUPS = (
 
 
 def _scalar(value: Any) -> Any:
-    """A flat cell: scalars as they are, anything nested as JSON text."""
+    """A flat cell of a CSV or Parquet table: scalars as they are, anything nested (``curve``, a
+    list-valued option) as JSON text."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
     return json.dumps(value, sort_keys=True, default=str)
@@ -49,7 +50,8 @@ def _scalar(value: Any) -> Any:
 
 def flatten(record: RunRecord, created: float | None = None) -> list[dict[str, Any]]:
     """A job's training runs as flat rows (one per config of its grid; one row for a failed
-    job): core columns, then ``<group>.<name>`` columns."""
+    job): core columns, then ``<group>.<name>`` columns; nested values (``curve``: a list) stay
+    as they are, for the writer to store."""
     job = record.job
     runs = record.sweep or [
         {
@@ -100,8 +102,8 @@ def flatten(record: RunRecord, created: float | None = None) -> list[dict[str, A
         }  # fmt: skip
         for group, prefix in GROUPS:
             for name, value in sorted(sources[group].items()):
-                row[f"{prefix}.{name}"] = _scalar(value)
-        rows.append({k: _scalar(v) for k, v in row.items()})
+                row[f"{prefix}.{name}"] = value
+        rows.append(row)
     return rows
 
 
@@ -139,7 +141,14 @@ def export_rows(out: Path | str, include_failures: bool = False) -> list[dict[st
 
 
 def _json_safe(value: Any) -> Any:
-    return None if isinstance(value, float) and not math.isfinite(value) else value
+    """``value`` with NaN and infinities as None, in lists and mappings too."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, list | tuple):
+        return [_json_safe(item) for item in value]
+    if isinstance(value, Mapping):
+        return {key: _json_safe(item) for key, item in value.items()}
+    return value
 
 
 def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
@@ -147,18 +156,20 @@ def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns(rows), restval="")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({name: _scalar(value) for name, value in row.items()} for row in rows)
 
 
 def write_json(rows: list[dict[str, Any]], path: Path) -> None:
-    """A JSON array of row objects (every column in every row; NaN and infinities as null)."""
+    """A JSON array of row objects (every column in every row; NaN and infinities as null;
+    ``curve`` a list of numbers)."""
     names = columns(rows)
     table = [{name: _json_safe(row.get(name)) for name in names} for row in rows]
     path.write_text(json.dumps(table, indent=1, allow_nan=False), encoding="utf-8")
 
 
 def write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
-    """Parquet through pandas and pyarrow; a column mixing text and numbers is stored as text."""
+    """Parquet through pandas and pyarrow; nested values as JSON text, and a column mixing text
+    and numbers as text."""
     try:
         import pandas as pd
         import pyarrow  # noqa: F401  (pandas' parquet engine)
@@ -167,7 +178,8 @@ def write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
             "parquet export needs pandas and pyarrow: pip install 'benchsuite[parquet]' "
             "(or use --format csv or json)"
         ) from None
-    frame = pd.DataFrame.from_records(rows, columns=columns(rows))
+    flat = [{name: _scalar(value) for name, value in row.items()} for row in rows]
+    frame = pd.DataFrame.from_records(flat, columns=columns(rows))
     for name in frame.columns:
         kinds = {type(v) for v in frame[name] if v is not None and v == v}
         if str in kinds and len(kinds) > 1:
