@@ -265,9 +265,10 @@ def load_config(path: Path | str) -> dict[str, Any]:
     sections = ("run", *by_section)
     unknown = sorted(set(raw) - set(sections))
     if unknown:
-        raise UsageError(
-            f"config {where}: unknown section [{unknown[0]}]; valid: {', '.join(sections)}"
-        )
+        name = unknown[0]
+        if name in scalars and not isinstance(raw[name], dict):  # a run key written at the top
+            raise UsageError(f"config {where}: {name} is a run setting: put it under [run]")
+        raise UsageError(f"config {where}: unknown section [{name}]; valid: {', '.join(sections)}")
     given: dict[str, Any] = {}
     for key, value in _table(where, "run", raw.get("run", {})).items():
         if key not in scalars:

@@ -77,6 +77,7 @@ def one_line(result, code: int, needle: str) -> None:
         ("[run]\nseeds = 'eight'\n", "run.seeds must be a whole number"),
         ("[run]\nseedz = 8\n", "unknown key run.seedz"),
         ("[runn]\n", "unknown section [runn]"),
+        ("seeds = 3\n[run]\n", "seeds is a run setting: put it under [run]"),
         ("[tracks.sequence]\nlookbak = 4\n", "unknown option sequence.lookbak"),
         ("[tracks.sequence]\nlookback = 'long'\n", "option sequence.lookback: expected int"),
         ("[budget]\nbatch_size = -3\n", "budget batch_size: must be at least 1"),
