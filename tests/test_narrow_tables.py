@@ -88,3 +88,16 @@ def test_the_check_catches_folding(narrow):
         folded = printed(track_tables.track_table(name, entry), 80)
         whole = printed(track_tables.track_table(name, entry), 250)
         assert numbers_in(folded) != numbers_in(whole)
+
+
+def test_captions_leave_out_empty_clauses(finished_run):
+    """A track whose scale has no note and which has no comparison yet (its baseline alone, as
+    early in a run) gets captions without an empty clause: no "; ;"."""
+    report = Analysis.from_dict(json.loads((finished_run / "report.json").read_text()))
+    name, entry = next(iter(report.tracks.items()))
+    entry.scale, entry.comparisons = "unknown scale", {}
+    wide = track_tables.track_table(name, entry, report.design)
+    narrow = track_tables.track_tables_narrow(name, entry, report.design)
+    captions = [str(wide.caption), *(str(table.caption) for table in narrow)]
+    assert all("; ;" not in caption and not caption.endswith("; ") for caption in captions)
+    assert "budget" in captions[0]  # the clauses that are there stay

@@ -141,12 +141,13 @@ def across_table(report: Analysis) -> Table | None:
 def _across_caption(across: AcrossTracks, report: Analysis) -> str:
     left = across.tracks_left_out
     dropped = "; left out: " + "; ".join(f"{t} ({why})" for t, why in left.items()) if left else ""
-    return captions.TERMINAL_ACROSS.format(
+    caption = captions.TERMINAL_ACROSS.format(
         mixers=across.holm_family or len(across.mixers),
         alpha=num(across.alpha, 2),
         dropped=dropped,
         scale=report.scale.note,
     )
+    return caption.rstrip("; ")  # no scale note: no dangling "; "
 
 
 def _across_row(mixer: str, row: AcrossMixer) -> list[str]:

@@ -145,9 +145,10 @@ def track_table(name: str, entry: TrackResult, design: Design | None = None) -> 
     points = entry.in_points()
     table = new_table(
         _title(name, entry),
-        f"{entry.metric} ({entry.direction}); improvement > 0 means better than "
-        f"{entry.baseline}; {_scale(entry)}; {_family(entry, design)}; {CONFIG_NOTE}; "
-        f"{_scale_and_budget(entry)}{_param_ratios(entry)}",
+        clauses(f"{entry.metric} ({entry.direction})",
+                f"improvement > 0 means better than {entry.baseline}", _scale(entry),
+                _family(entry, design), CONFIG_NOTE, _scale_and_budget(entry))
+        + _param_ratios(entry),
         ["mixer", "config", f"{entry.metric} mean ± sd", "improvement [95% CI]",
          *(["Δ pt [95% CI]"] if points else []), "p", "Holm p", "MDE", "verdict", "flags"],
         no_wrap=("verdict",),
@@ -185,8 +186,9 @@ def track_tables_narrow(name: str, entry: TrackResult, design: Design | None = N
         points = entry.in_points()
         against = new_table(
             f"[bold]{escape(name)}[/]: against {escape(entry.baseline)}",
-            f"improvement > 0 means better than {entry.baseline}; {_scale(entry)}; "
-            f"{_family(entry, design)}; verdicts: {legend(shown)}{_param_ratios(entry)}",
+            clauses(f"improvement > 0 means better than {entry.baseline}", _scale(entry),
+                    _family(entry, design), f"verdicts: {legend(shown)}")
+            + _param_ratios(entry),
             ["mixer", "improvement [95% CI]", *(["Δ pt [95% CI]"] if points else []), "p",
              "Holm p", "MDE", "verdict"],
             no_wrap=("verdict",),
@@ -207,6 +209,11 @@ def track_view(name: str, entry: TrackResult, design: Design | None = None) -> R
         lambda _width: [track_table(name, entry, design)],
         lambda _width: track_tables_narrow(name, entry, design),
     ])  # fmt: skip
+
+
+def clauses(*parts: str) -> str:
+    """A caption's clauses joined by "; ", empty ones left out (no "; ;")."""
+    return "; ".join(part for part in parts if part)
 
 
 def _param_ratios(entry: TrackResult) -> str:
