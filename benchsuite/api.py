@@ -27,13 +27,14 @@ from benchsuite.execute.worker import Worker
 from benchsuite.output.numbers import num
 from benchsuite.plan.code import changed_modules
 from benchsuite.plan.design import design_check
-from benchsuite.plan.plan import Plan, plan_run, recipe
+from benchsuite.plan.plan import Plan, Skip, plan_run, recipe
 from benchsuite.plan.power import holm_first_alpha
 from benchsuite.plan.resolve import check_executor, resolve
 from benchsuite.registry import Registry, load_registry
 from benchsuite.results.store import FILENAME, Store
 from benchsuite.runner import Runner
 from benchsuite.settings import RunSettings
+from benchsuite.train.preflight import check_mixer
 from benchsuite.train.size import parameter_count
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -86,13 +87,27 @@ def prepare(
 
 def family_note(plan: Plan, design: dict[str, Any], family: int) -> str:
     """The line that corrects the design's family once the tracks' data has been probed."""
-    skipped = [f"{skip.track}/{skip.mixer}" for skip in plan.skipped if skip.mixer != "*"]
-    ruled_out = f" ({', '.join(skipped)} ruled out by the data)" if skipped else ""
+    cells = [skip for skip in plan.skipped if skip.mixer != "*"]
+    why = {"unsupported": "ruled out by the data", "error": "failed before training"}
+    said = [
+        f"{', '.join(f'{s.track}/{s.mixer}' for s in cells if s.kind == kind)} {text}"
+        for kind, text in why.items()
+        if any(s.kind == kind for s in cells)
+    ]
+    ruled_out = f" ({'; '.join(said)})" if said else ""
     return (
         f"design after probing the data: a family of {family} comparisons, not "
         f"{design['comparisons']}{ruled_out}; the analysis uses {family}: verdicts at alpha "
         f"{num(holm_first_alpha(family), 2)}, its first step"
     )
+
+
+def preflight_note(failing: list[Skip]) -> str:
+    """Every cell the pre-flight failed, in one warning (before any training)."""
+    pairs = "; ".join(f"{s.track}/{s.mixer}: {s.reason.removeprefix('pre-flight: ')}"
+                      for s in failing)  # fmt: skip
+    return (f"pre-flight: {len(failing)} mixer × track pair(s) fail before training and are "
+            f"skipped (the rest runs): {pairs}")  # fmt: skip
 
 
 def check_out(out: Path) -> None:
@@ -116,8 +131,10 @@ def run(settings: RunSettings, *, registry: Registry | None = None,
     pool = make_executor(settings.executor, worker, jobs=settings.jobs, timeout=settings.timeout,
                          address=settings.address)  # fmt: skip
     plan = stored_plan(store, settings, registry) or plan_run(
-        settings, registry.tracks, registry.mixers, parameter_count
+        settings, registry.tracks, registry.mixers, parameter_count, check_mixer
     )
+    if failing := [s for s in plan.skipped if s.reason.startswith("pre-flight: ")]:
+        events.warning(preflight_note(failing))
     if (family := plan.family()) != design["comparisons"]:
         events.note(family_note(plan, design, family))
     for note in code_changes(store.last_plan(), plan):

@@ -120,23 +120,35 @@ def test_command_line_mistakes(finished, args, needle):
     assert stored_rows(out) == before
 
 
-def test_broken_mixer_modules_are_named_and_the_rest_runs(finished, tmp_path):
+def test_broken_mixers_fail_the_pre_flight_together_before_any_training(finished, tmp_path):
+    """Mixers that break the contract on a track (a wrong shape, dtype or batch size; attention
+    with 3 heads at width 16) fail the pre-flight before the first job: every failing pair in one
+    warning, each cell skipped with its reason, and the rest of the run goes on."""
     out, before = finished
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     (plugins / "bad.py").write_text(BAD_MIXERS)
-    result = invoke("--plugins-dir", str(plugins), *BASE, "--out", str(out),
-                    "--mixers", "dense,identity,wrongshape,wrongdtype,batchchanger")  # fmt: skip
+    mixers = "dense,identity,wrongshape,wrongdtype,batchchanger,attention[heads=3]"
+    result = invoke("--plugins-dir", str(plugins), *BASE, "--out", str(out), "--mixers", mixers)
     assert result.returncode == 1, result.stderr
-    assert all(name in result.stdout for name in ("wrongshape", "wrongdtype", "batchchanger"))
-    # the reasons the failures table shows (the terminal folds long cells, so read them whole)
-    failures = json.loads((out / "report.json").read_text())["failures"]
-    reasons = " ".join(f["reason"] for f in failures)
-    assert "returned shape (3, 15, 16) for input (3, 16, 16)" in reasons
-    assert "returned torch.float64 for torch.float32 input" in reasons
-    assert "changed the batch size from 3 to 1" in reasons
-    assert "plugin 'bad'" in reasons
-    assert "jobs: 0 trained, 4 reused, 6 failed" in result.stdout  # 2 seeds each
+    stderr = " ".join(result.stderr.split())  # the terminal folds the warning's long line
+    assert stderr.count("pre-flight:") == 1  # one warning names every pair
+    warning = stderr[stderr.index("pre-flight:") :]
+    assert "4 mixer × track pair(s) fail before training" in warning
+    for needle in ("returned shape (3, 15, 16) for input (3, 16, 16)",
+                   "returned torch.float64 for torch.float32 input",
+                   "changed the batch size from 3 to 1", "plugin 'bad'",
+                   "sequence/attention[heads=3]: mixer 'attention[heads=3]'",
+                   "dim 16 is not divisible by heads=3"):  # fmt: skip
+        assert needle in warning, needle
+    assert stderr.index("pre-flight:") < stderr.index("train")  # before any job
+    assert "attention[heads=3] failed before training)" in stderr  # the family's note says why
+    skipped = json.loads((out / "report.json").read_text())["skipped"]
+    assert {(s["mixer"], s["kind"]) for s in skipped} >= {
+        ("wrongshape", "error"), ("wrongdtype", "error"), ("batchchanger", "error"),
+        ("attention[heads=3]", "error"),
+    }  # fmt: skip
+    assert "jobs: 0 trained, 4 reused, 0 failed" in result.stdout  # no job of theirs ran
     assert stored_rows(out) == before
 
 

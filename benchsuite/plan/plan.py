@@ -28,6 +28,7 @@ from benchsuite.settings import RunSettings
 from benchsuite.specs import Mixer, Track, TrackData, provenance
 
 Counter = Callable[[Track, Mixer, TrackData, Job], int]
+Preflight = Callable[[Mixer, int, int, dict], "str | None"]  # (mixer, tokens, dim, options)
 """Parameters of the model a job trains on some data (``benchsuite.train.size``)."""
 
 
@@ -221,11 +222,13 @@ def mixer_facts(mixer: Mixer) -> MixerFacts:
 
 
 def plan_run(settings: RunSettings, tracks: dict[str, Track], mixers: dict[str, Mixer],
-             count: Counter | None = None) -> Plan:  # fmt: skip
+             count: Counter | None = None, preflight: Preflight | None = None) -> Plan:  # fmt: skip
     """The plan of a run of resolved ``settings`` (see :func:`benchsuite.plan.resolve.resolve`):
     each track probed (a broken track is skipped with its reason), each supported cell's jobs,
     sized by the equal-size rule when ``settings.match`` asks for it and ``count`` is given; a
-    mixer variant runs its base mixer under its own name."""
+    mixer variant runs its base mixer under its own name. ``preflight(mixer, tokens, dim,
+    options)``, when given, checks every cell's mixer at each rung's shape before any job: a
+    reason skips the cell as an error."""
     plan = Plan(
         settings=settings.to_dict(),
         environment=describe(settings.device, settings.threads),
@@ -256,6 +259,12 @@ def plan_run(settings: RunSettings, tracks: dict[str, Track], mixers: dict[str, 
             if reason:
                 plan.skipped.append(Skip(name, mixer_name, reason, "unsupported"))
                 continue
+            if preflight is not None:
+                broken = [preflight(mixer, r.tokens, dim, options) for r in rungs]
+                if any(broken):
+                    reason = f"pre-flight: {next(b for b in broken if b)}"
+                    plan.skipped.append(Skip(name, mixer_name, reason, "error"))
+                    continue
             plan.code[f"mixer {mixer_name}"] = jobs_.plugin_code(mixer)
             jobs = jobs_.cell_jobs(settings, track, mixer, facts.grid, facts.data_key)
             size: dict[str, Any] = {}

@@ -1,7 +1,9 @@
-"""Before a job trains: build its mixer at the track's shape and check the module's contract.
+"""Before anything trains: build a mixer at a track's shape and check the module's contract.
 
-It runs inside the job (so a mixer that hangs or kills its process is caught by the executor's
-timeout and isolation). A mixer that cannot be built, or whose module returns the wrong type,
+The run's plan asks it of every (track, mixer) cell before the first job (a failing cell is
+skipped with its reason, every one listed in one warning), and each job asks it again inside its
+own process (so a mixer that hangs or kills its process is caught by the executor's timeout and
+isolation). A mixer that cannot be built, or whose module returns the wrong type,
 shape, dtype or batch size, fails with a one-line reason naming the mixer and its plugin.
 """
 
@@ -17,7 +19,8 @@ def _owner(mixer: Mixer) -> str:
 
 
 def check_mixer(mixer: Mixer, tokens: int, dim: int, options: dict) -> str | None:
-    """None when the mixer builds and maps (B, T, D) -> (B, T, D) in float32, else the reason."""
+    """None when the mixer builds, maps (B, T, D) -> (B, T, D) in float32 and back-propagates,
+    else the reason (the run's pre-flight asks this of every cell before any training)."""
     import torch
 
     try:
@@ -29,11 +32,10 @@ def check_mixer(mixer: Mixer, tokens: int, dim: int, options: dict) -> str | Non
             f"{_owner(mixer)}: build returned {type(module).__name__}, expected a torch.nn.Module"
         )
     x = torch.randn(3, tokens, dim, generator=torch.Generator().manual_seed(0))
+    shape = f"(3, {tokens}, {dim})"
     try:
-        with torch.no_grad():
-            y = module(x)
+        y = module(x.requires_grad_())
     except Exception as error:
-        shape = f"(3, {tokens}, {dim})"
         return f"{_owner(mixer)}: forward failed on {shape}: {one_line(error)}"
     if not isinstance(y, torch.Tensor):
         return f"{_owner(mixer)}: forward returned {type(y).__name__}, expected a tensor"
@@ -46,4 +48,8 @@ def check_mixer(mixer: Mixer, tokens: int, dim: int, options: dict) -> str | Non
         )
     if y.dtype != x.dtype:
         return f"{_owner(mixer)}: returned {y.dtype} for {x.dtype} input; keep the input's dtype"
+    try:
+        y.sum().backward()
+    except Exception as error:
+        return f"{_owner(mixer)}: backward failed on {shape}: {one_line(error)}"
     return None
