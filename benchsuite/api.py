@@ -76,6 +76,11 @@ def prepare(
     registry.check_loaded("track", settings.tracks or ())
     check_out(Path(settings.out))
     resolved = resolve(settings, registry)
+    if settings.mixers is None and (added := installed_mixers(resolved, registry)):
+        events.note(
+            f"the default suite includes {len(added)} mixer(s) from installed plugins: "
+            f"{', '.join(added)} (--mixers chooses the mixers)"
+        )
     from benchsuite.results.summaries import previous_sd
 
     design = design_check(resolved, registry.tracks, previous_sd(Path(resolved.out)))
@@ -83,6 +88,17 @@ def prepare(
     if design["warning"] and resolved.strict:
         raise UsageError(f"{design['warning']} (--strict)")
     return resolved, registry, design
+
+
+def installed_mixers(settings: RunSettings, registry: Registry) -> list[str]:
+    """The mixers of a default run (no ``--mixers``) that installed or local plugins added to
+    the built-in ones, each with its plugin."""
+    return [
+        f"{name} (plugin {registry.mixers[name].plugin!r})"
+        for name in settings.mixers or ()
+        if name in registry.mixers
+        and not registry.mixers[name].module.startswith("benchsuite.mixers")
+    ]
 
 
 def family_note(plan: Plan, design: dict[str, Any], family: int) -> str:

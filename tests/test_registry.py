@@ -78,6 +78,27 @@ def test_plugins_dir_mixer_is_listed_and_runs(tmp_path):
     assert result["idea"]["name"] == "shift" and len(result["idea"]["per_seed"]) == 2
 
 
+def test_a_plugin_that_grows_the_default_suite_is_announced(tmp_path):
+    """Without ``--mixers`` the suite runs every mixer there is: one a plugin added is named in
+    a note before the run, and a run that names its mixers gets no such note."""
+    from benchsuite.api import prepare
+    from benchsuite.execute.events import Events
+    from benchsuite.settings import RunSettings
+
+    plugins = tmp_path / "plugins"
+    write_plugin(plugins, "shift", SHIFT_MIXER.format(name="shift"))
+    notes: list[str] = []
+    events = Events(note=notes.append)
+    base = {"tracks": ("sequence",), "plugins_dir": str(plugins), "out": str(tmp_path / "o")}
+    resolved, _, _ = prepare(RunSettings(**base), events=events)
+    assert "shift" in resolved.mixers and len(resolved.mixers) > 2
+    (note,) = [n for n in notes if "installed plugins" in n]
+    assert note.startswith("the default suite includes 1 mixer(s) from installed plugins: shift")
+    notes.clear()
+    prepare(RunSettings(**base, mixers=("dense", "shift")), events=events)
+    assert not [n for n in notes if "installed plugins" in n]
+
+
 def test_installed_distribution_entry_point_is_listed_and_runs(tmp_path, monkeypatch):
     project = tmp_path / "benchsuite-rollmix"
     write_plugin(project / "benchsuite_rollmix", "__init__", SHIFT_MIXER.format(name="rollmix"))
