@@ -86,3 +86,22 @@ def test_compare_reads_the_per_seed_values_the_report_holds(out):
                 seeds = entry.comparisons[mixer].seeds
                 paired = [values[s] for s in seeds]
                 assert paired == pytest.approx(entry.comparisons[mixer].mixer_values)
+
+
+def test_a_plan_read_back_keeps_the_runs_order(out):
+    """The store keeps a plan's mappings sorted; read back, its tracks and mixers are in the
+    order the run listed them (dense, butterfly, attention: not sorted), so ``report`` prints its
+    tables as the run did."""
+    from benchsuite.plan.plan import Plan
+    from benchsuite.results.store import Store
+
+    store = Store(out / "benchsuite.sqlite")
+    raw = store.last_plan()
+    store.close()
+    plan = Plan.from_dict(raw)
+    asked = raw["settings"]["mixers"]
+    assert asked != sorted(asked)
+    for cells in plan.cells.values():
+        assert list(cells) == [m for m in asked if m in cells]
+    assert list(plan.tracks) == [t for t in raw["settings"]["tracks"] if t in plan.tracks]
+    assert list(plan.mixers) == [m for m in asked if m in plan.mixers]

@@ -130,14 +130,24 @@ class Plan:
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> Plan:
-        """A plan read back from the store (no Job objects)."""
+        """A plan read back from the store (no Job objects), its tracks and mixers in the order
+        the run listed them (the store keeps its mappings sorted), so that ``report`` prints the
+        tables in the run's order."""
+        settings = raw["settings"]
+
+        def listed(mapping: dict[str, Any], key: str) -> list[str]:
+            order = {name: i for i, name in enumerate(settings.get(key) or [])}
+            return sorted(mapping, key=lambda name: order.get(name, len(order)))
+
+        tracks, cells = raw["tracks"], raw["cells"]
         return cls(
-            settings=raw["settings"],
+            settings=settings,
             environment=raw.get("environment", {}),
-            mixers={n: MixerFacts(**m) for n, m in raw["mixers"].items()},
-            tracks={n: TrackFacts(**t) for n, t in raw["tracks"].items()},
+            mixers={n: MixerFacts(**raw["mixers"][n]) for n in listed(raw["mixers"], "mixers")},
+            tracks={n: TrackFacts(**tracks[n]) for n in listed(tracks, "tracks")},
             cells={
-                t: {m: Cell(**c) for m, c in cells.items()} for t, cells in raw["cells"].items()
+                t: {m: Cell(**cells[t][m]) for m in listed(cells[t], "mixers")}
+                for t in listed(cells, "tracks")
             },
             skipped=[Skip(**s) for s in raw["skipped"]],
             code=raw.get("code", {}),
