@@ -123,6 +123,26 @@ def test_costs_table_gives_reasons_and_parameter_ratios(track):
     assert "needs 16 (got 12)" in text and "broken" in text
 
 
+def test_costs_are_of_the_model_the_run_trains_sized_by_the_same_rule(track):
+    """A mixer without parameters is a fraction of the baseline's size as declared; the run
+    widens its channel MLPs to within 10% (the equal-size rule), and so does the listing, which
+    says how (``sized_by``); with ``match="none"`` both keep the declared size."""
+    def big(tokens, dim):  # a baseline whose mixer holds most of the model's parameters
+        return nn.Sequential(nn.Linear(dim, 8 * dim), nn.Linear(8 * dim, dim))
+
+    empty = Mixer(name="empty", build=lambda tokens, dim: nn.Identity())
+    registry = Registry(mixers={"big": Mixer(name="big", build=big), "empty": empty},
+                        tracks={"sequence": track})  # fmt: skip
+    given = {"mixers": ["empty"], "baseline": "big", "track_options": {"sequence": OPTIONS}}
+    sized = {r["mixer"]: r for r in costs_table(registry, "quick", **given)}
+    declared = {r["mixer"]: r for r in costs_table(registry, "quick", **given, match="none")}
+    assert declared["empty"]["param_mismatch"] and declared["empty"]["params_vs_baseline"] < 0.9
+    assert declared["empty"]["sized_by"] == "as declared"
+    assert not sized["empty"]["param_mismatch"] and sized["empty"]["sized_by"] == "mlp_hidden"
+    assert abs(sized["empty"]["params_vs_baseline"] - 1) <= 0.1
+    assert sized["big"]["params"] == declared["big"]["params"]  # the baseline is the target
+
+
 def test_costs_table_refuses_unknown_names(track):
     registry = Registry(mixers={"dense": dense_mixer()}, tracks={"sequence": track})
     with pytest.raises(UsageError, match="unknown mixer 'nope'"):

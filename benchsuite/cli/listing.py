@@ -17,7 +17,7 @@ EXAMPLES = (
 )
 # The run settings --costs measures with: their flags are the run's.
 COSTS = ("tracks", "mixers", "baseline", "preset", "data_dir", "device", "track_options",
-         "mixer_options")  # fmt: skip
+         "mixer_options", "match")  # fmt: skip
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
             registry, settings.preset, settings.tracks, settings.mixers,
             baseline=settings.baseline, track_options=settings.track_options,
             mixer_options=settings.mixer_options, data_dir=settings.data_dir,
-            device=settings.device,
+            device=settings.device, match=settings.match,
         )  # fmt: skip
         if args.json:
             print(json.dumps(rows, indent=2, default=str))

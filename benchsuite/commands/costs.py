@@ -38,12 +38,14 @@ def measure_costs(
     warmup: int = 2,
     steps: int = 5,
     salt: str = DEFAULT_SALT,
+    size: Mapping[str, Any] | None = None,
 ) -> dict[str, float]:
     """Parameters, FLOPs, step time and memory of ``mixer`` on ``track`` (keys: module docstring).
 
     ``data`` must have been loaded with ``track_options`` (defaults when None); one batch of
     ``budget.batch_size`` training examples is used throughout; the model is the one a run of
-    ``preset`` builds, with ``budget``'s steps, batch size, width and depth.
+    ``preset`` builds, with ``budget``'s steps, batch size, width and depth, and ``size`` (what
+    the equal-size rule sets: a mixer option and/or ``mlp_hidden``).
     """
     import torch
 
@@ -61,7 +63,7 @@ def measure_costs(
         mixer_options={mixer.name: resolve_options(mixer.options, mixer_options or {}, mixer.name)},
         budget={key: getattr(budget, key) for key in OVERRIDABLE},
     )  # fmt: skip
-    [job] = cell_jobs(settings, track, mixer, grid_of(track, settings), data_key="costs")
+    [job] = cell_jobs(settings, track, mixer, grid_of(track, settings), "costs", size)
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(threads)
     target = torch.device(device)
@@ -97,8 +99,11 @@ def costs_table(
     mixer_options: Mapping[str, Mapping[str, Any]] | None = None,
     data_dir: str | None = None,
     device: str = "cpu",
+    match: str = RunSettings.match,
 ) -> list[dict[str, Any]]:
-    """One row per track x mixer (default: all) with its costs, or the reason it has none.
+    """One row per track x mixer (default: all) with its costs, or the reason it has none, each
+    model sized as a run of these settings sizes it (``match="params"``: the equal-size rule;
+    ``sized_by`` says how, as the run's ``size.by``).
 
     Each row has ``track``, ``mixer``, ``tokens``, ``dim``, ``reason`` (None when measured), the
     :func:`measure_costs` figures, and, when ``baseline`` is measured on the track,
@@ -130,9 +135,13 @@ def costs_table(
             track.options, (track_options or {}).get(track_name, {}), track_name
         )
         data, problem = _load(track, options, preset, data_dir)
+        sizes = {}
+        if match == "params" and baseline is not None and data is not None:
+            sizes = _sizes(registry, track_name, mixer_names, preset, options, mixer_options,
+                           data_dir)  # fmt: skip
         cells = [
             _cell(track, variants.lookup(registry.mixers, name), data, problem, preset, options,
-                  resolved[name], device)
+                  resolved[name], device, sizes.get(name, {}))
             for name in mixer_names
         ]  # fmt: skip
         _compare_params(cells, baseline)
@@ -151,10 +160,34 @@ def _load(track: Track, options: dict, preset: str,
         return None, f"track data: {one_line(error)}"
 
 
+def _sizes(registry: Registry, track: str, mixers: list[str], preset: str, options: dict,
+           mixer_options: Mapping[str, Mapping[str, Any]] | None,
+           data_dir: str | None) -> dict[str, dict[str, Any]]:  # fmt: skip
+    """Each cell's size as a run plans it (the run's own planner, equal-size rule, the first
+    mixer the baseline); none where the plan cannot be made (its cells then keep their declared
+    size, and their own rows say what fails)."""
+    from benchsuite.plan.plan import plan_run
+    from benchsuite.plan.resolve import resolve
+    from benchsuite.train.size import parameter_count
+
+    settings = RunSettings(
+        tracks=(track,), mixers=tuple(mixers), baseline=mixers[0], preset=preset, seeds=2,
+        track_options={track: options}, mixer_options=dict(mixer_options or {}),
+        data_dir=data_dir,
+    )  # fmt: skip
+    try:
+        resolved = resolve(settings, registry)
+        plan = plan_run(resolved, registry.tracks, registry.mixers, parameter_count)
+    except Exception:  # the rows report what is wrong, cell by cell
+        return {}
+    return {name: dict(cell.size) for name, cell in plan.cells.get(track, {}).items()}
+
+
 def _cell(track: Track, mixer: Mixer, data: TrackData | None, problem: str | None, preset: str,
           options: dict, mixer_options: Mapping[str, Any] | None,
-          device: str) -> dict[str, Any]:  # fmt: skip
-    """One row of the costs table: the measured costs, or the reason there are none."""
+          device: str, size: Mapping[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """One row of the costs table: the measured costs of the model as the run sizes it
+    (``size``: the plan's size record of the cell), or the reason there are none."""
     budget = track.budget(preset)
     row: dict[str, Any] = {"track": track.name, "mixer": mixer.name, "dim": budget.dim,
                            "tokens": data.tokens if data else None, "reason": problem}  # fmt: skip
@@ -166,7 +199,8 @@ def _cell(track: Track, mixer: Mixer, data: TrackData | None, problem: str | Non
         try:
             row.update(measure_costs(track, mixer, data, budget, preset=preset,
                                      track_options=options, mixer_options=mixer_options,
-                                     device=device))  # fmt: skip
+                                     device=device, size=size.get("set")))  # fmt: skip
+            row["sized_by"] = size.get("by", "as declared")
         except Exception as error:  # one broken mixer never hides the others
             row["reason"] = f"failed: {one_line(error)}"
     return row
