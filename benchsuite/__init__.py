@@ -6,7 +6,9 @@ docs/tracks.md point to: the hook marker, the mixer and track contracts and thei
 data from, the two errors a plugin raises, and the layers the built-in tracks share
 (``embed_tokens``, ``PositionalTokens``, ``MeanPool``, ``LastToken``: torch modules, imported only
 when one is asked for). ``import benchsuite`` never imports torch. Running benchmarks from
-Python: :mod:`benchsuite.api`; testing a mixer: :mod:`benchsuite.testing`.
+Python: :mod:`benchsuite.api`; testing a mixer: :mod:`benchsuite.testing`; a mixer in one call:
+``create_mixer(name, tokens, dim, **options)`` and ``list_mixers(pattern)``
+(:mod:`benchsuite.factory`, loaded on first use).
 """
 
 from typing import Any
@@ -31,12 +33,20 @@ __version__ = "0.1.0"
 _LAYERS = ("LastToken", "MeanPool", "PositionalTokens", "embed_tokens")
 
 
+_FACTORY = ("create_mixer", "list_mixers")
+
+
 def __getattr__(name: str) -> Any:
-    """A shared layer of :mod:`benchsuite.train.layers`, imported (with torch) on first use."""
+    """A shared layer of :mod:`benchsuite.train.layers`, imported (with torch) on first use, or
+    a function of :mod:`benchsuite.factory` (which loads the plugins)."""
     if name in _LAYERS:
         from benchsuite.train import layers
 
         return getattr(layers, name)
+    if name in _FACTORY:
+        from benchsuite import factory
+
+        return getattr(factory, name)
     raise AttributeError(f"module 'benchsuite' has no attribute {name!r}")
 
 
@@ -57,8 +67,10 @@ __all__ = [
     "TrackData",
     "UsageError",
     "__version__",
+    "create_mixer",
     "embed_tokens",
     "hookimpl",
+    "list_mixers",
     "lr_grid",
     "wrap",
 ]

@@ -100,6 +100,7 @@ def test_the_plugin_author_surface_is_what_the_docs_name_and_imports_no_torch():
         "ISOMETRY", "Budget", "ForecastTrack", "LastToken", "MeanPool", "Metric", "Mixer", "Option",
         "PluginError", "PositionalTokens", "Signature", "Streams", "Track", "TrackData",
         "UsageError", "__version__", "embed_tokens", "hookimpl", "lr_grid", "wrap",
+        "create_mixer", "list_mixers",
     }  # fmt: skip
     from benchsuite.train import layers  # the shared layers: resolved on first use, with torch
 
