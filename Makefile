@@ -24,8 +24,7 @@ run: $(STAMP)
 	$(BIN)/benchsuite run
 
 # The fast tier: every test not marked slow (4-9 minutes on 2 cores; docs/testing.md).
-test: $(STAMP)
-	$(BIN)/python -m ruff check $(LINTED)
+test: lint
 	$(BIN)/python -m pytest -m "not slow" -n $(WORKERS)
 
 # The slow tier: end-to-end training runs, Ray, the browser, null calibration, the positive
@@ -58,6 +57,7 @@ browser:
 	command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
+# The linter and the formatter as the style: `make format` rewrites, `make lint` checks both.
 lint: $(STAMP)
 	$(BIN)/python -m ruff check $(LINTED)
 	$(BIN)/python -m ruff format --check $(LINTED)

@@ -20,18 +20,35 @@ import tempfile
 import time
 from pathlib import Path
 
-SUBSET = ["--tracks", "sequence,dynamics,tabular", "--mixers", "dense,attention,identity",
-          "--seeds", "8"]  # fmt: skip
+SUBSET = [
+    "--tracks",
+    "sequence,dynamics,tabular",
+    "--mixers",
+    "dense,attention,identity",
+    "--seeds",
+    "8",
+]
 
 
 def run(out: Path, device: str, extra: list[str]) -> tuple[float, dict]:
     """Wall seconds and report.json of the subset on ``device``."""
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "benchsuite.cli", "run", "--out", str(out), "--device", device,
-         *SUBSET, *extra],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "benchsuite.cli",
+            "run",
+            "--out",
+            str(out),
+            "--device",
+            device,
+            *SUBSET,
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode not in (0, 1):
         sys.exit(done.stderr)
     return time.perf_counter() - start, json.loads((out / "report.json").read_text())
@@ -57,14 +74,21 @@ def main() -> None:
     base = Path(tempfile.mkdtemp(prefix="benchsuite-gpu-check-"))
     gpu_seconds, gpu = run(base / "gpu", args.device, extra)
     cpu_seconds, cpu = run(base / "cpu", "cpu", extra)
-    print(f"{torch.cuda.get_device_name()}: {gpu_seconds:.1f} s wall; "
-          f"CPU ({cpu['environment']['cpus']} cores): {cpu_seconds:.1f} s wall; "
-          f"CPU / GPU {cpu_seconds / gpu_seconds:.2f}")  # fmt: skip
+    print(
+        f"{torch.cuda.get_device_name()}: {gpu_seconds:.1f} s wall; "
+        f"CPU ({cpu['environment']['cpus']} cores): {cpu_seconds:.1f} s wall; "
+        f"CPU / GPU {cpu_seconds / gpu_seconds:.2f}"
+    )
     on_gpu, on_cpu = verdicts(gpu), verdicts(cpu)
-    differ = [f"{cell}: gpu {on_gpu[cell]}, cpu {on_cpu.get(cell)}"
-              for cell in on_gpu if on_gpu[cell] != on_cpu.get(cell)]  # fmt: skip
-    print(f"verdicts: {len(on_gpu) - len(differ)} of {len(on_gpu)} agree"
-          + "".join(f"\n  differs: {line}" for line in differ))  # fmt: skip
+    differ = [
+        f"{cell}: gpu {on_gpu[cell]}, cpu {on_cpu.get(cell)}"
+        for cell in on_gpu
+        if on_gpu[cell] != on_cpu.get(cell)
+    ]
+    print(
+        f"verdicts: {len(on_gpu) - len(differ)} of {len(on_gpu)} agree"
+        + "".join(f"\n  differs: {line}" for line in differ)
+    )
 
 
 if __name__ == "__main__":

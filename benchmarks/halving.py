@@ -25,10 +25,13 @@ from pathlib import Path
 from suite import job_seconds, timed_run, verdicts
 
 SUBSET = [
-    "--tracks", "vision,recall,selective_copying",
-    "--mixers", "dense,attention,mamba,identity",
-    "--seeds", "3",
-]  # fmt: skip
+    "--tracks",
+    "vision,recall,selective_copying",
+    "--mixers",
+    "dense,attention,mamba,identity",
+    "--seeds",
+    "3",
+]
 
 
 def choices(store: Path, metrics: dict[str, str]) -> dict[tuple[str, str, int], tuple[int, float]]:

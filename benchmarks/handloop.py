@@ -92,8 +92,9 @@ def main() -> None:
     torch.set_num_threads(1)
     registry = load_registry()
     mixers = tuple(dict.fromkeys(("dense", args.mixer, "identity")))
-    settings = resolve(RunSettings(tracks=(args.track,), mixers=mixers,
-                                   seeds=max(args.seeds, 2)), registry)  # fmt: skip
+    settings = resolve(
+        RunSettings(tracks=(args.track,), mixers=mixers, seeds=max(args.seeds, 2)), registry
+    )
     track, mixer = registry.tracks[args.track], registry.mixers[args.mixer]
     jobs = cell_jobs(settings, track, mixer, grid_of(track, settings), "handloop")[: args.seeds]
     jobs = [job.__class__(**{**job.__dict__, "measure": False}) for job in jobs]
@@ -106,10 +107,12 @@ def main() -> None:
     hand = [hand_loop(job, registry) for job in jobs]
     hand_seconds = time.perf_counter() - start
     same = sum(record.chosen == chosen for record, (chosen, _) in zip(suite, hand, strict=True))
-    print(f"{args.track}/{args.mixer}, {len(jobs)} seeds x {len(jobs[0].grid)} configs: "
-          f"benchsuite {suite_seconds:.1f} s, hand loop {hand_seconds:.1f} s, "
-          f"ratio {suite_seconds / hand_seconds:.2f}; same chosen config on {same} of "
-          f"{len(jobs)} seeds")  # fmt: skip
+    print(
+        f"{args.track}/{args.mixer}, {len(jobs)} seeds x {len(jobs[0].grid)} configs: "
+        f"benchsuite {suite_seconds:.1f} s, hand loop {hand_seconds:.1f} s, "
+        f"ratio {suite_seconds / hand_seconds:.2f}; same chosen config on {same} of "
+        f"{len(jobs)} seeds"
+    )
 
 
 if __name__ == "__main__":

@@ -58,9 +58,14 @@ class Child:
 
     def __init__(self, code: Path) -> None:
         env = {**os.environ, "PYTHONPATH": str(code)}
-        self.process = subprocess.Popen([sys.executable, __file__, "--child"], env=env,
-                                        cwd=tempfile.gettempdir(), stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, text=True)  # fmt: skip
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--child"],
+            env=env,
+            cwd=tempfile.gettempdir(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
 
     def __call__(self, job: str) -> list:
         assert self.process.stdin and self.process.stdout
@@ -76,8 +81,9 @@ class Child:
 
 def extract(revision: str, folder: Path) -> Path:
     """The revision's files in ``folder``, its tracks and plugins reachable as in an install."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision], capture_output=True,
-                             check=True).stdout  # fmt: skip
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", revision], capture_output=True, check=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
     (folder / "benchsuite" / "tracks").symlink_to(folder / "tracks")
     (folder / "benchsuite" / "mixers").symlink_to(folder / "plugins")
@@ -123,8 +129,11 @@ def main() -> None:
                 ratios[f"{track} cpu"].append(cpu_b / cpu_a)
                 if track == "total":
                     line = [f"A {cpu_a:.1f} cpu-s, B {cpu_b:.1f} cpu-s, B/A {cpu_b / cpu_a:.3f}"]
-            print(f"run {repeat + 1}: {line[0]}; largest relative metric difference so far "
-                  f"{worst:.2e}", flush=True)  # fmt: skip
+            print(
+                f"run {repeat + 1}: {line[0]}; largest relative metric difference so far "
+                f"{worst:.2e}",
+                flush=True,
+            )
             totals = {k: defaultdict(lambda: [0.0, 0.0]) for k in children}
         for child_ in children.values():
             child_.close()

@@ -52,8 +52,12 @@ def main() -> None:
     middle = lrs[len(lrs) // 2]
     jobs = {}
     for name, grid in (("one", (middle,)), ("tuned", tuple(lrs))):
-        asked = RunSettings(tracks=(args.track,), mixers=("dense", args.mixer), seeds=8,
-                            grids={args.track: {"lr": grid}})  # fmt: skip
+        asked = RunSettings(
+            tracks=(args.track,),
+            mixers=("dense", args.mixer),
+            seeds=8,
+            grids={args.track: {"lr": grid}},
+        )
         settings = resolve(asked, registry)
         # seed 1: a seed that measures no probes
         jobs[name] = cell_jobs(settings, track, mixer, grid_of(track, settings), "benchmark")[1]
@@ -69,9 +73,11 @@ def main() -> None:
         ratios.append(framework / plain)
         naive.append(framework / default_adamw)
         tuned.append(stacked / sweep)
-        print(f"benchsuite {framework:.3f} s   minimal loop {plain:.3f} s   "
-              f"(default AdamW {default_adamw:.3f} s)   ratio {ratios[-1]:.3f}   "
-              f"tuned job {stacked:.3f} s vs {len(lrs)} loops {sweep:.3f} s")  # fmt: skip
+        print(
+            f"benchsuite {framework:.3f} s   minimal loop {plain:.3f} s   "
+            f"(default AdamW {default_adamw:.3f} s)   ratio {ratios[-1]:.3f}   "
+            f"tuned job {stacked:.3f} s vs {len(lrs)} loops {sweep:.3f} s"
+        )
     print(f"vs a minimal loop with torch's default AdamW: {statistics.median(naive):.2f}")
     print(f"overhead ratio {statistics.median(ratios):.2f}")
     print(f"tuned job ratio {statistics.median(tuned):.2f} ({len(lrs)} configs)")

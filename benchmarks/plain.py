@@ -36,10 +36,12 @@ def plain(job: Job, registry: Registry) -> Plain:
     track, mixer = registry.tracks[job.track], registry.mixers[job.mixer]
     data, budget = load_data(track, job), job_budget(job)
     x, y = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)
-    order = batch_order(Streams(job.salt, job.track, job.seed).rng("order"), len(x),
-                        budget.steps, budget.batch_size)  # fmt: skip
-    return Plain(track, mixer, data, budget, x, y, order,
-                 track.criterion(data, dict(job.track_options)))  # fmt: skip
+    order = batch_order(
+        Streams(job.salt, job.track, job.seed).rng("order"), len(x), budget.steps, budget.batch_size
+    )
+    return Plain(
+        track, mixer, data, budget, x, y, order, track.criterion(data, dict(job.track_options))
+    )
 
 
 def step(model: torch.nn.Module, job: Plain, index: int, optimizer: torch.optim.Optimizer) -> None:

@@ -34,8 +34,14 @@ from collections import defaultdict
 from pathlib import Path
 
 # the fixed subset of --against: every default track, a mixer of each family, 2 seeds
-SUBSET = ["--tracks", "sequence,dynamics,tabular,vision,recall,selective_copying",
-          "--mixers", "dense,attention,mamba,identity", "--seeds", "2"]  # fmt: skip
+SUBSET = [
+    "--tracks",
+    "sequence,dynamics,tabular,vision,recall,selective_copying",
+    "--mixers",
+    "dense,attention,mamba,identity",
+    "--seeds",
+    "2",
+]
 
 
 def timed_run(out: Path, extra: list[str], code: Path | None = None) -> tuple[float, str]:
@@ -44,8 +50,11 @@ def timed_run(out: Path, extra: list[str], code: Path | None = None) -> tuple[fl
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "benchsuite.cli", "run", "--out", str(out), *extra],
-        capture_output=True, text=True, env=env, cwd=tempfile.gettempdir() if code else None,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tempfile.gettempdir() if code else None,
+    )
     if done.returncode not in (0, 1):
         sys.exit(done.stderr)
     return time.perf_counter() - start, done.stdout
@@ -126,18 +135,27 @@ def against(revision: str, extra: list[str]) -> None:
         seconds = sum(job_seconds(out / "benchsuite.sqlite").values())
         reference = report["environment"]["reference_step_seconds"]
         figures[side] = (wall, seconds, seconds / reference, verdicts(out))
-        print(f"{side} ({revision if side == 'A' else 'working tree'}): {wall:.1f} s wall, "
-              f"{seconds:.0f} job-s, {seconds / reference / 1e3:.0f}k reference steps; "
-              f"{stdout.strip().splitlines()[-1]}")  # fmt: skip
+        print(
+            f"{side} ({revision if side == 'A' else 'working tree'}): {wall:.1f} s wall, "
+            f"{seconds:.0f} job-s, {seconds / reference / 1e3:.0f}k reference steps; "
+            f"{stdout.strip().splitlines()[-1]}"
+        )
     (wall_a, sec_a, ref_a, cells_a), (wall_b, sec_b, ref_b, cells_b) = figures["A"], figures["B"]
-    print(f"B/A: wall {wall_b / wall_a:.3f}, job-seconds {sec_b / sec_a:.3f}, "
-          f"reference steps {ref_b / ref_a:.3f}")  # fmt: skip
+    print(
+        f"B/A: wall {wall_b / wall_a:.3f}, job-seconds {sec_b / sec_a:.3f}, "
+        f"reference steps {ref_b / ref_a:.3f}"
+    )
     shared = [cell for cell in cells_a if cell in cells_b]
     same_metrics = sum(cells_a[c][1] == cells_b[c][1] for c in shared)
-    differ = [f"{t}/{m}: {cells_a[t, m][0]} -> {cells_b[t, m][0]}"
-              for t, m in shared if cells_a[t, m][0] != cells_b[t, m][0]]  # fmt: skip
-    print(f"cells: {len(shared)} on both sides, {same_metrics} with identical per-seed metrics; "
-          f"verdicts that differ: {', '.join(differ) or 'none'}")  # fmt: skip
+    differ = [
+        f"{t}/{m}: {cells_a[t, m][0]} -> {cells_b[t, m][0]}"
+        for t, m in shared
+        if cells_a[t, m][0] != cells_b[t, m][0]
+    ]
+    print(
+        f"cells: {len(shared)} on both sides, {same_metrics} with identical per-seed metrics; "
+        f"verdicts that differ: {', '.join(differ) or 'none'}"
+    )
 
 
 def main() -> None:

@@ -120,10 +120,13 @@ def family_note(plan: Plan, design: dict[str, Any], family: int) -> str:
 
 def preflight_note(failing: list[Skip]) -> str:
     """Every cell the pre-flight failed, in one warning (before any training)."""
-    pairs = "; ".join(f"{s.track}/{s.mixer}: {s.reason.removeprefix('pre-flight: ')}"
-                      for s in failing)  # fmt: skip
-    return (f"pre-flight: {len(failing)} mixer × track pair(s) fail before training and are "
-            f"skipped (the rest runs): {pairs}")  # fmt: skip
+    pairs = "; ".join(
+        f"{s.track}/{s.mixer}: {s.reason.removeprefix('pre-flight: ')}" for s in failing
+    )
+    return (
+        f"pre-flight: {len(failing)} mixer × track pair(s) fail before training and are "
+        f"skipped (the rest runs): {pairs}"
+    )
 
 
 def check_out(out: Path) -> None:
@@ -132,8 +135,9 @@ def check_out(out: Path) -> None:
         raise UsageError(f"--out {out}: is a file, not a folder; name a folder (it is created)")
 
 
-def run(settings: RunSettings, *, registry: Registry | None = None,
-        events: Events | None = None) -> RunSummary:  # fmt: skip
+def run(
+    settings: RunSettings, *, registry: Registry | None = None, events: Events | None = None
+) -> RunSummary:
     """Run the whole protocol for ``settings`` and write the report files into ``settings.out``.
 
     ``registry``: the plugins to use (default: load them; a registry with mixers added from Python
@@ -144,8 +148,13 @@ def run(settings: RunSettings, *, registry: Registry | None = None,
     out = Path(settings.out)
     store = Store.in_folder(out)
     worker = Worker(settings.plugins_dir, settings.threads, registry)
-    pool = make_executor(settings.executor, worker, jobs=settings.jobs, timeout=settings.timeout,
-                         address=settings.address)  # fmt: skip
+    pool = make_executor(
+        settings.executor,
+        worker,
+        jobs=settings.jobs,
+        timeout=settings.timeout,
+        address=settings.address,
+    )
     plan = stored_plan(store, settings, registry) or plan_run(
         settings, registry.tracks, registry.mixers, parameter_count, check_mixer
     )
@@ -172,8 +181,9 @@ def run(settings: RunSettings, *, registry: Registry | None = None,
         report = analyse(plan, results, failures, digest)
         warnings = write_all(report, out)
     counts = runner.counts
-    summary = RunSummary(out, report, counts["trained"], counts["reused"], counts["failed"],
-                         warnings, interrupted)  # fmt: skip
+    summary = RunSummary(
+        out, report, counts["trained"], counts["reused"], counts["failed"], warnings, interrupted
+    )
     failed = summary.failed and not settings.allow_failures
     summary.exit_code = 130 if interrupted else 1 if failed or summary.broken else 0
     return summary
@@ -198,8 +208,10 @@ def code_changes(previous: dict[str, Any] | None, plan: Plan) -> list[str]:
     notes = []
     for part, modules in plan.code.items():
         if part in before and (changed := changed_modules(before[part], modules)):
-            notes.append(f"code of {part} changed since the last run here ({', '.join(changed)}): "
-                         "its jobs run again")  # fmt: skip
+            notes.append(
+                f"code of {part} changed since the last run here ({', '.join(changed)}): "
+                "its jobs run again"
+            )
     return notes
 
 

@@ -53,11 +53,14 @@ class Budget:
 
     def __post_init__(self) -> None:
         if self.checkpoint not in CHECKPOINTS:
-            raise ValueError(f"budget checkpoint {self.checkpoint!r}: expected one of "
-                             f"{', '.join(CHECKPOINTS)}")  # fmt: skip
+            raise ValueError(
+                f"budget checkpoint {self.checkpoint!r}: expected one of {', '.join(CHECKPOINTS)}"
+            )
         if (self.patience or self.halve_at or self.checkpoint == "best") and not self.eval_every:
-            raise ValueError("budget patience, halve_at and checkpoint='best' need eval_every ≥ 1 "
-                             "(steps between validation checks)")  # fmt: skip
+            raise ValueError(
+                "budget patience, halve_at and checkpoint='best' need eval_every ≥ 1 "
+                "(steps between validation checks)"
+            )
         halvings = tuple(int(step) for step in self.halve_at)  # a list after a JSON round trip
         if any(step < 1 for step in halvings) or list(halvings) != sorted(set(halvings)):
             raise ValueError(f"budget halve_at {list(halvings)}: expected increasing steps ≥ 1")

@@ -26,12 +26,17 @@ class ContractSettings:
     (:mod:`benchsuite.testing`)."""
 
     mixers: Sequence[str] = ()
-    tokens: tuple[int, ...] = setting((8, 16), "token counts to build the mixer with", NAMES,
-                                      parse=partial(sizes, "--tokens"))  # fmt: skip
-    dims: tuple[int, ...] = setting((16, 32), "model widths to build the mixer with", NAMES,
-                                    parse=partial(sizes, "--dims"))  # fmt: skip
+    tokens: tuple[int, ...] = setting(
+        (8, 16), "token counts to build the mixer with", NAMES, parse=partial(sizes, "--tokens")
+    )
+    dims: tuple[int, ...] = setting(
+        (16, 32), "model widths to build the mixer with", NAMES, parse=partial(sizes, "--dims")
+    )
     mixer_options: Mapping[str, Mapping[str, Any]] = setting(
-        {}, "a mixer option to build with (as for run)", OPTIONS, metavar="MIXER.KEY=VALUE",
+        {},
+        "a mixer option to build with (as for run)",
+        OPTIONS,
+        metavar="MIXER.KEY=VALUE",
         flag="--mixer-option",
-    )  # fmt: skip
+    )
     plugins_dir: str | None = None

@@ -28,8 +28,9 @@ def list_mixers(pattern: str = "*", plugins_dir: str | None = None) -> list[str]
     return sorted(name for name in mixers if fnmatch.fnmatchcase(name, pattern))
 
 
-def create_mixer(name: str, tokens: int, dim: int, plugins_dir: str | None = None,
-                 **options: Any) -> nn.Module:  # fmt: skip
+def create_mixer(
+    name: str, tokens: int, dim: int, plugins_dir: str | None = None, **options: Any
+) -> nn.Module:
     """The mixer ``name`` (or a variant, ``attention[heads=2]``) built for ``tokens`` tokens of
     width ``dim``: a module mapping (batch, tokens, dim) to the same shape. Unknown names and
     options, bad values and a shape the mixer does not support are one-line ``UsageError``s."""

@@ -196,8 +196,9 @@ class _Leasing:
     """The tasks an executor takes one at a time, each leased as it is taken; a task another run
     holds is skipped (of a cell, the seeds it holds). Its length hint counts the tasks left."""
 
-    def __init__(self, tasks: list[Job | Cell],
-                 claim: Callable[[Job | Cell], Job | Cell | None]) -> None:  # fmt: skip
+    def __init__(
+        self, tasks: list[Job | Cell], claim: Callable[[Job | Cell], Job | Cell | None]
+    ) -> None:
         self.tasks, self.claim = deque(tasks), claim
 
     def __iter__(self) -> _Leasing:

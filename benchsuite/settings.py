@@ -45,14 +45,28 @@ AXES = "axes"  # KEY=V1,V2 flags (repeatable), an [axes] table of value lists in
 EXECUTORS = ("local", "process", "ray")
 
 
-def setting(default: Any, help: str, kind: str, *, metavar: str | None = None,
-            flag: str | None = None, section: str | None = None,
-            parse: Callable[[str], Any] | None = None,
-            show: Callable[[Any], str] | None = None) -> Any:  # fmt: skip
+def setting(
+    default: Any,
+    help: str,
+    kind: str,
+    *,
+    metavar: str | None = None,
+    flag: str | None = None,
+    section: str | None = None,
+    parse: Callable[[str], Any] | None = None,
+    show: Callable[[Any], str] | None = None,
+) -> Any:
     """A settings field with what its flag and the config file need to know: ``parse`` reads the
     flag's text (default: by ``kind``), ``show`` writes the default in the help."""
-    metadata = {"help": help, "kind": kind, "metavar": metavar, "flag": flag, "section": section,
-                "parse": parse, "show": show}  # fmt: skip
+    metadata = {
+        "help": help,
+        "kind": kind,
+        "metavar": metavar,
+        "flag": flag,
+        "section": section,
+        "parse": parse,
+        "show": show,
+    }
     if isinstance(default, dict):
         return field(default_factory=dict, metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -83,17 +97,29 @@ class RunSettings:
         None, "folder of *.py plugins (or $BENCHSUITE_PLUGINS_DIR)", TEXT
     )
     track_options: Mapping[str, Mapping[str, Any]] = setting(
-        {}, "a track option", OPTIONS, metavar="TRACK.KEY=VALUE", flag="--track-option",
+        {},
+        "a track option",
+        OPTIONS,
+        metavar="TRACK.KEY=VALUE",
+        flag="--track-option",
         section="tracks",
-    )  # fmt: skip
+    )
     mixer_options: Mapping[str, Mapping[str, Any]] = setting(
-        {}, "a mixer option", OPTIONS, metavar="MIXER.KEY=VALUE", flag="--mixer-option",
+        {},
+        "a mixer option",
+        OPTIONS,
+        metavar="MIXER.KEY=VALUE",
+        flag="--mixer-option",
         section="mixers",
-    )  # fmt: skip
+    )
     grids: Mapping[str, Mapping[str, tuple[float, ...]]] = setting(
-        {}, "a track's tuning grid along one axis (lr or weight_decay), e.g. sequence.lr=1e-3,3e-3",
-        GRID, metavar="TRACK.AXIS=V1,V2,...", flag="--grid", section="tracks.*.grid",
-    )  # fmt: skip
+        {},
+        "a track's tuning grid along one axis (lr or weight_decay), e.g. sequence.lr=1e-3,3e-3",
+        GRID,
+        metavar="TRACK.AXIS=V1,V2,...",
+        flag="--grid",
+        section="tracks.*.grid",
+    )
     budget: Mapping[str, Any] = setting(
         {},
         "override the preset's steps, batch_size, dim or depth (whole numbers ≥ 1) on every "
@@ -102,12 +128,18 @@ class RunSettings:
         "halve_at (increasing steps such as 120,240, or none: each seed's grid halved there, "
         "docs/protocol.md, Pruning the grid)",
         PAIRS,
-        metavar="KEY=VALUE", section="budget",
-    )  # fmt: skip
+        metavar="KEY=VALUE",
+        section="budget",
+    )
     axes: Mapping[str, tuple[Any, ...]] = setting(
-        {}, "every track once per value of KEY (a track option or budget key: track variants), "
-        "e.g. dim=32,64,128", AXES, metavar="KEY=V1,V2,...", flag="--axis", section="axes",
-    )  # fmt: skip
+        {},
+        "every track once per value of KEY (a track option or budget key: track variants), "
+        "e.g. dim=32,64,128",
+        AXES,
+        metavar="KEY=V1,V2,...",
+        flag="--axis",
+        section="axes",
+    )
     executor: str = setting("process", "process (worker processes), local or ray", TEXT)
     address: str | None = setting(
         None, "Ray cluster HOST:PORT for --executor ray (default: a local Ray)", TEXT
@@ -116,8 +148,9 @@ class RunSettings:
     timeout: float | None = setting(
         None,
         "hard limit per job in seconds: a job still running then is killed and recorded as failed",
-        NUMBER, metavar="SECONDS",
-    )  # fmt: skip
+        NUMBER,
+        metavar="SECONDS",
+    )
     allow_failures: bool = setting(False, "exit 0 even when some jobs failed", SWITCH)
     threads: int = setting(1, "torch threads per job", WHOLE)
     device: str = setting("cpu", "cpu or cuda[:N]", TEXT)
@@ -299,8 +332,9 @@ def _grid(path: Path | str, where: str, table: dict[str, Any]) -> dict[str, tupl
     for axis, values in table.items():
         numbers = values if isinstance(values, list) else [values]
         if not numbers or not all(_is_number(v) for v in numbers):
-            raise UsageError(f"config {path}: {where}.grid.{axis} must be a list of numbers, "
-                             f"got {values!r}")  # fmt: skip
+            raise UsageError(
+                f"config {path}: {where}.grid.{axis} must be a list of numbers, got {values!r}"
+            )
         axes[axis] = tuple(float(v) for v in numbers)
     return axes
 

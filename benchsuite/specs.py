@@ -190,8 +190,9 @@ class Mixer:
         return self.supports(tokens, dim, **given)
 
 
-def wrap(factory: Callable[..., nn.Module], output: int | str | None = 0,
-         **call_kwargs: Any) -> Callable[..., nn.Module]:  # fmt: skip
+def wrap(
+    factory: Callable[..., nn.Module], output: int | str | None = 0, **call_kwargs: Any
+) -> Callable[..., nn.Module]:
     """A ``Mixer.build`` for a third-party layer whose forward returns a tuple, a dict or an
     object, or takes extra arguments: ``factory(tokens, dim, **options)`` makes the layer, and the
     built module calls ``layer(x, **call_kwargs)`` and returns item ``output`` of the result (an
@@ -212,8 +213,9 @@ def _wrapper() -> type:
     class Wrapped(nn.Module):
         """A layer called with fixed extra arguments, one item of its result kept."""
 
-        def __init__(self, layer: nn.Module, output: int | str | None,
-                     call_kwargs: Mapping[str, Any]) -> None:  # fmt: skip
+        def __init__(
+            self, layer: nn.Module, output: int | str | None, call_kwargs: Mapping[str, Any]
+        ) -> None:
             super().__init__()
             self.layer, self.output, self.call_kwargs = layer, output, dict(call_kwargs)
 

@@ -20,29 +20,76 @@ from benchsuite.errors import one_line
 
 # name -> (fla.layers class, description, constructor arguments from (dim, heads), output item)
 LAYERS: dict[str, tuple[str, str, Callable[[int, int], dict[str, Any]], int | None]] = {
-    "gla": ("GatedLinearAttention", "gated linear attention (Yang et al. 2024)",
-            lambda dim, heads: {"hidden_size": dim, "num_heads": heads}, 0),
-    "deltanet": ("DeltaNet", "DeltaNet, the delta rule in chunked form (Yang et al. 2024)",
-                 lambda dim, heads: {"hidden_size": dim, "num_heads": heads}, 0),
-    "gated_deltanet": ("GatedDeltaNet", "gated DeltaNet (Yang, Kautz, Hatamizadeh 2025)",
-                       lambda dim, heads: {"hidden_size": dim, "num_heads": heads,
-                                           "head_dim": dim // heads, "expand_v": 1}, 0),
-    "retnet": ("MultiScaleRetention", "multi-scale retention, RetNet (Sun et al. 2023)",
-               lambda dim, heads: {"hidden_size": dim, "num_heads": heads}, 0),
-    "hgrn2": ("HGRN2Attention", "HGRN2, gated linear RNN with state expansion (Qin et al. 2024)",
-              lambda dim, heads: {"hidden_size": dim, "num_heads": heads, "expand_ratio": None},
-              0),
-    "rwkv6": ("RWKV6Attention", "RWKV-6 time mixing (Peng et al. 2024)",
-              lambda dim, heads: {"hidden_size": dim, "num_heads": heads}, 0),
-    "linear_attention": ("LinearAttention", "linear attention (Katharopoulos et al. 2020)",
-                         lambda dim, heads: {"hidden_size": dim, "num_heads": heads}, 0),
-    "based": ("BasedLinearAttention", "Based, Taylor linear attention (Arora et al. 2024)",
-              lambda dim, heads: {"hidden_size": dim, "num_heads": heads,
-                                  "num_key_value_heads": heads, "mode": "chunk"}, None),
-    "mamba2": ("Mamba2", "Mamba-2, state-space duality (Dao and Gu 2024)",
-               lambda dim, heads: {"hidden_size": dim, "num_heads": heads,
-                                   "head_dim": 2 * dim // heads, "state_size": 16}, 0),
-}  # fmt: skip
+    "gla": (
+        "GatedLinearAttention",
+        "gated linear attention (Yang et al. 2024)",
+        lambda dim, heads: {"hidden_size": dim, "num_heads": heads},
+        0,
+    ),
+    "deltanet": (
+        "DeltaNet",
+        "DeltaNet, the delta rule in chunked form (Yang et al. 2024)",
+        lambda dim, heads: {"hidden_size": dim, "num_heads": heads},
+        0,
+    ),
+    "gated_deltanet": (
+        "GatedDeltaNet",
+        "gated DeltaNet (Yang, Kautz, Hatamizadeh 2025)",
+        lambda dim, heads: {
+            "hidden_size": dim,
+            "num_heads": heads,
+            "head_dim": dim // heads,
+            "expand_v": 1,
+        },
+        0,
+    ),
+    "retnet": (
+        "MultiScaleRetention",
+        "multi-scale retention, RetNet (Sun et al. 2023)",
+        lambda dim, heads: {"hidden_size": dim, "num_heads": heads},
+        0,
+    ),
+    "hgrn2": (
+        "HGRN2Attention",
+        "HGRN2, gated linear RNN with state expansion (Qin et al. 2024)",
+        lambda dim, heads: {"hidden_size": dim, "num_heads": heads, "expand_ratio": None},
+        0,
+    ),
+    "rwkv6": (
+        "RWKV6Attention",
+        "RWKV-6 time mixing (Peng et al. 2024)",
+        lambda dim, heads: {"hidden_size": dim, "num_heads": heads},
+        0,
+    ),
+    "linear_attention": (
+        "LinearAttention",
+        "linear attention (Katharopoulos et al. 2020)",
+        lambda dim, heads: {"hidden_size": dim, "num_heads": heads},
+        0,
+    ),
+    "based": (
+        "BasedLinearAttention",
+        "Based, Taylor linear attention (Arora et al. 2024)",
+        lambda dim, heads: {
+            "hidden_size": dim,
+            "num_heads": heads,
+            "num_key_value_heads": heads,
+            "mode": "chunk",
+        },
+        None,
+    ),
+    "mamba2": (
+        "Mamba2",
+        "Mamba-2, state-space duality (Dao and Gu 2024)",
+        lambda dim, heads: {
+            "hidden_size": dim,
+            "num_heads": heads,
+            "head_dim": 2 * dim // heads,
+            "state_size": 16,
+        },
+        0,
+    ),
+}
 
 
 def unavailable() -> str:

@@ -21,11 +21,15 @@ import pytest
 
 # Small enough that a whole run takes seconds, large enough that models really train.
 TINY = [
-    "--budget", "steps=30",
-    "--grid", "sequence.lr=0.01,0.03",
-    "--track-option", "sequence.series=24",
-    "--track-option", "sequence.length=64",
-]  # fmt: skip
+    "--budget",
+    "steps=30",
+    "--grid",
+    "sequence.lr=0.01,0.03",
+    "--track-option",
+    "sequence.series=24",
+    "--track-option",
+    "sequence.length=64",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -86,8 +90,12 @@ def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None):
     full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "benchsuite.cli", *args],
-        capture_output=True, text=True, env=full_env, cwd=cwd, timeout=600,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd,
+        timeout=600,
+    )
 
 
 class _Stream(io.TextIOWrapper):
@@ -211,13 +219,27 @@ def _train_finished_run(base: Path) -> None:
     (plugins / "extra.py").write_text(REPORT_PLUGIN)
     options = [f"--track-option={t}.{s}" for t in REPORT_TRACKS for s in REPORT_SHAPE]
     done = invoke(
-        "--plugins-dir", str(plugins), "run",
-        "--tracks", ",".join(REPORT_TRACKS), "--mixers", ",".join(REPORT_MIXERS), "--seeds", "3",
-        *[f"--grid={t}.lr=0.01,0.03" for t in REPORT_TRACKS], "--budget", "steps=30", *options,
-        "--executor", "local", "--match", "none",  # sizes as declared: param_mismatch can fire
-        "--out", str(out),
+        "--plugins-dir",
+        str(plugins),
+        "run",
+        "--tracks",
+        ",".join(REPORT_TRACKS),
+        "--mixers",
+        ",".join(REPORT_MIXERS),
+        "--seeds",
+        "3",
+        *[f"--grid={t}.lr=0.01,0.03" for t in REPORT_TRACKS],
+        "--budget",
+        "steps=30",
+        *options,
+        "--executor",
+        "local",
+        "--match",
+        "none",  # sizes as declared: param_mismatch can fire
+        "--out",
+        str(out),
         env={"BENCHSUITE_CACHE": str(base / "cache")},
-    )  # fmt: skip
+    )
     assert (out / "report.json").exists(), done.stdout[-3000:] + done.stderr[-3000:]
     (out / "html-written-by-run").write_text(str((out / "report.html").exists()))
 

@@ -51,9 +51,14 @@ def test_every_track_weighs_the_same_and_consistent_wins_are_robust():
     suite = {}
     for name, seeds in (("a", 12), ("b", 12), ("c", 20), ("d", 8)):
         base = rng.uniform(0.4, 0.6, seeds)
-        suite[name] = track(base, {"good": base * 0.8 + rng.normal(0, 0.005, seeds),
-                                   "same": base + rng.normal(0, 0.005, seeds)},
-                            [1.0] * seeds)  # fmt: skip
+        suite[name] = track(
+            base,
+            {
+                "good": base * 0.8 + rng.normal(0, 0.005, seeds),
+                "same": base + rng.normal(0, 0.005, seeds),
+            },
+            [1.0] * seeds,
+        )
     out = aggregate_across_tracks(suite, baseline_name="base", n_boot=300)
     assert json.loads(json.dumps(out, allow_nan=False)) == out
     good = out["mixers"]["good"]
@@ -119,8 +124,9 @@ def test_a_large_precise_track_cannot_outvote_the_printed_effect():
     precise = track(base, {"m": base + 0.01 + rng.normal(0, 0.002, 12)}, [1.0] * 12)
     base2 = rng.uniform(0.4, 0.6, 12)
     noisy = track(base2, {"m": base2 - rng.normal(0.05, 0.3, 12).clip(-0.4, 0.4)}, [1.0] * 12)
-    out = aggregate_across_tracks({"precise": precise, "noisy": noisy}, baseline_name="base",
-                                  n_boot=500)  # fmt: skip
+    out = aggregate_across_tracks(
+        {"precise": precise, "noisy": noisy}, baseline_name="base", n_boot=500
+    )
     m = out["mixers"]["m"]
     lo, hi = m["suite_effect_ci95"]
     significant = m["verdict"] in ("better", "worse", "mixed")
@@ -148,8 +154,11 @@ def test_seeded_and_fewer_tracks_marked():
 def test_verdict_counts():
     base = [0.5, 0.6, 0.4]
     suite = {t: track(base, {"m": [0.3, 0.4, 0.3]}, [1.0] * 3) for t in ("a", "b", "c")}
-    verdicts = {"a": {"m": "significant_win"}, "b": {"m": "significant_win_below_margin"},
-                "c": {"m": "equivalent_within_margin"}}  # fmt: skip
+    verdicts = {
+        "a": {"m": "significant_win"},
+        "b": {"m": "significant_win_below_margin"},
+        "c": {"m": "equivalent_within_margin"},
+    }
     m = aggregate_across_tracks(suite, baseline_name="base", verdicts=verdicts, n_boot=50)
     m = m["mixers"]["m"]
     assert (m["tracks_won"], m["tracks_lost"], m["tracks_equivalent"]) == (2, 0, 1)
@@ -202,8 +211,9 @@ def test_a_one_track_suite_has_no_suite_verdict():
     """One track: the suite is that track, and its table already gives the verdict; the suite
     says so instead of calling a single-track result robust or ``mixed``."""
     base = np.linspace(0.4, 0.6, 8)
-    out = aggregate_across_tracks({"a": track(base, {"m": base * 1.2}, [1.0] * 8)},
-                                  baseline_name="base", n_boot=50)  # fmt: skip
+    out = aggregate_across_tracks(
+        {"a": track(base, {"m": base * 1.2}, [1.0] * 8)}, baseline_name="base", n_boot=50
+    )
     assert out["mixers"]["m"]["verdict"] == "one_track"
     assert out["mixers"]["m"]["suite_test"]["p_method"] == "exact"  # 2**8 patterns
 

@@ -97,11 +97,29 @@ def test_no_folder_holds_more_than_15_python_modules():
 
 def test_the_plugin_author_surface_is_what_the_docs_name_and_imports_no_torch():
     assert set(benchsuite.__all__) == {
-        "ISOMETRY", "Budget", "ForecastTrack", "LastToken", "MeanPool", "Metric", "Mixer", "Option",
-        "PluginError", "PositionalTokens", "Signature", "Streams", "Track", "TrackData",
-        "UsageError", "__version__", "embed_tokens", "hookimpl", "lr_grid", "wrap",
-        "create_mixer", "list_mixers",
-    }  # fmt: skip
+        "ISOMETRY",
+        "Budget",
+        "ForecastTrack",
+        "LastToken",
+        "MeanPool",
+        "Metric",
+        "Mixer",
+        "Option",
+        "PluginError",
+        "PositionalTokens",
+        "Signature",
+        "Streams",
+        "Track",
+        "TrackData",
+        "UsageError",
+        "__version__",
+        "embed_tokens",
+        "hookimpl",
+        "lr_grid",
+        "wrap",
+        "create_mixer",
+        "list_mixers",
+    }
     from benchsuite.train import layers  # the shared layers: resolved on first use, with torch
 
     assert all(getattr(benchsuite, name) is getattr(layers, name) for name in benchsuite._LAYERS)
@@ -138,9 +156,13 @@ def string_keys(path: Path) -> list[tuple[int, str]]:
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
             key = node.slice.value
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and node.func.attr == "get" and node.args
-              and isinstance(node.args[0], ast.Constant)):  # fmt: skip
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
             key = node.args[0].value
         else:
             continue
@@ -152,11 +174,18 @@ def string_keys(path: Path) -> list[tuple[int, str]]:
 def test_output_and_commands_read_the_report_by_attribute():
     """output/ and commands/ read the typed report (results/schema.py): no report dict indexed
     by a string key; the modules that read another document say which."""
-    checked = {name: path for name, path in modules().items()
-               if name.split(".")[1:2] in (["output"], ["commands"])}  # fmt: skip
+    checked = {
+        name: path
+        for name, path in modules().items()
+        if name.split(".")[1:2] in (["output"], ["commands"])
+    }
     assert set(OTHER_DOCUMENTS) <= set(checked)
-    keyed = [f"{name}:{line} [{key!r}]" for name, path in checked.items()
-             if name not in OTHER_DOCUMENTS for line, key in string_keys(path)]  # fmt: skip
+    keyed = [
+        f"{name}:{line} [{key!r}]"
+        for name, path in checked.items()
+        if name not in OTHER_DOCUMENTS
+        for line, key in string_keys(path)
+    ]
     assert not keyed
 
 
@@ -167,7 +196,12 @@ def test_the_check_sees_string_keys(tmp_path):
     assert string_keys(sample) == [(1, "tracks"), (2, "comparisons")]
 
 
-def test_no_module_is_over_400_lines():
-    long = {name: n for name, path in modules().items()
-            if (n := len(path.read_text().splitlines())) > 400}  # fmt: skip
+def test_no_module_is_over_500_lines():
+    """A smoke alarm for a module holding two ideas, not the architect (500 formatter-style
+    lines: the cap was 400 when a third of the lines were hand-packed under ``# fmt: skip``)."""
+    long = {
+        name: n
+        for name, path in modules().items()
+        if (n := len(path.read_text().splitlines())) > 500
+    }
     assert not long

@@ -89,13 +89,18 @@ def benchsuite_register_mixers(register):
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def seed_jobs(registry: Registry, track: str, mixer: str, seeds: int = 3,
-              steps: int = 30) -> list[Job]:  # fmt: skip
+def seed_jobs(
+    registry: Registry, track: str, mixer: str, seeds: int = 3, steps: int = 30
+) -> list[Job]:
     settings = RunSettings(
-        tracks=(track,), mixers=(mixer,), baseline="dense" if mixer != "dense" else "fnet",
-        seeds=seeds, budget={"steps": steps}, track_options={track: TINY[track]},
+        tracks=(track,),
+        mixers=(mixer,),
+        baseline="dense" if mixer != "dense" else "fnet",
+        seeds=seeds,
+        budget={"steps": steps},
+        track_options={track: TINY[track]},
         grids={track: {"lr": (0.003, 0.03)}},
-    )  # fmt: skip
+    )
     settings = resolve(settings, registry)
     track_, mixer_ = registry.tracks[track], registry.mixers[mixer]
     return cell_jobs(settings, track_, mixer_, grid_of(track_, settings), "test-data")
@@ -318,5 +323,6 @@ def test_batch_seeds_flag_runs_cells_batched_through_the_cli(tmp_path):
     assert one.keys() == batched.keys() and len(one) == 6
     for cell, record in batched.items():
         assert record["job"]["batched"] and record["environment"]["batched"]
-        assert record["metrics"]["test.mse"] == pytest.approx(one[cell]["metrics"]["test.mse"],
-                                                              rel=1e-4)  # fmt: skip
+        assert record["metrics"]["test.mse"] == pytest.approx(
+            one[cell]["metrics"]["test.mse"], rel=1e-4
+        )

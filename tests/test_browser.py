@@ -27,11 +27,17 @@ pytestmark = pytest.mark.slow  # starts Chromium
 
 BROWSERS = ("chromium", "chromium-browser")
 FLAGS = (
-    "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-default-apps", "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
     "--virtual-time-budget=5000",
-)  # fmt: skip
+)
 
 
 @pytest.fixture(scope="session")
@@ -51,8 +57,14 @@ def browse(chromium: str, page: Path, folder: Path, *mode: str) -> tuple[str, li
     """Open ``page`` offline; returns (stdout, URLs the page itself requested)."""
     folder.mkdir(parents=True, exist_ok=True)
     netlog = folder / "netlog.json"
-    command = [chromium, *FLAGS, f"--user-data-dir={folder / 'profile'}",
-               f"--log-net-log={netlog}", *mode, page.as_uri()]  # fmt: skip
+    command = [
+        chromium,
+        *FLAGS,
+        f"--user-data-dir={folder / 'profile'}",
+        f"--log-net-log={netlog}",
+        *mode,
+        page.as_uri(),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     log = json.loads(netlog.read_text())
@@ -81,8 +93,10 @@ def report_html(report, tmp_path_factory) -> Path:
 def test_the_network_check_sees_requests(chromium, tmp_path):
     """The check below can fail: a page with external references is caught."""
     bad = tmp_path / "bad.html"
-    bad.write_text('<table><tr><td>x</td></tr></table><img src="http://example.invalid/a.png">'
-                   '<link rel=stylesheet href="https://cdn.example.invalid/a.css">')  # fmt: skip
+    bad.write_text(
+        '<table><tr><td>x</td></tr></table><img src="http://example.invalid/a.png">'
+        '<link rel=stylesheet href="https://cdn.example.invalid/a.css">'
+    )
     _, requested = browse(chromium, bad, tmp_path / "bad", "--dump-dom")
     assert sorted(requested) == [
         "http://example.invalid/a.png",
@@ -94,8 +108,9 @@ def test_report_renders_offline_with_its_tables(chromium, report, report_html, t
     dom, requested = browse(chromium, report_html, tmp_path / "dom", "--dump-dom")
     assert requested == []
     rendered, source = Page(dom), Page(report_html.read_text())
-    flagged = sum(any(c.comparison.flags for c in e.comparisons.values())
-                  for e in report.tracks.values())  # fmt: skip
+    flagged = sum(
+        any(c.comparison.flags for c in e.comparisons.values()) for e in report.tracks.values()
+    )
     # as test_html: 13 tables, and a flags table under each track that raised a flag
     assert rendered.tags.count("table") == source.tags.count("table") == 13 + flagged
     assert rendered.tags.count("img") == source.tags.count("img") == 14
@@ -107,8 +122,14 @@ def test_screenshot(chromium, report_html, tmp_path):
     from PIL import Image
 
     shot = tmp_path / "report.png"
-    _, requested = browse(chromium, report_html, tmp_path / "shot", f"--screenshot={shot}",
-                          "--window-size=1280,2400", "--hide-scrollbars")  # fmt: skip
+    _, requested = browse(
+        chromium,
+        report_html,
+        tmp_path / "shot",
+        f"--screenshot={shot}",
+        "--window-size=1280,2400",
+        "--hide-scrollbars",
+    )
     assert requested == []
     with Image.open(shot) as image:
         assert image.size == (1280, 2400)
@@ -139,8 +160,9 @@ def test_the_first_screen_holds_the_headline_and_the_verdict_matrix(
 
     probe = tmp_path / "probe.html"
     probe.write_text(report_html.read_text().replace("</body>", GEOMETRY + "</body>"))
-    dom, requested = browse(chromium, probe, tmp_path / "probe", "--dump-dom",
-                            "--window-size=1400,900")  # fmt: skip
+    dom, requested = browse(
+        chromium, probe, tmp_path / "probe", "--dump-dom", "--window-size=1400,900"
+    )
     assert requested == []
     start = dom.index('<pre id="geometry">') + len('<pre id="geometry">')
     box = json.loads(html.unescape(dom[start : dom.index("</pre>", start)]))
@@ -151,8 +173,14 @@ def test_the_first_screen_holds_the_headline_and_the_verdict_matrix(
     assert box["matrix_table"]["bottom"] <= 900 and box["matrix_table"]["right"] <= 1400
 
     shot = tmp_path / "first-screen.png"
-    _, requested = browse(chromium, report_html, tmp_path / "shot", f"--screenshot={shot}",
-                          "--window-size=1400,900", "--hide-scrollbars")  # fmt: skip
+    _, requested = browse(
+        chromium,
+        report_html,
+        tmp_path / "shot",
+        f"--screenshot={shot}",
+        "--window-size=1400,900",
+        "--hide-scrollbars",
+    )
     assert requested == []
     used = {c.comparison.verdict for e in report.tracks.values() for c in e.comparisons.values()}
     with Image.open(shot) as image:

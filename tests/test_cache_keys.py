@@ -16,11 +16,26 @@ import benchsuite
 SOURCE = Path(benchsuite.__file__).parent
 TRAINED = re.compile(r"jobs: (\d+) trained, (\d+) reused, (\d+) failed")
 RUN = [
-    "run", "--tracks", "sequence,vision", "--mixers", "dense,identity", "--seeds", "2",
-    "--grid", "sequence.lr=0.01,0.03", "--grid", "vision.lr=0.01,0.03", "--budget", "steps=10",
-    "--executor", "local",
-    "--track-option", "sequence.series=24", "--track-option", "sequence.length=64",
-]  # fmt: skip
+    "run",
+    "--tracks",
+    "sequence,vision",
+    "--mixers",
+    "dense,identity",
+    "--seeds",
+    "2",
+    "--grid",
+    "sequence.lr=0.01,0.03",
+    "--grid",
+    "vision.lr=0.01,0.03",
+    "--budget",
+    "steps=10",
+    "--executor",
+    "local",
+    "--track-option",
+    "sequence.series=24",
+    "--track-option",
+    "sequence.length=64",
+]
 PER_TRACK = 2 * 2  # 2 mixers x 2 seeds (each tuning over its 2 grid points)
 
 

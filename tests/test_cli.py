@@ -36,8 +36,19 @@ from benchsuite.cli.completion import parsers as _parsers
 from benchsuite.contract_settings import ContractSettings
 
 ROOT = Path(__file__).parent.parent
-RUN = ["run", "--tracks", "sequence", "--mixers", "dense,identity", "--seeds", "2",
-       "--executor", "local", "--no-config", *TINY]  # fmt: skip
+RUN = [
+    "run",
+    "--tracks",
+    "sequence",
+    "--mixers",
+    "dense,identity",
+    "--seeds",
+    "2",
+    "--executor",
+    "local",
+    "--no-config",
+    *TINY,
+]
 
 GOOD_PLUGIN = """
 from benchsuite import Mixer, Option, hookimpl
@@ -106,9 +117,13 @@ def test_a_closed_pipe_ends_quietly_and_creates_nothing(tmp_path):
     try:
         for args in (["list", "--json"], ["list"], ["plugins"], [], ["completion", "bash"]):
             done = subprocess.run(
-                [sys.executable, "-m", "benchsuite.cli", *args], stdout=write_end,
-                stderr=subprocess.PIPE, text=True, cwd=tmp_path, timeout=120,
-            )  # fmt: skip
+                [sys.executable, "-m", "benchsuite.cli", *args],
+                stdout=write_end,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=tmp_path,
+                timeout=120,
+            )
             assert (done.returncode, done.stderr) == (0, ""), args
     finally:
         os.close(write_end)
@@ -142,8 +157,17 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli")
     first = run_in_terminal(*RUN, "--out", str(root / "a"), cwd=root)
     assert first.returncode == 0, first.stderr
-    second = invoke(*RUN, "--out", str(root / "b"), "--budget", "steps=31", "--track-option",
-                     "sequence.noise=0.2", "--verbose", cwd=root)  # fmt: skip
+    second = invoke(
+        *RUN,
+        "--out",
+        str(root / "b"),
+        "--budget",
+        "steps=31",
+        "--track-option",
+        "sequence.noise=0.2",
+        "--verbose",
+        cwd=root,
+    )
     assert second.returncode == 0, second.stderr
     return root, first, second
 
@@ -172,8 +196,15 @@ def test_quiet_prints_errors_and_the_summary_line_and_verbose_one_line_per_job(r
 def test_interrupted_is_said_on_stderr(tmp_path):
     command = [sys.executable, "-m", "benchsuite.cli", *RUN, "--out", str(tmp_path / "out")]
     env = {**os.environ, "COLUMNS": "200"}
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          env=env, cwd=tmp_path, preexec_fn=interruptible) as process:  # fmt: skip
+    with subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        preexec_fn=interruptible,
+    ) as process:
         head = process.stdout.readline()  # the design: the run has started
         process.send_signal(signal.SIGINT)  # Ctrl-C
         stdout, stderr = process.communicate(timeout=300)
@@ -285,8 +316,9 @@ def test_an_unreachable_ray_address_is_refused_before_anything_is_printed(tmp_pa
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     out = tmp_path / "out"
-    refused = invoke(*RUN, "--executor", "ray", "--address", f"127.0.0.1:{port}",
-                      "--out", str(out), cwd=tmp_path)  # fmt: skip
+    refused = invoke(
+        *RUN, "--executor", "ray", "--address", f"127.0.0.1:{port}", "--out", str(out), cwd=tmp_path
+    )
     one_line_error(refused, 2, f"cannot reach the Ray cluster at 127.0.0.1:{port}")
     assert refused.stdout == "" and not out.exists()
     malformed = invoke(*RUN, "--executor", "ray", "--address", "headnode", cwd=tmp_path)
@@ -310,9 +342,11 @@ def test_compare_names_the_settings_that_differ(runs):
 def _complete(script: Path, *words: str) -> list[str]:
     """What bash offers for the last of ``words`` (with the script loaded)."""
     line = " ".join(("benchsuite", *words))
-    probe = (f"source {script}; COMP_WORDS=({line}); COMP_CWORD={len(words)}; "
-             f"COMP_LINE='{line}'; COMP_POINT={len(line)}; _shtab_benchsuite; "
-             'printf "%s\\n" "${COMPREPLY[@]}"')  # fmt: skip
+    probe = (
+        f"source {script}; COMP_WORDS=({line}); COMP_CWORD={len(words)}; "
+        f"COMP_LINE='{line}'; COMP_POINT={len(line)}; _shtab_benchsuite; "
+        'printf "%s\\n" "${COMPREPLY[@]}"'
+    )
     done = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout.split()
@@ -371,12 +405,23 @@ def test_a_config_is_found_in_the_working_folder_and_flags_override_it(tmp_path)
     from_pyproject = invoke("run", cwd=tmp_path)
     assert "design: 5 paired seeds (as given)" in from_pyproject.stdout
     assert "config: pyproject.toml (found in the working folder" in from_pyproject.stdout
-    ignored = invoke("run", "--no-config", "--tracks", "sequence", "--mixers", "dense,identity",
-                      "--seeds", "3", "--strict", cwd=tmp_path)  # fmt: skip
+    ignored = invoke(
+        "run",
+        "--no-config",
+        "--tracks",
+        "sequence",
+        "--mixers",
+        "dense,identity",
+        "--seeds",
+        "3",
+        "--strict",
+        cwd=tmp_path,
+    )
     assert "config: none" in ignored.stdout and ignored.returncode == 2
     (tmp_path / "pyproject.toml").write_text("[tool.benchsuite.run]\nseedz = 3\n")
-    one_line_error(invoke("run", cwd=tmp_path), 2, "pyproject.toml [tool.benchsuite]: unknown key "
-                   "run.seedz")  # fmt: skip
+    one_line_error(
+        invoke("run", cwd=tmp_path), 2, "pyproject.toml [tool.benchsuite]: unknown key run.seedz"
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pyproject.toml"]
 
 
@@ -392,8 +437,9 @@ def test_every_on_off_setting_can_be_undone_from_the_command_line(tmp_path):
     undone = settings_from(_parser().parse_args(["run", "--config", str(config), *flags]), config)
     kept = settings_from(_parser().parse_args(["run", "--config", str(config)]), config)
     none = settings_from(_parser().parse_args(["run", *flags]), None)
-    on = settings_from(_parser().parse_args(["run", *(run_settings.flag_of(f) for f in switches)]),
-                       None)  # fmt: skip
+    on = settings_from(
+        _parser().parse_args(["run", *(run_settings.flag_of(f) for f in switches)]), None
+    )
     for spec in switches:
         assert getattr(undone, spec.name) is False, spec.name
         assert getattr(kept, spec.name) is True and getattr(on, spec.name) is True, spec.name
@@ -424,9 +470,12 @@ def test_each_verb_s_flags_are_the_fields_of_its_settings_schema():
         flagged = {f.name for f in dataclasses.fields(settings) if f.metadata}
         assert flagged <= dests and len(flagged) >= 3, verb
     assert arguments.read(ScaleSettings, _parser().parse_args(["scale"])) == ScaleSettings()
-    given = arguments.read(ScaleSettings, _parser().parse_args(
-        ["scale", "--tokens", "128,64,64", "--max-memory", "512M", "--mixer-option", "fnet.x=1"]
-    ))  # fmt: skip
+    given = arguments.read(
+        ScaleSettings,
+        _parser().parse_args(
+            ["scale", "--tokens", "128,64,64", "--max-memory", "512M", "--mixer-option", "fnet.x=1"]
+        ),
+    )
     assert given.tokens == (64, 128) and given.max_memory == 2**29
     assert given.mixer_options == {"fnet": {"x": "1"}} and given.width == ScaleSettings.width
     tested = arguments.read(ContractSettings, _parser().parse_args(["test", "dense"]))
@@ -436,12 +485,16 @@ def test_each_verb_s_flags_are_the_fields_of_its_settings_schema():
 
 
 TYPES = {
-    run_settings.NAMES: "list of names", run_settings.TEXT: "text",
-    run_settings.WHOLE: "whole number", run_settings.NUMBER: "number",
-    run_settings.SWITCH: "true or false", run_settings.OPTIONS: "table of option values",
-    run_settings.PAIRS: "table", run_settings.GRID: "table of number lists",
+    run_settings.NAMES: "list of names",
+    run_settings.TEXT: "text",
+    run_settings.WHOLE: "whole number",
+    run_settings.NUMBER: "number",
+    run_settings.SWITCH: "true or false",
+    run_settings.OPTIONS: "table of option values",
+    run_settings.PAIRS: "table",
+    run_settings.GRID: "table of number lists",
     run_settings.AXES: "table of value lists",
-}  # fmt: skip
+}
 
 
 def reference_row(spec: dataclasses.Field) -> str:
@@ -458,8 +511,7 @@ def reference_row(spec: dataclasses.Field) -> str:
     flag = run_settings.flag_of(spec)
     if kind == run_settings.SWITCH:
         flag += f"` / `--no-{flag[2:]}"
-    return (f"| `{key}` | `{flag}` | {TYPES[kind]} | {shown} | "
-            f"{spec.metadata['help']} |")  # fmt: skip
+    return f"| `{key}` | `{flag}` | {TYPES[kind]} | {shown} | {spec.metadata['help']} |"
 
 
 def test_configuration_docs_list_every_setting_and_their_examples_load(tmp_path):
@@ -495,6 +547,7 @@ def test_every_dependency_is_imported_and_pip_check_is_clean():
         dist.lower() for module in _imported_modules() for dist in distributions.get(module, [])
     }
     assert declared - used == set(), "declared but never imported"
-    checked = subprocess.run([sys.executable, "-m", "pip", "check"], capture_output=True,
-                             text=True, timeout=120)  # fmt: skip
+    checked = subprocess.run(
+        [sys.executable, "-m", "pip", "check"], capture_output=True, text=True, timeout=120
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -24,10 +24,20 @@ from benchsuite.execute.record import RunRecord
 from benchsuite.results.store import Store, renew_leases
 
 RUN = [
-    "run", "--tracks", "sequence", "--mixers", "dense,identity", "--seeds", "5",
-    "--budget", "steps=80", "--grid", "sequence.lr=0.01,0.03",
-    "--track-option", "sequence.series=24",
-]  # fmt: skip
+    "run",
+    "--tracks",
+    "sequence",
+    "--mixers",
+    "dense,identity",
+    "--seeds",
+    "5",
+    "--budget",
+    "steps=80",
+    "--grid",
+    "sequence.lr=0.01,0.03",
+    "--track-option",
+    "sequence.series=24",
+]
 PROCESS = ["--executor", "process", "--jobs", "1"]  # leases each job as a worker takes it
 LOCAL = ["--executor", "local"]  # leases all its jobs at once
 TOTAL = 2 * 5  # (dense, identity) x 5 evaluation seeds
@@ -54,9 +64,12 @@ def stored(out: Path) -> int:
 def start(out: Path, env: dict[str, str], executor: list[str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "benchsuite.cli", *RUN, *executor, "--out", str(out)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         start_new_session=True,
-    )  # fmt: skip
+    )
 
 
 def finish(process: subprocess.Popen[str]) -> tuple[str, str, tuple[int, int, int]]:

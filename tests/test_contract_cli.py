@@ -96,15 +96,17 @@ def benchsuite_register_mixers(register):
 
 def test_checks_that_cannot_run_say_so_with_the_reason_supports_gave(tmp_path):
     (tmp_path / "heads.py").write_text(HEADS)
-    refused = invoke("--plugins-dir", str(tmp_path), "test", "heads", *SMALL,
-                     "--mixer-option", "heads.heads=3")  # fmt: skip
+    refused = invoke(
+        "--plugins-dir", str(tmp_path), "test", "heads", *SMALL, "--mixer-option", "heads.heads=3"
+    )
     assert refused.returncode == 1, refused.stderr
     reason = "supports() rejects every shape tried (dim 16 is not a multiple of heads=3)"
     assert refused.stdout.splitlines() == [f"heads shapes: FAILED: {reason}"] + [
         f"heads {check}: not run: {reason}" for check in CHECKS[1:]
     ]
-    fine = invoke("--plugins-dir", str(tmp_path), "test", "heads", *SMALL,
-                  "--mixer-option", "heads.heads=2")  # fmt: skip
+    fine = invoke(
+        "--plugins-dir", str(tmp_path), "test", "heads", *SMALL, "--mixer-option", "heads.heads=2"
+    )
     assert fine.returncode == 0, fine.stdout + fine.stderr
     assert fine.stdout.splitlines() == [f"heads {check}: passed" for check in CHECKS]
 

@@ -14,8 +14,9 @@ MEASURED_ORDER = ["vision", "recall", "dynamics", "sequence", "tabular"]
 
 
 def test_units_rank_the_quick_tracks_as_their_jobs_measured(registry):
-    settings = resolve(RunSettings(tracks=tuple(MEASURED_ORDER), mixers=("dense", "identity"),
-                                   seeds=2), registry)  # fmt: skip
+    settings = resolve(
+        RunSettings(tracks=tuple(MEASURED_ORDER), mixers=("dense", "identity"), seeds=2), registry
+    )
     tokens = {"vision": 64, "recall": 128, "dynamics": 16, "sequence": 16, "tabular": 9}
     units = {}
     for name in MEASURED_ORDER:
@@ -26,8 +27,9 @@ def test_units_rank_the_quick_tracks_as_their_jobs_measured(registry):
 
 
 def test_the_costliest_jobs_go_first_and_every_mixer_starts_early(registry):
-    settings = resolve(RunSettings(tracks=("sequence", "recall"), mixers=("dense", "identity"),
-                                   seeds=3), registry)  # fmt: skip
+    settings = resolve(
+        RunSettings(tracks=("sequence", "recall"), mixers=("dense", "identity"), seeds=3), registry
+    )
     jobs = [
         job
         for name in ("sequence", "recall")

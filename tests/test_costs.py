@@ -42,8 +42,7 @@ def data(track):
 
 
 def dense_mixer(**changes) -> Mixer:
-    fields = {"name": "dense", "build": dense.build,
-              "options": (Option("init_scale", float, 1.0),)}  # fmt: skip
+    fields = {"name": "dense", "build": dense.build, "options": (Option("init_scale", float, 1.0),)}
     return Mixer(**{**fields, **changes})
 
 
@@ -107,8 +106,9 @@ def test_costs_table_gives_reasons_and_parameter_ratios(track):
         },
         tracks={"sequence": track},
     )
-    rows = costs_table(registry, "quick", mixers=["wide", "only16", "broken"],
-                       track_options={"sequence": OPTIONS})  # fmt: skip
+    rows = costs_table(
+        registry, "quick", mixers=["wide", "only16", "broken"], track_options={"sequence": OPTIONS}
+    )
     by_mixer = {row["mixer"]: row for row in rows}
     assert [row["mixer"] for row in rows] == ["dense", "wide", "only16", "broken"]
     assert by_mixer["only16"]["reason"] == "needs 16 (got 12)"
@@ -127,12 +127,14 @@ def test_costs_are_of_the_model_the_run_trains_sized_by_the_same_rule(track):
     """A mixer without parameters is a fraction of the baseline's size as declared; the run
     widens its channel MLPs to within 10% (the equal-size rule), and so does the listing, which
     says how (``sized_by``); with ``match="none"`` both keep the declared size."""
+
     def big(tokens, dim):  # a baseline whose mixer holds most of the model's parameters
         return nn.Sequential(nn.Linear(dim, 8 * dim), nn.Linear(8 * dim, dim))
 
     empty = Mixer(name="empty", build=lambda tokens, dim: nn.Identity())
-    registry = Registry(mixers={"big": Mixer(name="big", build=big), "empty": empty},
-                        tracks={"sequence": track})  # fmt: skip
+    registry = Registry(
+        mixers={"big": Mixer(name="big", build=big), "empty": empty}, tracks={"sequence": track}
+    )
     given = {"mixers": ["empty"], "baseline": "big", "track_options": {"sequence": OPTIONS}}
     sized = {r["mixer"]: r for r in costs_table(registry, "quick", **given)}
     declared = {r["mixer"]: r for r in costs_table(registry, "quick", **given, match="none")}
@@ -154,12 +156,20 @@ def test_a_track_without_the_preset_is_skipped_with_its_reason(track):
 
     only_full = next(t for t in load_registry().tracks.values() if set(t.budgets) == {"full"})
     assert isinstance(only_full, MadTrack)
-    registry = Registry(mixers={"dense": dense_mixer()},
-                        tracks={"sequence": track, only_full.name: only_full})  # fmt: skip
+    registry = Registry(
+        mixers={"dense": dense_mixer()}, tracks={"sequence": track, only_full.name: only_full}
+    )
     rows = costs_table(registry, "quick", track_options={"sequence": OPTIONS})
     skipped = [row for row in rows if row["track"] == only_full.name]
-    assert skipped == [{"track": only_full.name, "mixer": "dense", "dim": None, "tokens": None,
-                        "reason": "no 'quick' preset (has full; --preset picks one)"}]  # fmt: skip
+    assert skipped == [
+        {
+            "track": only_full.name,
+            "mixer": "dense",
+            "dim": None,
+            "tokens": None,
+            "reason": "no 'quick' preset (has full; --preset picks one)",
+        }
+    ]
     assert next(row for row in rows if row["track"] == "sequence")["reason"] is None
     console = Console(record=True, width=200)
     print_costs(rows, console)

@@ -10,10 +10,23 @@ from conftest import invoke
 def test_a_cell_the_data_rules_out_shrinks_the_stated_family(tmp_path):
     out = tmp_path / "out"
     done = invoke(
-        "run", "--tracks", "tabular", "--mixers", "dense,butterfly,identity", "--seeds", "3",
-        "--budget", "steps=5", "--grid", "tabular.lr=0.01", "--executor", "local",
-        "--out", str(out), "--allow-failures",
-    )  # fmt: skip
+        "run",
+        "--tracks",
+        "tabular",
+        "--mixers",
+        "dense,butterfly,identity",
+        "--seeds",
+        "3",
+        "--budget",
+        "steps=5",
+        "--grid",
+        "tabular.lr=0.01",
+        "--executor",
+        "local",
+        "--out",
+        str(out),
+        "--allow-failures",
+    )
     assert done.returncode == 0, done.stderr
     printed = done.stdout + done.stderr
     assert "2 comparisons" in printed  # the design before probing

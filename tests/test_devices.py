@@ -25,8 +25,12 @@ from benchsuite.train.job import run_job, run_jobs_batched
 
 aten = torch.ops.aten
 CPU = torch.device("cpu")
-COPIES = {aten._to_copy.default, aten.copy_.default, aten._copy_from.default,
-          aten._copy_from_and_resize.default}  # fmt: skip
+COPIES = {
+    aten._to_copy.default,
+    aten.copy_.default,
+    aten._copy_from.default,
+    aten._copy_from_and_resize.default,
+}
 
 
 class OnMeta(TorchDispatchMode):

@@ -163,20 +163,28 @@ def test_the_presets_table_is_the_tracks_budgets():
         group = sorted(mad) if names == "MAD tracks" else names.split(", ")
         for name in group:
             budget = tracks[name].budget(preset)
-            rule = (f"every {budget.eval_every}, patience {budget.patience}, {budget.checkpoint}"
-                    if budget.eval_every else "—")  # fmt: skip
+            rule = (
+                f"every {budget.eval_every}, patience {budget.patience}, {budget.checkpoint}"
+                if budget.eval_every
+                else "—"
+            )
             if budget.halve_at:
                 rule += f"; grid halved at {', '.join(map(str, budget.halve_at))}"
             assert stopping == rule, name
             lrs = [float(point["lr"]) for point in budget.grid]
             decay = {float(point.get("weight_decay", 0.0)) for point in budget.grid}
             assert (int(steps), int(batch), int(dim)) == (
-                budget.steps, budget.batch_size, budget.dim), name  # fmt: skip
+                budget.steps,
+                budget.batch_size,
+                budget.dim,
+            ), name
             assert int(depth.split()[0]) == budget.depth, name
             if " × weight decay " in grid:  # a product grid: every lr with every decay
                 lr_text, decay_text = grid.split(" (")[0].split(" × weight decay ")
-                listed = ({float(v) for v in lr_text.split(", ")},
-                          {float(v) for v in decay_text.split(", ")})  # fmt: skip
+                listed = (
+                    {float(v) for v in lr_text.split(", ")},
+                    {float(v) for v in decay_text.split(", ")},
+                )
                 assert listed == (set(lrs), decay), name
                 assert len(budget.grid) == len(listed[0]) * len(listed[1]), name
                 covered.add((name, preset))

@@ -99,8 +99,10 @@ def test_config_file_mistakes(finished, tmp_path, text, needle):
     [
         (["--mixers", "dense,atention"], "did you mean 'attention'?"),
         (["--mixers", "dense,identity,dense"], "mixer 'dense' is named twice"),
-        (["--mixer-option", "attention.head=2", "--mixers", "dense,attention"],
-         "unknown option attention.head (did you mean 'heads'?)"),
+        (
+            ["--mixer-option", "attention.head=2", "--mixers", "dense,attention"],
+            "unknown option attention.head (did you mean 'heads'?)",
+        ),
         (["--seeds", "-4"], "--seeds must be at least 2"),
         (["--grid", "sequence.lr=0,0.1"], "--grid sequence.lr: values must be > 0"),
         (["--grid", "sequence.momentum=0.9"], "--grid sequence.momentum: unknown axis"),
@@ -113,7 +115,7 @@ def test_config_file_mistakes(finished, tmp_path, text, needle):
         (["--seeds", "abc"], "benchsuite run: argument --seeds: invalid int value: 'abc'"),
         (["--seedz", "4"], "unrecognized arguments: --seedz 4"),
     ],
-)  # fmt: skip
+)
 def test_command_line_mistakes(finished, args, needle):
     out, before = finished
     one_line(invoke(*BASE, "--mixers", "dense,identity", *args, "--out", str(out)), 2, needle)
@@ -135,19 +137,24 @@ def test_broken_mixers_fail_the_pre_flight_together_before_any_training(finished
     assert stderr.count("pre-flight:") == 1  # one warning names every pair
     warning = stderr[stderr.index("pre-flight:") :]
     assert "4 mixer × track pair(s) fail before training" in warning
-    for needle in ("returned shape (3, 15, 16) for input (3, 16, 16)",
-                   "returned torch.float64 for torch.float32 input",
-                   "changed the batch size from 3 to 1", "plugin 'bad'",
-                   "sequence/attention[heads=3]: mixer 'attention[heads=3]'",
-                   "dim 16 is not divisible by heads=3"):  # fmt: skip
+    for needle in (
+        "returned shape (3, 15, 16) for input (3, 16, 16)",
+        "returned torch.float64 for torch.float32 input",
+        "changed the batch size from 3 to 1",
+        "plugin 'bad'",
+        "sequence/attention[heads=3]: mixer 'attention[heads=3]'",
+        "dim 16 is not divisible by heads=3",
+    ):
         assert needle in warning, needle
     assert stderr.index("pre-flight:") < stderr.index("train")  # before any job
     assert "attention[heads=3] failed before training)" in stderr  # the family's note says why
     skipped = json.loads((out / "report.json").read_text())["skipped"]
     assert {(s["mixer"], s["kind"]) for s in skipped} >= {
-        ("wrongshape", "error"), ("wrongdtype", "error"), ("batchchanger", "error"),
+        ("wrongshape", "error"),
+        ("wrongdtype", "error"),
+        ("batchchanger", "error"),
         ("attention[heads=3]", "error"),
-    }  # fmt: skip
+    }
     assert "jobs: 0 trained, 4 reused, 0 failed" in result.stdout  # no job of theirs ran
     assert stored_rows(out) == before
 
@@ -158,8 +165,10 @@ def write_cifar(folder, corrupt: str | None = None) -> None:
     rng = np.random.default_rng(0)
     names = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
     for name in names:
-        batch = {"data": rng.integers(0, 255, (20, 3072), dtype=np.uint8),
-                 "labels": rng.integers(0, 10, 20).tolist()}  # fmt: skip
+        batch = {
+            "data": rng.integers(0, 255, (20, 3072), dtype=np.uint8),
+            "labels": rng.integers(0, 10, 20).tolist(),
+        }
         (folder / name).write_bytes(pickle.dumps(batch))
     meta = {"label_names": [f"c{i}" for i in range(10)]}
     (folder / "batches.meta").write_bytes(pickle.dumps(meta))
@@ -171,9 +180,19 @@ def test_corrupt_dataset_names_the_file_and_other_tracks_still_run(finished, tmp
     out, before = finished
     data = tmp_path / "data"
     write_cifar(data / "cifar-10-batches-py", corrupt="data_batch_3")
-    result = invoke(*BASE, "--tracks", "sequence,vision", "--mixers", "dense,identity",
-                    "--data-dir", str(data), "--track-option", "vision.verify=false",
-                    "--out", str(out))  # fmt: skip
+    result = invoke(
+        *BASE,
+        "--tracks",
+        "sequence,vision",
+        "--mixers",
+        "dense,identity",
+        "--data-dir",
+        str(data),
+        "--track-option",
+        "vision.verify=false",
+        "--out",
+        str(out),
+    )
     assert result.returncode == 1, result.stderr
     assert "data_batch_3" in result.stdout
     assert "sequence —" in result.stdout  # the other track ran and printed its table
@@ -208,8 +227,11 @@ def test_output_folder_that_cannot_be_written(tmp_path):
 def test_out_naming_a_file_is_one_line_and_the_file_is_untouched(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    one_line(invoke(*BASE, "--mixers", "dense,identity", "--out", str(blocker)), 2,
-             f"--out {blocker}: is a file, not a folder")  # fmt: skip
+    one_line(
+        invoke(*BASE, "--mixers", "dense,identity", "--out", str(blocker)),
+        2,
+        f"--out {blocker}: is a file, not a folder",
+    )
     assert blocker.read_text() == "not a folder"
 
 
@@ -218,8 +240,10 @@ def test_a_mixer_whose_plugin_file_has_a_syntax_error_names_the_file_and_line(tm
     done = invoke("--plugins-dir", str(tmp_path), *BASE, "--mixers", "dense,mymix", cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     *warnings, last = done.stderr.strip().splitlines()
-    assert last == (f"error: unknown mixer 'mymix' — the plugin file {tmp_path / 'mymix.py'} "
-                    "failed to load: SyntaxError: invalid syntax (mymix.py, line 3)")  # fmt: skip
+    assert last == (
+        f"error: unknown mixer 'mymix' — the plugin file {tmp_path / 'mymix.py'} "
+        "failed to load: SyntaxError: invalid syntax (mymix.py, line 3)"
+    )
     assert len(warnings) == 1 and "not loaded" in warnings[0]
     assert done.stdout == "" and not (tmp_path / "benchsuite-results").exists()
     typo = invoke("--plugins-dir", str(tmp_path), *BASE, "--mixers", "dense,identiy", cwd=tmp_path)
@@ -239,8 +263,11 @@ def test_disk_full_while_writing_keeps_the_store_intact(finished):
     # a subprocess: the file-size limit (and its SIGXFSZ) must bind that process, not pytest
     full = subprocess.run(
         [sys.executable, "-m", "benchsuite.cli", *args],
-        capture_output=True, text=True, preexec_fn=_limit_file_size, timeout=600,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        preexec_fn=_limit_file_size,
+        timeout=600,
+    )
     one_line(full, 1, "cannot save")
     assert "every result saved before is intact" in full.stderr
     with sqlite3.connect(out / "benchsuite.sqlite") as db:
@@ -259,8 +286,10 @@ def test_determinism_every_stored_metric_bit_for_bit(finished, tmp_path):
 
     def metrics(rows):  # the chosen config's, and every config's validation metrics
         records = {key: json.loads(record) for key, record in rows}
-        return {key: (r["metrics"], [run["metrics"] for run in r["sweep"]])
-                for key, r in records.items()}  # fmt: skip
+        return {
+            key: (r["metrics"], [run["metrics"] for run in r["sweep"]])
+            for key, r in records.items()
+        }
 
     first, second = metrics(before), metrics(stored_rows(again))
     assert first.keys() == second.keys() and len(first) == 4  # 2 mixers x 2 seeds
@@ -286,8 +315,9 @@ def test_broken_plugins_are_one_line_warnings_and_the_run_goes_on(finished, tmp_
     plugins.mkdir()
     for name, text in BROKEN_PLUGINS.items():
         (plugins / f"{name}.py").write_text(text)
-    result = invoke("--plugins-dir", str(plugins), *BASE, "--mixers", "dense,identity",
-                    "--out", str(out))  # fmt: skip
+    result = invoke(
+        "--plugins-dir", str(plugins), *BASE, "--mixers", "dense,identity", "--out", str(out)
+    )
     assert result.returncode == 0, result.stderr
     lines = [line for line in result.stderr.splitlines() if "not loaded:" in line]  # warnings
     assert len(lines) == 3
@@ -301,9 +331,17 @@ def test_broken_plugins_are_one_line_warnings_and_the_run_goes_on(finished, tmp_
 def test_missing_data_file_names_it_and_other_tracks_still_run(finished, tmp_path):
     out, before = finished
     missing = tmp_path / "no-such-table.csv"
-    result = invoke(*BASE, "--tracks", "sequence,tabular", "--mixers", "dense,identity",
-                    "--track-option", f"tabular.csv={missing},tabular.target=y",
-                    "--out", str(out))  # fmt: skip
+    result = invoke(
+        *BASE,
+        "--tracks",
+        "sequence,tabular",
+        "--mixers",
+        "dense,identity",
+        "--track-option",
+        f"tabular.csv={missing},tabular.target=y",
+        "--out",
+        str(out),
+    )
     assert result.returncode == 1, result.stderr
     assert "no-such-table.csv" in result.stdout
     assert "sequence —" in result.stdout
@@ -314,9 +352,19 @@ def test_an_unverified_cifar_folder_is_used_and_announced(tmp_path):
     data = tmp_path / "data"
     write_cifar(data / "cifar-10-batches-py")
     out = tmp_path / "out"
-    result = invoke(*BASE, "--tracks", "vision", "--mixers", "dense,identity",
-                    "--data-dir", str(data), "--track-option", "vision.verify=false",
-                    "--out", str(out))  # fmt: skip
+    result = invoke(
+        *BASE,
+        "--tracks",
+        "vision",
+        "--mixers",
+        "dense,identity",
+        "--data-dir",
+        str(data),
+        "--track-option",
+        "vision.verify=false",
+        "--out",
+        str(out),
+    )
     assert result.returncode == 0, result.stderr
     dataset = json.loads((out / "report.json").read_text())["tracks"]["vision"]["dataset"]
     assert "CIFAR-10" in dataset and "unverified" in dataset
@@ -376,19 +424,46 @@ def _legacy_store(path) -> None:
                     rows.append((key, "sequence", mixer, stage, index, seed, json.dumps(record)))
                     cell[stage].append(key)
     manifest = {
-        "request": {"tracks": ["sequence"], "mixers": ["dense", "identity"], "baseline": "dense",
-                    "seeds": 6, "sweep_seeds": 1, "preset": "quick", "margin_rel": 0.05,
-                    "budget_overrides": {}, "salt": "benchsuite-v1"},
-        "tracks": {"sequence": {"metric": "mse", "higher_is_better": False,
-                                "direction": "lower is better", "dataset": "legacy",
-                                "verified": True, "tokens": 16, "grid": grid,
-                                "budget": {"steps": 200, "batch_size": 32, "dim": 32, "depth": 2,
-                                           "checkpoint": "last"},
-                                "budget_signature": "old", "data_key": "old", "plugin": ""}},
-        "mixers": {m: {"description": "", "plugin": "", "causal": False, "signature": None}
-                   for m in ("dense", "identity")},
-        "cells": {"sequence": cells}, "skipped": [], "environment": {},
-    }  # fmt: skip
+        "request": {
+            "tracks": ["sequence"],
+            "mixers": ["dense", "identity"],
+            "baseline": "dense",
+            "seeds": 6,
+            "sweep_seeds": 1,
+            "preset": "quick",
+            "margin_rel": 0.05,
+            "budget_overrides": {},
+            "salt": "benchsuite-v1",
+        },
+        "tracks": {
+            "sequence": {
+                "metric": "mse",
+                "higher_is_better": False,
+                "direction": "lower is better",
+                "dataset": "legacy",
+                "verified": True,
+                "tokens": 16,
+                "grid": grid,
+                "budget": {
+                    "steps": 200,
+                    "batch_size": 32,
+                    "dim": 32,
+                    "depth": 2,
+                    "checkpoint": "last",
+                },
+                "budget_signature": "old",
+                "data_key": "old",
+                "plugin": "",
+            }
+        },
+        "mixers": {
+            m: {"description": "", "plugin": "", "causal": False, "signature": None}
+            for m in ("dense", "identity")
+        },
+        "cells": {"sequence": cells},
+        "skipped": [],
+        "environment": {},
+    }
     with sqlite3.connect(path) as db:
         db.executescript(
             "CREATE TABLE results (key TEXT PRIMARY KEY, track TEXT, mixer TEXT, stage TEXT,"

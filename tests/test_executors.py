@@ -135,9 +135,12 @@ def registry(plugins: str) -> Registry:
 def sweep(registry: Registry, mixers: list[str]) -> list[Job]:
     """Tiny jobs (20 steps, one config) on ``sequence``, three seeds of each of ``mixers``."""
     settings = RunSettings(
-        tracks=("sequence",), mixers=tuple(mixers), seeds=3,
-        track_options={"sequence": {"series": "24"}}, budget={"steps": 20},
-    )  # fmt: skip
+        tracks=("sequence",),
+        mixers=tuple(mixers),
+        seeds=3,
+        track_options={"sequence": {"series": "24"}},
+        budget={"steps": 20},
+    )
     settings = resolve(settings, registry)
     track = registry.tracks["sequence"]
     return [
@@ -205,8 +208,9 @@ def test_killed_job_is_retried_with_the_same_seed(registry: Registry, plugins: s
     assert same(retried.metrics, local.metrics)
 
 
-def test_workers_start_with_the_allocator_keeping_freed_memory(registry: Registry,
-                                                              plugins: str) -> None:  # fmt: skip
+def test_workers_start_with_the_allocator_keeping_freed_memory(
+    registry: Registry, plugins: str
+) -> None:
     """The driver's environment is left as it was; its workers see ALLOCATOR."""
     from benchsuite.execute.pool import ALLOCATOR
 
@@ -232,15 +236,20 @@ def test_process_gives_the_same_metrics_as_local(registry: Registry, plugins: st
         assert record.diverged == pooled[key].diverged
 
 
-def test_a_cell_of_seeds_trains_on_a_worker_as_in_the_driver(registry: Registry,
-                                                             plugins: str) -> None:  # fmt: skip
+def test_a_cell_of_seeds_trains_on_a_worker_as_in_the_driver(
+    registry: Registry, plugins: str
+) -> None:
     """A batched cell handed to the pool trains in a worker process, a record per seed,
     bit-identical to the same cell trained in the driver; a cell whose process dies twice gets
     a failure record for each of its seeds."""
-    jobs = [replace(job, batched=True) for job in sweep(registry, ["dense", "attention",
-                                                                   "kills_itself"])]  # fmt: skip
-    cells = {name: Cell(tuple(job for job in jobs if job.mixer == name))
-             for name in ("dense", "attention", "kills_itself")}  # fmt: skip
+    jobs = [
+        replace(job, batched=True)
+        for job in sweep(registry, ["dense", "attention", "kills_itself"])
+    ]
+    cells = {
+        name: Cell(tuple(job for job in jobs if job.mixer == name))
+        for name in ("dense", "attention", "kills_itself")
+    }
     driver = Worker(plugins, registry=registry)
     here = {r.key: r for name in ("dense", "attention") for r in driver.batch(cells[name].jobs)}
     with executor("process", 2, plugins) as pool:

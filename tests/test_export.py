@@ -43,10 +43,24 @@ def test_one_row_per_training_run(out, stored, fmt, tmp_path):
     assert count == len(frame) == 2 * len(stored) == 36
     assert set(frame["key"]) == set(stored) and not frame.duplicated(["key", "config_index"]).any()
     assert set(frame["status"]) == {"ok"}
-    for name in ("track", "mixer", "seed", "config_index", "chosen", "config.lr",
-                 "config.weight_decay", "preset", "diverged", "metric.val.mse", "cost.params",
-                 "seconds", "budget.steps", "track_option.series", "mixer_option.heads",
-                 "curve"):  # fmt: skip
+    for name in (
+        "track",
+        "mixer",
+        "seed",
+        "config_index",
+        "chosen",
+        "config.lr",
+        "config.weight_decay",
+        "preset",
+        "diverged",
+        "metric.val.mse",
+        "cost.params",
+        "seconds",
+        "budget.steps",
+        "track_option.series",
+        "mixer_option.heads",
+        "curve",
+    ):
         assert name in frame.columns, name
     for row in frame.to_dict("records"):
         record = stored[row["key"]]

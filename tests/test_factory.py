@@ -31,8 +31,9 @@ def test_listing_imports_no_torch():
     assert done.stdout.strip() == "False"
 
 
-@pytest.mark.parametrize(("name", "options"), [("mamba", {}), ("attention[heads=2]", {}),
-                                               ("gla", {"conv": 4})])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "options"), [("mamba", {}), ("attention[heads=2]", {}), ("gla", {"conv": 4})]
+)
 def test_create_mixer_builds_a_module_that_keeps_the_shape(name, options):
     module = benchsuite.create_mixer(name, 64, 32, **options)
     x = torch.randn(2, 64, 32)

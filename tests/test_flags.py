@@ -29,9 +29,16 @@ LR = [{"lr": v} for v in (0.001, 0.003, 0.01, 0.03, 0.1)]
 
 @pytest.mark.parametrize(
     ("ratio", "raised"),
-    [(1.0, False), (1.10, False), (1.1001, True), (0.9, False), (0.8999, True), (2.99, True),
-     (None, False)],
-)  # fmt: skip
+    [
+        (1.0, False),
+        (1.10, False),
+        (1.1001, True),
+        (0.9, False),
+        (0.8999, True),
+        (2.99, True),
+        (None, False),
+    ],
+)
 def test_param_mismatch_outside_ten_percent(ratio, raised):
     assert flags.param_mismatch(ratio) is raised
 
@@ -47,10 +54,15 @@ def test_param_ratio_needs_both_counts():
 
 @pytest.mark.parametrize(
     ("chosen", "steps", "raised"),
-    [([2, 2, 2, 2], 0.0, False), ([1, 2, 2, 3], 0.5, False), ([1, 1, 2, 3], 1.25, False),
-     ([1, 1, 3, 3], 2.0, True), ([0, 0, 4, 4], 4.0, True),
-     ([0, 2, 2, 2, 2, 2, 2, 4], 0.0, False)],  # two outliers: the middle half agrees
-)  # fmt: skip
+    [
+        ([2, 2, 2, 2], 0.0, False),
+        ([1, 2, 2, 3], 0.5, False),
+        ([1, 1, 2, 3], 1.25, False),
+        ([1, 1, 3, 3], 2.0, True),
+        ([0, 0, 4, 4], 4.0, True),
+        ([0, 2, 2, 2, 2, 2, 2, 4], 0.0, False),
+    ],  # two outliers: the middle half agrees
+)
 def test_indecisive_from_the_spread_of_choices(chosen, steps, raised):
     spread, axis = flags.selection_spread(LR, chosen)
     assert spread == pytest.approx(steps)
@@ -59,8 +71,12 @@ def test_indecisive_from_the_spread_of_choices(chosen, steps, raised):
 
 
 def test_spread_takes_the_widest_numeric_axis_and_skips_categorical_ones():
-    grid = [{"lr": lr, "wd": wd, "opt": o} for lr in (0.01, 0.1) for wd in (0.0, 0.1, 0.2)
-            for o in ("adam", "sgd")]  # fmt: skip
+    grid = [
+        {"lr": lr, "wd": wd, "opt": o}
+        for lr in (0.01, 0.1)
+        for wd in (0.0, 0.1, 0.2)
+        for o in ("adam", "sgd")
+    ]
     far = [i for i, c in enumerate(grid) if c["lr"] == 0.01 and c["wd"] in (0.0, 0.2)]
     assert flags.selection_spread(grid, far * 2) == (2.0, "wd")
     assert flags.selection_spread([{"opt": "adam"}, {"opt": "sgd"}], [0, 1, 0, 1]) == (0.0, None)
@@ -73,12 +89,21 @@ def test_selection_does_not_call_a_cell_at_chance_indecisive():
 
 
 def test_every_raised_flag_gets_its_reason_with_its_figure():
-    raised = ["unstable", "param_mismatch", "indecisive_selection", "baseline_undertrained",
-              "no_better_than_trivial"]  # fmt: skip
-    cell = NS(comparison=NS(n=4, flags=raised), param_ratio=0.34,
-              divergence=NS(mixer_reasons={"non_finite": 2}, mixer_not_learned=1))  # fmt: skip
-    arm = NS(best_cfg={"lr": 0.1}, selection=NS(spread=NS(steps=2.5, axis="lr")),
-             learning_curve=None)  # fmt: skip
+    raised = [
+        "unstable",
+        "param_mismatch",
+        "indecisive_selection",
+        "baseline_undertrained",
+        "no_better_than_trivial",
+    ]
+    cell = NS(
+        comparison=NS(n=4, flags=raised),
+        param_ratio=0.34,
+        divergence=NS(mixer_reasons={"non_finite": 2}, mixer_not_learned=1),
+    )
+    arm = NS(
+        best_cfg={"lr": 0.1}, selection=NS(spread=NS(steps=2.5, axis="lr")), learning_curve=None
+    )
     base = NS(best_cfg={"lr": 0.01}, learning_curve=NS(tail_drop=0.253, tail_share=0.08))
     reasons = flags.reasons(cell, arm, base)
     assert list(reasons) == raised

@@ -52,9 +52,15 @@ def test_every_section_is_there(page, report):
     assert path.name == "report.html"
     parsed = Page(text)
     assert list(parsed.headings) == [
-        "headline", "matrix", "summary", "track-sequence", "track-sequence_b", "across", "costs",
+        "headline",
+        "matrix",
+        "summary",
+        "track-sequence",
+        "track-sequence_b",
+        "across",
+        "costs",
         "problems",
-    ]  # the answer first  # fmt: skip
+    ]  # the answer first
     for track, entry in report.tracks.items():
         assert entry.dataset in text
         for mixer, cell in entry.comparisons.items():
@@ -69,8 +75,9 @@ def test_every_section_is_there(page, report):
             assert f"{symbol} {improvement}" in parsed.cells
             assert ("td", "title", comparison.verdict) in parsed.attributes
     assert report.design.warning in text
-    flagged = sum(any(c.comparison.flags for c in e.comparisons.values())
-                  for e in report.tracks.values())  # fmt: skip
+    flagged = sum(
+        any(c.comparison.flags for c in e.comparisons.values()) for e in report.tracks.values()
+    )
     # headline, verdict matrix, 2 summary, 3 per track and its flags table where a flag is
     # raised, across, costs, problems
     assert parsed.tags.count("table") == 13 + flagged
@@ -142,10 +149,16 @@ def test_embedded_figures_are_the_png_files(page):
     files = sorted((path.parent / "plots").glob("*.png"))
     assert {f.read_bytes() for f in files} == embedded
     assert sorted(f.stem for f in files) == [
-        "across-cost", "across-heatmap", "across-iqm", "across-ranks",
-        *[f"{track}-{kind}" for track in REPORT_TRACKS
-          for kind in ("cost", "curves", "forest", "seeds", "sweep")],
-    ]  # fmt: skip
+        "across-cost",
+        "across-heatmap",
+        "across-iqm",
+        "across-ranks",
+        *[
+            f"{track}-{kind}"
+            for track in REPORT_TRACKS
+            for kind in ("cost", "curves", "forest", "seeds", "sweep")
+        ],
+    ]
     for data in embedded:
         assert data.startswith(b"\x89PNG\r\n\x1a\n")
 
@@ -183,9 +196,15 @@ def test_degenerate_reports_still_render(report, tmp_path):
     assert "no comparisons: the baseline has no results here" in text
     assert "no across-track figures" in text
     assert sorted(p.name for p in make_plots(partial)) == [
-        "across-heatmap", "sequence-curves", "sequence-forest", "sequence-seeds", "sequence-sweep",
-        "sequence_b-curves", "sequence_b-seeds", "sequence_b-sweep",
-    ]  # fmt: skip
+        "across-heatmap",
+        "sequence-curves",
+        "sequence-forest",
+        "sequence-seeds",
+        "sequence-sweep",
+        "sequence_b-curves",
+        "sequence_b-seeds",
+        "sequence_b-sweep",
+    ]
 
     empty = dataclasses.replace(copy.deepcopy(report), tracks={}, across_tracks=None, failures=[])
     text = write_html(empty, tmp_path / "empty").read_text()

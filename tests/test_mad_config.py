@@ -11,43 +11,121 @@ from benchsuite.tracks.mad_tasks import IGNORE
 # (vocab_size, seq_len, num_train_examples) of every MAD-Lab setting, in its order, and the extra
 # key of the tasks that sweep one more (configs/tasks/*.yml)
 SWEEPS = {
-    "recall": [(16, 128, 12800), (32, 128, 12800), (64, 128, 12800), (128, 128, 12800),
-               (16, 256, 12800), (16, 512, 12800), (16, 1024, 12800), (16, 128, 6400),
-               (16, 128, 3200), (16, 128, 1600), (16, 128, 800)],
-    "noisy_recall": [(32, 128, 12800), (48, 128, 12800), (80, 128, 12800), (144, 128, 12800),
-                     (32, 256, 12800), (32, 512, 12800), (32, 1024, 12800), (32, 128, 6400),
-                     (32, 128, 3200), (32, 128, 1600), (32, 128, 800), (32, 128, 12800),
-                     (32, 128, 12800), (32, 128, 12800)],
-    "selective_copying": [(16, 256, 12800), (32, 256, 12800), (64, 256, 12800),
-                          (128, 256, 12800), (16, 512, 12800), (16, 1024, 12800),
-                          (16, 256, 6400), (16, 256, 3200), (16, 256, 1600), (16, 256, 800),
-                          (16, 256, 12800), (16, 256, 12800), (16, 256, 12800)],
-    "compression": [(16, 32, 12800), (32, 32, 12800), (64, 32, 12800), (128, 32, 12800),
-                    (16, 64, 12800), (16, 128, 12800), (16, 256, 12800), (16, 32, 6400),
-                    (16, 32, 3200), (16, 32, 1600), (16, 32, 800)],
-    "memorization": [(256, 32, 256), (512, 32, 256), (1024, 32, 256), (2048, 32, 256),
-                     (4096, 32, 256), (8192, 32, 256)],
-}  # fmt: skip
+    "recall": [
+        (16, 128, 12800),
+        (32, 128, 12800),
+        (64, 128, 12800),
+        (128, 128, 12800),
+        (16, 256, 12800),
+        (16, 512, 12800),
+        (16, 1024, 12800),
+        (16, 128, 6400),
+        (16, 128, 3200),
+        (16, 128, 1600),
+        (16, 128, 800),
+    ],
+    "noisy_recall": [
+        (32, 128, 12800),
+        (48, 128, 12800),
+        (80, 128, 12800),
+        (144, 128, 12800),
+        (32, 256, 12800),
+        (32, 512, 12800),
+        (32, 1024, 12800),
+        (32, 128, 6400),
+        (32, 128, 3200),
+        (32, 128, 1600),
+        (32, 128, 800),
+        (32, 128, 12800),
+        (32, 128, 12800),
+        (32, 128, 12800),
+    ],
+    "selective_copying": [
+        (16, 256, 12800),
+        (32, 256, 12800),
+        (64, 256, 12800),
+        (128, 256, 12800),
+        (16, 512, 12800),
+        (16, 1024, 12800),
+        (16, 256, 6400),
+        (16, 256, 3200),
+        (16, 256, 1600),
+        (16, 256, 800),
+        (16, 256, 12800),
+        (16, 256, 12800),
+        (16, 256, 12800),
+    ],
+    "compression": [
+        (16, 32, 12800),
+        (32, 32, 12800),
+        (64, 32, 12800),
+        (128, 32, 12800),
+        (16, 64, 12800),
+        (16, 128, 12800),
+        (16, 256, 12800),
+        (16, 32, 6400),
+        (16, 32, 3200),
+        (16, 32, 1600),
+        (16, 32, 800),
+    ],
+    "memorization": [
+        (256, 32, 256),
+        (512, 32, 256),
+        (1024, 32, 256),
+        (2048, 32, 256),
+        (4096, 32, 256),
+        (8192, 32, 256),
+    ],
+}
 SWEEPS["fuzzy_recall"] = SWEEPS["recall"]
-EXTRA = {"noisy_recall": ("frac_noise", [0.2] * 11 + [0.4, 0.6, 0.8]),
-         "selective_copying": ("num_tokens_to_copy", [16] * 10 + [32, 64, 96])}  # fmt: skip
+EXTRA = {
+    "noisy_recall": ("frac_noise", [0.2] * 11 + [0.4, 0.6, 0.8]),
+    "selective_copying": ("num_tokens_to_copy", [16] * 10 + [32, 64, 96]),
+}
 
 # each task's baseline rung as our generator runs it: every option (defaults included)
 BASELINE = {
-    "recall": dict(seq_len=128, num_pairs=8, num_keys=8, num_values=8, num_queries=64,
-                   noise_vocab=0, noise_ratio=0.0, packed=1),
-    "fuzzy_recall": dict(seq_len=128, num_pairs=7, num_keys=7, num_values=8, key_len=3,
-                         value_len=3, query_fraction=0.5),
-    "noisy_recall": dict(seq_len=128, num_pairs=8, num_keys=8, num_values=8, num_queries=64,
-                         noise_vocab=16, noise_ratio=0.2),
+    "recall": dict(
+        seq_len=128,
+        num_pairs=8,
+        num_keys=8,
+        num_values=8,
+        num_queries=64,
+        noise_vocab=0,
+        noise_ratio=0.0,
+        packed=1,
+    ),
+    "fuzzy_recall": dict(
+        seq_len=128,
+        num_pairs=7,
+        num_keys=7,
+        num_values=8,
+        key_len=3,
+        value_len=3,
+        query_fraction=0.5,
+    ),
+    "noisy_recall": dict(
+        seq_len=128,
+        num_pairs=8,
+        num_keys=8,
+        num_values=8,
+        num_queries=64,
+        noise_vocab=16,
+        noise_ratio=0.2,
+    ),
     "selective_copying": dict(seq_len=256, num_data=16, vocab=14, noise_vocab=0),
     "compression": dict(seq_len=33, vocab=15),
     "memorization": dict(seq_len=32, num_keys=127, num_values=128),
-}  # fmt: skip
+}
 # (input ids, classes) of the baseline rungs, as docs/tracks.md lists them
-VOCABULARY = {"recall": (25, 8), "fuzzy_recall": (26, 8), "noisy_recall": (41, 8),
-              "selective_copying": (16, 14), "compression": (17, 15),
-              "memorization": (129, 128)}  # fmt: skip
+VOCABULARY = {
+    "recall": (25, 8),
+    "fuzzy_recall": (26, 8),
+    "noisy_recall": (41, 8),
+    "selective_copying": (16, 14),
+    "compression": (17, 15),
+    "memorization": (129, 128),
+}
 
 
 def test_the_full_budget_is_mad_labs_model_and_sweep():

@@ -46,15 +46,17 @@ def registry():
     registry = load_registry()
     registry.add(Mixer(name="wide", build=units, options=(Option("width", int, 24),)))
     registry.add(Mixer(name="wider", build=wide, options=(Option("width", int, 2),)))
-    registry.add(Mixer(name="sized", build=units, options=(Option("width", int, 256),),
-                       size_option="width"))  # fmt: skip
+    registry.add(
+        Mixer(name="sized", build=units, options=(Option("width", int, 256),), size_option="width")
+    )
     registry.add(Mixer(name="huge", build=huge))
     return registry
 
 
 def planned(registry, mixers, **settings):
-    settings = RunSettings(tracks=("sequence",), mixers=mixers, seeds=2, budget=BUDGET,
-                           track_options=TRACK, **settings)  # fmt: skip
+    settings = RunSettings(
+        tracks=("sequence",), mixers=mixers, seeds=2, budget=BUDGET, track_options=TRACK, **settings
+    )
     done = resolve(settings, registry)
     return plan_run(done, registry.tracks, registry.mixers, parameter_count)
 
@@ -62,8 +64,12 @@ def planned(registry, mixers, **settings):
 def real_params(registry, plan, mixer: str) -> int:
     """Parameters of the model a cell's first job really trains (built on the CPU)."""
     job = plan.jobs[plan.cells["sequence"][mixer].jobs[0]]
-    model = build_model(registry.tracks["sequence"], lookup(registry.mixers, mixer),
-                        load_data(registry.tracks["sequence"], job), job)  # fmt: skip
+    model = build_model(
+        registry.tracks["sequence"],
+        lookup(registry.mixers, mixer),
+        load_data(registry.tracks["sequence"], job),
+        job,
+    )
     return sum(p.numel() for p in model.parameters())
 
 
@@ -110,8 +116,9 @@ def test_shared_parts_start_from_the_baselines_weights(registry):
     for mixer in ("dense", "wide"):
         job = plan.jobs[plan.cells["sequence"][mixer].jobs[0]]
         data = load_data(registry.tracks["sequence"], job)
-        models[mixer] = build_model(registry.tracks["sequence"], lookup(registry.mixers, mixer),
-                                    data, job).state_dict()  # fmt: skip
+        models[mixer] = build_model(
+            registry.tracks["sequence"], lookup(registry.mixers, mixer), data, job
+        ).state_dict()
     shared = [k for k in models["dense"] if ".mixer." not in k and ".mlp." not in k]
     assert len(shared) > 6  # tokenizer, norms, head
     assert all(torch.equal(models["dense"][k], models["wide"][k]) for k in shared)
@@ -129,9 +136,11 @@ def test_a_mixer_that_cannot_be_matched_says_so_with_its_ratio(registry, mixer):
     size = plan.cells["sequence"][mixer].size
     assert not size["within"] and size["ratio"] > 1.1
     assert size["by"] == "unmatched" and size["set"] == {}  # trained as declared
-    found = re.fullmatch(r"no size within ±10% of the baseline's parameters \(closest \d+\.\d\dx "
-                         rf"at mlp_hidden=(\d+)\): trained as declared, {size['ratio']:.2f}x",
-                         size["reason"])  # fmt: skip
+    found = re.fullmatch(
+        r"no size within ±10% of the baseline's parameters \(closest \d+\.\d\dx "
+        rf"at mlp_hidden=(\d+)\): trained as declared, {size['ratio']:.2f}x",
+        size["reason"],
+    )
     budget = plan.jobs[plan.cells["sequence"][mixer].jobs[0]].budget
     assert found and int(found[1]) == budget["mlp_ratio"] * BUDGET["dim"] / 2  # the narrowest
 
@@ -143,15 +152,24 @@ def test_an_unknown_match_is_a_one_line_error_and_a_bad_size_option_skips_its_mi
     plan = planned(registry, ("badsize", "wide"))
     [skip] = plan.skipped
     assert (skip.mixer, skip.kind) == ("badsize", "error")
-    assert skip.reason == ("mixer 'badsize': size_option 'depth' is not one of its whole-number "
-                           "options (none)")  # fmt: skip
+    assert skip.reason == (
+        "mixer 'badsize': size_option 'depth' is not one of its whole-number options (none)"
+    )
     assert set(plan.cells["sequence"]) == {"dense", "wide"}
 
 
 def test_report_json_gives_both_counts_and_flags_the_unmatched(registry, tmp_path):
-    settings = RunSettings(tracks=("sequence",), mixers=("wide", "huge"), seeds=2,
-                           budget=BUDGET, track_options=TRACK, executor="local", jobs=1,
-                           grids={"sequence": {"lr": (0.01,)}}, out=str(tmp_path))  # fmt: skip
+    settings = RunSettings(
+        tracks=("sequence",),
+        mixers=("wide", "huge"),
+        seeds=2,
+        budget=BUDGET,
+        track_options=TRACK,
+        executor="local",
+        jobs=1,
+        grids={"sequence": {"lr": (0.01,)}},
+        out=str(tmp_path),
+    )
     summary = api.run(settings, registry=registry)
     assert summary.failed == 0
     report = json.loads((tmp_path / "report.json").read_text())

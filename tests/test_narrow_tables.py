@@ -74,10 +74,16 @@ def test_every_verdict_appears_whole(narrow):
             look = verdict(cell.comparison.verdict)
             shown = {f"{look.symbol} {look.short}", f"{look.symbol} {cell.comparison.verdict}"}
             assert any(row[0] == mixer and shown & set(row) for row in rows), (track, mixer)
-    labels = {w for v in ("significant_win", "significant_loss", "equivalent_within_margin",
-                          "inconclusive") for w in verdict(v).short.split()}  # fmt: skip
-    fragments = {w for w in words_in(text) if any(
-        label.startswith(w) and w != label for label in labels) and len(w) > 2}  # fmt: skip
+    labels = {
+        w
+        for v in ("significant_win", "significant_loss", "equivalent_within_margin", "inconclusive")
+        for w in verdict(v).short.split()
+    }
+    fragments = {
+        w
+        for w in words_in(text)
+        if any(label.startswith(w) and w != label for label in labels) and len(w) > 2
+    }
     assert not fragments
 
 

@@ -59,14 +59,40 @@ def test_mixers_exchangeable_with_the_baseline_get_no_significant_verdict(tmp_pa
     (plugins / "null_mixers.py").write_text(NULL_MIXERS)
     out = tmp_path / "out"
     result = invoke(
-        "--plugins-dir", str(plugins), "run", "--tracks", "sequence", "--seeds", "12",
-        "--mixers", "dense," + ",".join(f"null_{n}" for n in (
-            "negated", "transposed", "negated_transposed", "rows_reversed", "columns_reversed",
-            "rotated", "negated_rotated", "negated_rows_reversed", "negated_columns_reversed")),
-        "--grid", "sequence.lr=0.01,0.03,0.1", "--budget", "steps=40",
-        "--track-option", "sequence.series=24", "--track-option", "sequence.length=64",
-        "--out", str(out),
-    )  # fmt: skip
+        "--plugins-dir",
+        str(plugins),
+        "run",
+        "--tracks",
+        "sequence",
+        "--seeds",
+        "12",
+        "--mixers",
+        "dense,"
+        + ",".join(
+            f"null_{n}"
+            for n in (
+                "negated",
+                "transposed",
+                "negated_transposed",
+                "rows_reversed",
+                "columns_reversed",
+                "rotated",
+                "negated_rotated",
+                "negated_rows_reversed",
+                "negated_columns_reversed",
+            )
+        ),
+        "--grid",
+        "sequence.lr=0.01,0.03,0.1",
+        "--budget",
+        "steps=40",
+        "--track-option",
+        "sequence.series=24",
+        "--track-option",
+        "sequence.length=64",
+        "--out",
+        str(out),
+    )
     assert result.returncode == 0, result.stderr
     comparisons = json.loads((out / "report.json").read_text())["tracks"]["sequence"]["comparisons"]
     assert len(comparisons) == 9

@@ -28,10 +28,16 @@ SALT = os.environ.get("BENCHSUITE_CONTROL_SALT", "benchsuite-v1")
 @pytest.mark.slow
 def test_attention_beats_no_mixing_and_pooling_on_recall(tmp_path):
     settings = RunSettings(
-        tracks=("recall",), mixers=("attention", "identity", "pooling"), baseline="attention",
-        seeds=7, grids={"recall": {"lr": (0.016,)}}, batch_seeds=True, executor="local",
-        out=str(tmp_path), salt=SALT,
-    )  # fmt: skip
+        tracks=("recall",),
+        mixers=("attention", "identity", "pooling"),
+        baseline="attention",
+        seeds=7,
+        grids={"recall": {"lr": (0.016,)}},
+        batch_seeds=True,
+        executor="local",
+        out=str(tmp_path),
+        salt=SALT,
+    )
     summary = api.run(settings)
     assert summary.failed == 0
     entry = summary.report.tracks["recall"]

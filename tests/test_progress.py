@@ -78,16 +78,19 @@ def test_off_a_terminal_a_plain_line_every_n_jobs_and_at_the_end(monkeypatch):
             events.advance(record, index < 2)  # two reused, eight trained
     lines = err.getvalue().splitlines()
     assert [line.split(",")[0] for line in lines] == [
-        "train: 4/10 jobs", "train: 8/10 jobs", "train: 10/10 jobs",
-    ]  # fmt: skip
+        "train: 4/10 jobs",
+        "train: 8/10 jobs",
+        "train: 10/10 jobs",
+    ]
     assert "left" not in lines[-1]  # a finished phase has no ETA
     assert out.getvalue() == ""  # progress never goes to the data console
 
 
 def test_verbose_prints_one_line_per_trained_job_and_no_plain_lines():
     err = io.StringIO()
-    record = RunRecord(key="k", job={"track": "sequence", "mixer": "dense", "seed": 3},
-                       status="ok", seconds=1.25)  # fmt: skip
+    record = RunRecord(
+        key="k", job={"track": "sequence", "mixer": "dense", "seed": 3}, status="ok", seconds=1.25
+    )
     with progress_events(Console(file=io.StringIO()), Console(file=err), verbose=True) as events:
         events.start("train", 30, CostModel({}))
         for _ in range(30):

@@ -76,10 +76,19 @@ def head(env: dict[str, str]) -> Iterator[tuple[str, int]]:
     sessions = tempfile.mkdtemp(prefix="bsray")  # short: Ray's socket paths must stay short
     log = Path(sessions) / "head.log"
     command = [
-        sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block",
-        "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
-        "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={sessions}",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "ray.scripts.scripts",
+        "start",
+        "--head",
+        "--block",
+        "--node-ip-address=127.0.0.1",
+        f"--port={port}",
+        "--num-cpus=2",
+        "--include-dashboard=false",
+        "--disable-usage-stats",
+        f"--temp-dir={sessions}",
+    ]
     with log.open("w") as output:
         process = subprocess.Popen(
             command, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
@@ -148,11 +157,31 @@ def test_run_on_a_ray_cluster_survives_a_killed_worker(
     (plugins / "slow.py").write_text(SLOW_PLUGIN)
     out = tmp_path / "out"
     command = [
-        sys.executable, "-m", "benchsuite.cli", "--plugins-dir", str(plugins), "run",
-        "--executor", "ray", "--address", address, "--out", str(out),
-        "--tracks", "sequence", "--mixers", "dense,slow", "--budget", "steps=20",
-        "--seeds", "2", "--grid", "sequence.lr=0.01,0.03", "--track-option", "sequence.series=24",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "benchsuite.cli",
+        "--plugins-dir",
+        str(plugins),
+        "run",
+        "--executor",
+        "ray",
+        "--address",
+        address,
+        "--out",
+        str(out),
+        "--tracks",
+        "sequence",
+        "--mixers",
+        "dense,slow",
+        "--budget",
+        "steps=20",
+        "--seeds",
+        "2",
+        "--grid",
+        "sequence.lr=0.01,0.03",
+        "--track-option",
+        "sequence.series=24",
+    ]
     run = subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )

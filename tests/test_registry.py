@@ -71,8 +71,20 @@ def test_plugins_dir_mixer_is_listed_and_runs(tmp_path):
     assert mixers["shift"]["options"]["shift"]["default"] == 1
 
     out = tmp_path / "out"
-    ran = invoke("--plugins-dir", str(plugins), "run", "--tracks", "sequence",
-                 "--mixers", "dense,shift", "--seeds", "2", "--out", str(out), *TINY)  # fmt: skip
+    ran = invoke(
+        "--plugins-dir",
+        str(plugins),
+        "run",
+        "--tracks",
+        "sequence",
+        "--mixers",
+        "dense,shift",
+        "--seeds",
+        "2",
+        "--out",
+        str(out),
+        *TINY,
+    )
     assert ran.returncode == 0, ran.stderr
     result = json.loads((out / "sequence" / "shift.json").read_text())
     assert result["idea"]["name"] == "shift" and len(result["idea"]["per_seed"]) == 2
@@ -117,10 +129,21 @@ def test_installed_distribution_entry_point_is_listed_and_runs(tmp_path, monkeyp
     target = tmp_path / "site"
     # pip stays a subprocess: installing a distribution is what this test is about
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--target", str(target), str(project)],
-        check=True, capture_output=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(project),
+        ],
+        check=True,
+        capture_output=True,
+    )
     # the folder is on this process's path (entry points are found there) and on the spawned
     # workers' (PYTHONPATH)
     monkeypatch.syspath_prepend(str(target))
@@ -131,8 +154,19 @@ def test_installed_distribution_entry_point_is_listed_and_runs(tmp_path, monkeyp
         "benchsuite-rollmix 0.3.1"
     )
     out = tmp_path / "out"
-    ran = invoke("run", "--tracks", "sequence", "--mixers", "dense,rollmix", "--seeds", "2",
-                 "--out", str(out), *TINY, env=env)  # fmt: skip
+    ran = invoke(
+        "run",
+        "--tracks",
+        "sequence",
+        "--mixers",
+        "dense,rollmix",
+        "--seeds",
+        "2",
+        "--out",
+        str(out),
+        *TINY,
+        env=env,
+    )
     assert ran.returncode == 0, ran.stderr
     assert (out / "sequence" / "rollmix.json").exists()
 
@@ -238,10 +272,15 @@ def test_a_mixer_registered_from_python_trains_with_the_local_executor(tmp_path)
     registry = load_registry()
     registry.add(Mixer(name="in_memory", build=build, description="defined in a test"))
     settings = RunSettings(
-        tracks=("sequence",), mixers=("dense", "in_memory"), seeds=2, executor="local",
-        out=str(tmp_path / "out"), budget={"steps": 20}, grids={"sequence": {"lr": (0.01, 0.03)}},
+        tracks=("sequence",),
+        mixers=("dense", "in_memory"),
+        seeds=2,
+        executor="local",
+        out=str(tmp_path / "out"),
+        budget={"steps": 20},
+        grids={"sequence": {"lr": (0.01, 0.03)}},
         track_options={"sequence": {"series": 24, "length": 64}},
-    )  # fmt: skip
+    )
     summary = api.run(settings, registry=registry)
     assert summary.failed == 0 and summary.exit_code == 0
     assert summary.report.tracks["sequence"].comparisons["in_memory"].comparison.n == 2
@@ -260,10 +299,14 @@ def test_a_mixer_registered_from_python_is_named_by_a_process_worker(tmp_path):
     registry = load_registry()
     registry.add(Mixer(name="only_here", build=build))
     settings = RunSettings(
-        tracks=("sequence",), mixers=("dense", "only_here"), seeds=2, jobs=1,
-        out=str(tmp_path / "out"), budget={"steps": 10},
+        tracks=("sequence",),
+        mixers=("dense", "only_here"),
+        seeds=2,
+        jobs=1,
+        out=str(tmp_path / "out"),
+        budget={"steps": 10},
         track_options={"sequence": {"series": 24, "length": 64}},
-    )  # fmt: skip
+    )
     summary = api.run(settings, registry=registry)
     reasons = {f.reason for f in summary.report.failures}
     assert any("'only_here' is not registered in this worker process" in r for r in reasons)

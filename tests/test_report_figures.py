@@ -148,16 +148,27 @@ def test_a_diverged_seed_is_left_out_of_the_curve(out, report):
     )
     broken = copy.deepcopy(results[key])
     broken.sweep[broken.chosen]["curve"][-1] = float("nan")
-    curve = analyse(plan, {**results, key: broken}, failures).tracks["sequence"].mixers[
-        "attention"].learning_curve  # fmt: skip
+    curve = (
+        analyse(plan, {**results, key: broken}, failures)
+        .tracks["sequence"]
+        .mixers["attention"]
+        .learning_curve
+    )
     assert curve.seeds == [0, 2] and curve.left_out == 1
     before = report.tracks["sequence"].mixers["attention"].learning_curve
     assert curve.median != before.median
 
 
 def test_pareto_front():
-    points = {"a": (1.0, 0.0), "b": (2.0, 5.0), "c": (3.0, 4.0), "d": (4.0, 6.0),
-              "e": (2.0, 5.0), "f": (None, 9.0), "g": (1.0, -1.0)}  # fmt: skip
+    points = {
+        "a": (1.0, 0.0),
+        "b": (2.0, 5.0),
+        "c": (3.0, 4.0),
+        "d": (4.0, 6.0),
+        "e": (2.0, 5.0),
+        "f": (None, 9.0),
+        "g": (1.0, -1.0),
+    }
     assert pareto(points) == ["a", "b", "e", "d"]  # c is beaten by b; g by a; f has no cost
 
 
@@ -176,20 +187,30 @@ def test_quality_against_cost_numbers(data):
             assert point["params"] == entry["mixers"][mixer]["costs_median"]["params"]
         for cost in COSTS:  # the front, recomputed by brute force from the report's numbers
             pts = {m: (p[cost], p["score"]) for m, p in found["points"].items()}
-            beaten = {m for m, (c, s) in pts.items() if c is not None and any(
-                c2 is not None and c2 <= c and s2 >= s and (c2 < c or s2 > s)
-                for c2, s2 in pts.values())}  # fmt: skip
-            assert set(found["pareto"][cost]) == {m for m, (c, _) in pts.items()
-                                                  if c is not None} - beaten  # fmt: skip
+            beaten = {
+                m
+                for m, (c, s) in pts.items()
+                if c is not None
+                and any(
+                    c2 is not None and c2 <= c and s2 >= s and (c2 < c or s2 > s)
+                    for c2, s2 in pts.values()
+                )
+            }
+            assert (
+                set(found["pareto"][cost])
+                == {m for m, (c, _) in pts.items() if c is not None} - beaten
+            )
     across = tradeoffs["across"]
     baseline = report["settings"]["baseline"]
     assert across["points"][baseline]["params"] == 1.0
     for mixer, row in report["across_tracks"]["mixers"].items():
         point = across["points"][mixer]
         assert point["score"] == row["suite_effect"]
-        ratios = [report["tracks"][t]["mixers"][mixer]["costs_median"]["params"]
-                  / report["tracks"][t]["mixers"][baseline]["costs_median"]["params"]
-                  for t in row["tracks"]]  # fmt: skip
+        ratios = [
+            report["tracks"][t]["mixers"][mixer]["costs_median"]["params"]
+            / report["tracks"][t]["mixers"][baseline]["costs_median"]["params"]
+            for t in row["tracks"]
+        ]
         assert point["params"] == pytest.approx(float(np.exp(np.mean(np.log(ratios)))))
 
 
@@ -247,8 +268,11 @@ def test_plots_say_which_tracks_they_leave_out(out):
     """Without the baseline's runs on one track, the IQM and rank figures and their captions say
     that track was left out, and why."""
     plan, results, failures = stored(out)
-    kept = {k: r for k, r in results.items()
-            if (r.job["track"], r.job["mixer"]) != ("sequence_b", "dense")}  # fmt: skip
+    kept = {
+        k: r
+        for k, r in results.items()
+        if (r.job["track"], r.job["mixer"]) != ("sequence_b", "dense")
+    }
     report = analyse(plan, kept, failures)
     reason = "no results for the baseline dense"
     assert report.across_tracks.tracks_left_out == {"sequence_b": reason}
@@ -273,9 +297,17 @@ def test_palette_is_distinct_for_many_mixers():
 
 @pytest.mark.parametrize(
     ("value", "written"),
-    [(10090, "10.1k"), (999_999, "1M"), (1.2e6, "1.2M"), (3.4e-05, "3.4e-05"), (0.12345, "0.1235"),
-     (12, "12"), (float("nan"), "–"), (None, "–")],
-)  # fmt: skip
+    [
+        (10090, "10.1k"),
+        (999_999, "1M"),
+        (1.2e6, "1.2M"),
+        (3.4e-05, "3.4e-05"),
+        (0.12345, "0.1235"),
+        (12, "12"),
+        (float("nan"), "–"),
+        (None, "–"),
+    ],
+)
 def test_one_number_formatter(value, written):
     assert numbers.num(value) == written
     assert numbers.count(10090) == numbers.cost("params", 10090) == "10.1k"

@@ -19,10 +19,24 @@ import pytest
 from conftest import interruptible
 
 RUN = [
-    "run", "--tracks", "sequence", "--mixers", "dense,attention", "--budget", "steps=300",
-    "--seeds", "5", "--grid", "sequence.lr=0.01,0.03", "--track-option", "sequence.series=24",
-    "--executor", "process", "--jobs", "2",
-]  # fmt: skip
+    "run",
+    "--tracks",
+    "sequence",
+    "--mixers",
+    "dense,attention",
+    "--budget",
+    "steps=300",
+    "--seeds",
+    "5",
+    "--grid",
+    "sequence.lr=0.01,0.03",
+    "--track-option",
+    "sequence.series=24",
+    "--executor",
+    "process",
+    "--jobs",
+    "2",
+]
 TOTAL = 2 * 5  # (dense, attention) x 5 evaluation seeds, each tuning over the 2 grid points
 END_LINE = re.compile(r"jobs: (\d+) trained, (\d+) reused, (\d+) failed")
 
@@ -42,10 +56,13 @@ def stored(out: Path) -> int:
 def start(out: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "benchsuite.cli", *RUN, "--out", str(out)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         start_new_session=True,  # its own process group, like a job started from a shell
         preexec_fn=interruptible,
-    )  # fmt: skip
+    )
 
 
 def stop_when(process: subprocess.Popen[str], out: Path, rows: int, sig: signal.Signals) -> str:
@@ -93,8 +110,11 @@ def test_interrupted_and_killed_runs_resume(tmp_path: Path) -> None:
 
     third = subprocess.run(
         [sys.executable, "-m", "benchsuite.cli", *RUN, "--out", str(out)],
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert third.returncode == 0, third.stdout + third.stderr
     trained, reused, failed = map(int, END_LINE.search(third.stdout).groups())
     assert (trained, reused, failed) == (TOTAL - after_second, after_second, 0)

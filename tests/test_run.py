@@ -14,21 +14,57 @@ from conftest import TINY, invoke
 
 from benchsuite.plan.power import dz_star
 
-BENCH_KEYS = {"bench_version", "track", "model", "metric_direction", "n_seeds", "baseline", "idea",
-              "comparison", "mechanism_signature", "budget_signature", "versions"}  # fmt: skip
-COMPARISON_KEYS = {"delta_mean", "idea_wins", "n_pairs", "per_seed_diffs", "p_value", "mde",
-                   "verdict", "ci95", "p_holm", "flags"}  # fmt: skip
-SIGNATURE_KEYS = {"prediction", "predicted_norm_ratio", "observed_norm_ratio_seed0",
-                  "observed_inverse_max_error_seed0", "baseline_observed_norm_ratio_seed0",
-                  "confirmed"}  # fmt: skip
+BENCH_KEYS = {
+    "bench_version",
+    "track",
+    "model",
+    "metric_direction",
+    "n_seeds",
+    "baseline",
+    "idea",
+    "comparison",
+    "mechanism_signature",
+    "budget_signature",
+    "versions",
+}
+COMPARISON_KEYS = {
+    "delta_mean",
+    "idea_wins",
+    "n_pairs",
+    "per_seed_diffs",
+    "p_value",
+    "mde",
+    "verdict",
+    "ci95",
+    "p_holm",
+    "flags",
+}
+SIGNATURE_KEYS = {
+    "prediction",
+    "predicted_norm_ratio",
+    "observed_norm_ratio_seed0",
+    "observed_inverse_max_error_seed0",
+    "baseline_observed_norm_ratio_seed0",
+    "confirmed",
+}
 
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     """One real run of dense vs butterfly on the sequence track with 8 paired seeds."""
     out = tmp_path_factory.mktemp("run") / "out"
-    args = ["run", "--tracks", "sequence", "--mixers", "dense,butterfly", "--seeds", "8",
-            "--out", str(out), *TINY]  # fmt: skip
+    args = [
+        "run",
+        "--tracks",
+        "sequence",
+        "--mixers",
+        "dense,butterfly",
+        "--seeds",
+        "8",
+        "--out",
+        str(out),
+        *TINY,
+    ]
     first = invoke(*args)
     assert first.returncode == 0, first.stderr
     return out, args, first

@@ -25,8 +25,9 @@ def run(*args: str, cwd=None) -> subprocess.CompletedProcess:
     # subprocesses: pip (un)installs, the plugin's own pytest, and the CLI after an editable
     # install, whose .pth only a fresh interpreter reads
     env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHSUITE_")}
-    done = subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, f"{' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
     return done
 
@@ -67,8 +68,17 @@ def installed(tmp_path):
     name = unique_name()
     folder = new_mixer(name, tmp_path)
     try:
-        run("-m", "pip", "install", "-q", "-e", str(folder), "--no-deps", "--no-build-isolation",
-            "--no-index")  # fmt: skip
+        run(
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "-e",
+            str(folder),
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+        )
         yield name, folder
     finally:
         run("-m", "pip", "uninstall", "-y", "-q", f"benchsuite-{name}")
@@ -81,10 +91,27 @@ def test_scaffolded_plugin_installs_lists_runs_and_passes_its_tests(installed, t
     assert listed["mixers"][name]["distribution"].startswith(f"benchsuite-{name} ")
 
     out = tmp_path / "out"
-    run("-m", "benchsuite.cli", "run", "--tracks", "sequence", "--mixers", f"dense,{name}",
-        "--seeds", "2", "--grid", "sequence.lr=0.01,0.03", "--budget", "steps=20",
-        "--executor", "local", "--track-option", "sequence.series=24",
-        "--out", str(out))  # fmt: skip
+    run(
+        "-m",
+        "benchsuite.cli",
+        "run",
+        "--tracks",
+        "sequence",
+        "--mixers",
+        f"dense,{name}",
+        "--seeds",
+        "2",
+        "--grid",
+        "sequence.lr=0.01,0.03",
+        "--budget",
+        "steps=20",
+        "--executor",
+        "local",
+        "--track-option",
+        "sequence.series=24",
+        "--out",
+        str(out),
+    )
     result = json.loads((out / "sequence" / f"{name}.json").read_text())
     assert result["idea"]["name"] == name and result["baseline"]["name"] == "dense"
     assert len(result["idea"]["per_seed"]) == 2

@@ -50,8 +50,18 @@ def ladder(tmp_path_factory) -> tuple[dict, Path]:
     """attention, longconv and the baseline dense at 256, 512 and 1024 tokens (width 16, where
     attention's quadratic part dominates from 256 tokens on)."""
     out = tmp_path_factory.mktemp("scale")
-    done = invoke("scale", "--mixers", "attention,longconv", "--tokens", "256,512,1024",
-                  "--width", "16", "--out", str(out), "--json")  # fmt: skip
+    done = invoke(
+        "scale",
+        "--mixers",
+        "attention,longconv",
+        "--tokens",
+        "256,512,1024",
+        "--width",
+        "16",
+        "--out",
+        str(out),
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout), out
 
@@ -70,18 +80,44 @@ def test_attention_grows_faster_than_the_long_convolution(ladder):
 
 
 EMPTY = {  # a report of a run that finished nothing: enough for a page
-    "report_version": 4, "warnings": [], "settings": {}, "environment": {}, "mixers": {},
-    "tracks": {}, "skipped": [], "scale": {"preset": "quick", "tracks": {}, "note": ""},
-    "design": {"comparisons": 0, "finished": 0, "partial": False, "alpha": 0.05,
-               "verdict_alpha": 0.05, "both_converged_comparisons": 0, "seeds": 2,
-               "min_seeds_for_significance": 6, "warning": None},
-    "selection": {"cells": 0, "at_chance": 0, "edge_of_grid": 0, "edge_share": None,
-                  "median_agreement": None, "indecisive": 0},
+    "report_version": 4,
+    "warnings": [],
+    "settings": {},
+    "environment": {},
+    "mixers": {},
+    "tracks": {},
+    "skipped": [],
+    "scale": {"preset": "quick", "tracks": {}, "note": ""},
+    "design": {
+        "comparisons": 0,
+        "finished": 0,
+        "partial": False,
+        "alpha": 0.05,
+        "verdict_alpha": 0.05,
+        "both_converged_comparisons": 0,
+        "seeds": 2,
+        "min_seeds_for_significance": 6,
+        "warning": None,
+    },
+    "selection": {
+        "cells": 0,
+        "at_chance": 0,
+        "edge_of_grid": 0,
+        "edge_share": None,
+        "median_agreement": None,
+        "indecisive": 0,
+    },
     "across_tracks": None,
-    "learning_curves": {"rule": "", "tail_fraction": 0.2, "min_drop": 0.05, "min_share": 0.05,
-                        "undertrained": []},
-    "quality_vs_cost": {"costs": [], "tracks": {}, "across": None}, "failures": [],
-}  # fmt: skip
+    "learning_curves": {
+        "rule": "",
+        "tail_fraction": 0.2,
+        "min_drop": 0.05,
+        "min_share": 0.05,
+        "undertrained": [],
+    },
+    "quality_vs_cost": {"costs": [], "tracks": {}, "across": None},
+    "failures": [],
+}
 
 
 def test_plots_are_written_on_the_scaling_page_which_the_report_links(ladder):
@@ -103,8 +139,9 @@ def test_no_scaling_results_no_link(tmp_path):
 
 
 def test_tables_are_relative_to_the_baseline_and_unsupported_lengths_say_why(tmp_path):
-    done = invoke("scale", "--mixers", "fnet,butterfly", "--tokens", "48,64",
-                  "--out", str(tmp_path))  # fmt: skip
+    done = invoke(
+        "scale", "--mixers", "fnet,butterfly", "--tokens", "48,64", "--out", str(tmp_path)
+    )
     assert done.returncode == 0, done.stderr
     assert "against sequence length" in done.stdout and "exponent" in done.stdout
     fnet_row = next(line for line in done.stdout.splitlines() if " fnet " in line)
@@ -121,8 +158,19 @@ def test_tables_are_relative_to_the_baseline_and_unsupported_lengths_say_why(tmp
 
 @pytest.mark.parametrize("limit", [["--max-seconds", "1e-6"], ["--max-memory", "1K"]])
 def test_an_over_budget_point_ends_the_ladder_and_is_not_fatal(tmp_path, limit):
-    done = invoke("scale", "--mixers", "fnet", "--baseline", "fnet", "--tokens", "64,128",
-                  "--out", str(tmp_path), "--json", *limit)  # fmt: skip
+    done = invoke(
+        "scale",
+        "--mixers",
+        "fnet",
+        "--baseline",
+        "fnet",
+        "--tokens",
+        "64,128",
+        "--out",
+        str(tmp_path),
+        "--json",
+        *limit,
+    )
     assert done.returncode == 0, done.stderr
     [point] = json.loads(done.stdout)["mixers"]["fnet"]["points"]  # 128 never tried
     assert point["status"] == "over budget" and "--max-" in point["reason"]
@@ -133,9 +181,25 @@ def test_a_hung_or_crashed_point_is_recorded_and_the_command_goes_on(tmp_path):
     plugins.mkdir()
     (plugins / "broken.py").write_text(BROKEN_PLUGIN)
     start = time.perf_counter()
-    done = invoke("scale", "--plugins-dir", str(plugins), "--mixers", "hang,crash", "--baseline",
-                  "hang", "--tokens", "64,128,256", "--max-seconds", "0.1", "--warmup", "1",
-                  "--steps", "1", "--out", str(tmp_path / "out"))  # fmt: skip
+    done = invoke(
+        "scale",
+        "--plugins-dir",
+        str(plugins),
+        "--mixers",
+        "hang,crash",
+        "--baseline",
+        "hang",
+        "--tokens",
+        "64,128,256",
+        "--max-seconds",
+        "0.1",
+        "--warmup",
+        "1",
+        "--steps",
+        "1",
+        "--out",
+        str(tmp_path / "out"),
+    )
     assert done.returncode == 0, done.stderr
     assert time.perf_counter() - start < 60
     mixers = json.loads((tmp_path / "out" / "scaling.json").read_text())["mixers"]
@@ -156,10 +220,15 @@ def test_bad_input_is_one_line_naming_the_culprit(tmp_path):
 
 def test_exponents_are_slopes_over_the_upper_half():
     points = [
-        {"tokens": t, "status": "ok", "seconds_per_step": (1 if t < 256 else t) * t**2,
-         "memory_bytes": 3.0 * t, "flops_per_example": 0.0}
+        {
+            "tokens": t,
+            "status": "ok",
+            "seconds_per_step": (1 if t < 256 else t) * t**2,
+            "memory_bytes": 3.0 * t,
+            "flops_per_example": 0.0,
+        }
         for t in (64, 128, 256, 512)
-    ]  # fmt: skip
+    ]
     slopes = exponents([*points, {"tokens": 1024, "status": "over budget"}])
     assert slopes["seconds_per_step"] == pytest.approx(3.0)  # 256 and 512 only
     assert slopes["memory_bytes"] == pytest.approx(1.0)

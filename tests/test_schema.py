@@ -45,10 +45,13 @@ def test_plain_data_round_trip_with_nan_derived_and_omitted_keys():
     outer = Outer("x", Inner(math.nan, (1.0, math.inf)), {"a": Inner(2.0, (0.0, 1.0))})
     plain = serial.strict(serial.to_plain(outer))
     assert plain == {
-        "name": "x", "inner": {"value": None, "bounds": [1.0, None]},
-        "by_name": {"a": {"value": 2.0, "bounds": [0.0, 1.0]}}, "maybe": None,
-        "twice": None, "x_value": None,
-    }  # fmt: skip
+        "name": "x",
+        "inner": {"value": None, "bounds": [1.0, None]},
+        "by_name": {"a": {"value": 2.0, "bounds": [0.0, 1.0]}},
+        "maybe": None,
+        "twice": None,
+        "x_value": None,
+    }
     back = serial.build(Outer, json.loads(json.dumps(plain)))
     assert math.isnan(back.inner.value) and back.inner.bounds[0] == 1.0
     assert back.by_name["a"] == Inner(2.0, (0.0, 1.0)) and back.maybe is None

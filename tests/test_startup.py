@@ -23,8 +23,13 @@ PROBE = (
 )
 
 
-LIGHT = [["--help"], [], ["--version"], *([verb, "--help"] for verb in COMMANDS),
-         ["data", "fetch", "--help"]]  # fmt: skip
+LIGHT = [
+    ["--help"],
+    [],
+    ["--version"],
+    *([verb, "--help"] for verb in COMMANDS),
+    ["data", "fetch", "--help"],
+]
 
 
 @pytest.mark.parametrize("args", LIGHT)

@@ -51,8 +51,15 @@ def runs(tmp_path_factory):
     plugins = root / "plugins"
     plugins.mkdir()
     (plugins / "flaky.py").write_text(FLAKY)
-    with_flaky = invoke("--plugins-dir", str(plugins), *ARGS, "--mixers", "dense,flaky",
-                         "--out", str(root / "flaky"))  # fmt: skip
+    with_flaky = invoke(
+        "--plugins-dir",
+        str(plugins),
+        *ARGS,
+        "--mixers",
+        "dense,flaky",
+        "--out",
+        str(root / "flaky"),
+    )
     assert with_flaky.returncode == 0, with_flaky.stderr
     plain = invoke(*ARGS, "--mixers", "dense,identity", "--out", str(root / "plain"))
     assert plain.returncode == 0, plain.stderr
@@ -101,8 +108,9 @@ def test_design_warning_is_printed_before_training(runs):
 
 
 def test_strict_refuses_an_underpowered_design(tmp_path):
-    result = invoke(*ARGS, "--mixers", "dense,identity", "--seeds", "3", "--strict",
-                     "--out", str(tmp_path))  # fmt: skip
+    result = invoke(
+        *ARGS, "--mixers", "dense,identity", "--seeds", "3", "--strict", "--out", str(tmp_path)
+    )
     assert result.returncode == 2 and "(--strict)" in result.stderr
     assert "with 3 seeds and 1 comparisons no result can reach significance" in result.stderr
     assert not (tmp_path / "benchsuite.sqlite").exists()
@@ -123,9 +131,20 @@ def test_report_rebuilds_the_same_figures_from_the_store(finished_run, tmp_path)
 def test_report_agrees_with_the_run_whatever_order_the_run_listed(tmp_path):
     """The saved plan lists tracks and mixers sorted; a run listed them as asked. The across-track
     bootstrap and sign flips draw in name order, so ``report`` rebuilds the run's figures."""
-    result = invoke("run", "--tracks", "sequence,dynamics", "--mixers", "dense,mlp,identity",
-                     "--seeds", "4", *TINY, "--grid", "dynamics.lr=0.01,0.03",
-                     "--out", str(tmp_path))  # fmt: skip
+    result = invoke(
+        "run",
+        "--tracks",
+        "sequence,dynamics",
+        "--mixers",
+        "dense,mlp,identity",
+        "--seeds",
+        "4",
+        *TINY,
+        "--grid",
+        "dynamics.lr=0.01,0.03",
+        "--out",
+        str(tmp_path),
+    )
     assert result.returncode == 0, result.stderr
     before = _report(tmp_path)
     assert set(before["across_tracks"]["tracks"]) == {"sequence", "dynamics"}
@@ -143,8 +162,15 @@ def test_compare_pairs_two_runs_and_refuses_different_budgets(runs, tmp_path):
     assert rows["dense"]["improvement"] == 0.0  # the same baseline seeds in both runs
     assert rows["dense"]["verdict"] == "equivalent_within_margin"
 
-    other = invoke(*ARGS, "--mixers", "dense,identity", "--budget", "steps=31",
-                    "--out", str(tmp_path / "other"))  # fmt: skip
+    other = invoke(
+        *ARGS,
+        "--mixers",
+        "dense,identity",
+        "--budget",
+        "steps=31",
+        "--out",
+        str(tmp_path / "other"),
+    )
     assert other.returncode == 0, other.stderr
     refused = invoke("compare", str(root / "plain"), str(tmp_path / "other"))
     assert refused.returncode == 2

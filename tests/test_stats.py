@@ -174,10 +174,18 @@ def test_a_model_that_learnt_nothing_is_never_equivalent():
     ``no_better_than_trivial``): inconclusive, never ``equivalent_within_margin``."""
     base = 100.0 + np.arange(10.0)
     noise = np.random.default_rng(1).normal(0, 0.5, 10)
-    comps = [compare_paired(base, base + noise - noise.mean(), higher_is_better=True)
-             for _ in range(2)]  # fmt: skip
-    flag_comparison(comps[1], non_finite=0, no_better_than_trivial=3, n=10, edge_of_grid=False,
-                    baseline_edge_of_grid=False, indecisive_selection=False)  # fmt: skip
+    comps = [
+        compare_paired(base, base + noise - noise.mean(), higher_is_better=True) for _ in range(2)
+    ]
+    flag_comparison(
+        comps[1],
+        non_finite=0,
+        no_better_than_trivial=3,
+        n=10,
+        edge_of_grid=False,
+        baseline_edge_of_grid=False,
+        indecisive_selection=False,
+    )
     apply_holm(comps, family=2)
     assert comps[0].p_tost_holm < 0.05 and comps[1].p_tost_holm < 0.05
     assert comps[0].verdict == "equivalent_within_margin"
@@ -252,7 +260,7 @@ def _flag(c, **given):
         "baseline_edge_of_grid": False,
         "indecisive_selection": False,
     }
-    flag_comparison(c, **{**fields, **given})  # fmt: skip
+    flag_comparison(c, **{**fields, **given})
 
 
 def test_flags():
@@ -263,8 +271,11 @@ def test_flags():
     _flag(c, non_finite=2, edge_of_grid=True)
     assert c.flags == ["unstable", "edge_of_grid"]
     _flag(c, no_better_than_trivial=2, baseline_edge_of_grid=True, indecisive_selection=True)
-    assert c.flags[2:] == ["no_better_than_trivial", "baseline_edge_of_grid",
-                           "indecisive_selection"]  # fmt: skip
+    assert c.flags[2:] == [
+        "no_better_than_trivial",
+        "baseline_edge_of_grid",
+        "indecisive_selection",
+    ]
 
 
 def test_divergence_imputation_and_summary():
@@ -482,10 +493,14 @@ def test_float32_rounding_of_a_cap_is_not_divergence():
 def _records(val: dict[int, list[float]]) -> dict[int, RunRecord]:
     """Records whose sweep holds one validation accuracy per grid config."""
     return {
-        seed: RunRecord(key=str(seed), job={"seed": seed}, status="ok",
-                        sweep=[{"metrics": {"val.accuracy": v}} for v in values])
+        seed: RunRecord(
+            key=str(seed),
+            job={"seed": seed},
+            status="ok",
+            sweep=[{"metrics": {"val.accuracy": v}} for v in values],
+        )
         for seed, values in val.items()
-    }  # fmt: skip
+    }
 
 
 def test_a_tie_for_the_most_chosen_config_goes_to_the_best_mean_and_never_makes_an_edge():
@@ -524,7 +539,8 @@ def test_a_seed_whose_choice_was_an_exact_tie_shows_as_tied():
     decided = selection(grid, {1: 0, 2: 2}, _records(mixed), "accuracy")
     assert decided.tied_seeds == []
     assert _choice(SimpleNamespace(selection=decided, best_cfg=grid[decided.modal]), grid) in (
-        "lr=0.001 (1/2)", "lr=0.01 (1/2)"
+        "lr=0.001 (1/2)",
+        "lr=0.01 (1/2)",
     )
 
 
@@ -596,7 +612,6 @@ def test_the_power_solution_is_remembered_on_disk_exactly(tmp_path, monkeypatch)
         "import sys\nfrom benchsuite.plan.power import dz_star\n"
         "print(repr(dz_star(11, 0.05 / 7)), 'statsmodels' in sys.modules)"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == [repr(float(solved)), "False"]
     dz_star.cache_clear()

@@ -26,11 +26,17 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 def jobs_of(registry: Registry, mixer: str, budget: dict, seeds: int = 2) -> list[Job]:
     settings = resolve(
-        RunSettings(tracks=("sequence",), mixers=(mixer,), baseline="fnet", seeds=seeds,
-                    budget={"steps": 200, **budget}, track_options={"sequence": TINY},
-                    grids={"sequence": {"lr": (0.001, 0.01, 0.1)}}),
+        RunSettings(
+            tracks=("sequence",),
+            mixers=(mixer,),
+            baseline="fnet",
+            seeds=seeds,
+            budget={"steps": 200, **budget},
+            track_options={"sequence": TINY},
+            grids={"sequence": {"lr": (0.001, 0.01, 0.1)}},
+        ),
         registry,
-    )  # fmt: skip
+    )
     track, mixer_ = registry.tracks["sequence"], registry.mixers[mixer]
     return cell_jobs(settings, track, mixer_, grid_of(track, settings), "test-data")
 
@@ -97,9 +103,14 @@ def test_every_mixer_of_a_run_follows_the_same_rule(tmp_path, registry):
     stores the steps each job trained; learning curves of cells that stopped by the rule are not
     flagged undertrained."""
     settings = RunSettings(
-        tracks=("sequence",), mixers=("dense", "identity", "mlp"), seeds=2, out=str(tmp_path),
-        budget={"steps": 200, **RULE}, track_options={"sequence": TINY}, executor="local",
-    )  # fmt: skip
+        tracks=("sequence",),
+        mixers=("dense", "identity", "mlp"),
+        seeds=2,
+        out=str(tmp_path),
+        budget={"steps": 200, **RULE},
+        track_options={"sequence": TINY},
+        executor="local",
+    )
     summary = api.run(settings, registry=registry)
     records = list(Store.in_folder(tmp_path).results().values())
     assert len(records) == 6

@@ -119,7 +119,7 @@ def test_fla_layers_are_listed_as_unavailable_with_the_reason_and_never_run():
     ran = invoke("run", "--mixers", "dense,fla_gla[heads=2]", "--tracks", "sequence")
     assert ran.returncode == 2 and ran.stderr.strip().splitlines() == [
         f"error: mixer 'fla_gla' is unavailable here: {reason}"
-    ]  # fmt: skip
+    ]
 
 
 @pytest.mark.skipif(not FLA_RUNS, reason="needs flash-linear-attention and a CUDA device")

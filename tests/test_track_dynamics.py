@@ -117,8 +117,13 @@ def test_tokenizer_head_loss_and_evaluate() -> None:
     track.loss(model(x), y).backward()
     assert all(p.grad is not None for p in model.parameters())
     metrics = track.evaluate(model(x).detach(), y, data)
-    assert set(metrics) == {"nmse", "nmse_first_lyapunov_time", "vpt_steps", "vpt_time",
-                            "vpt_lyapunov_times"}  # fmt: skip
+    assert set(metrics) == {
+        "nmse",
+        "nmse_first_lyapunov_time",
+        "vpt_steps",
+        "vpt_time",
+        "vpt_lyapunov_times",
+    }
     assert metrics["nmse"] > 0 and 0 <= metrics["vpt_steps"] <= 24
     # the training loss weights step h by exp(-lambda h dt), weights of mean 1
     criterion = track.criterion(data, options)

@@ -19,8 +19,14 @@ from benchsuite.tracks import mad, mad_tasks
 from benchsuite.tracks.mad_tasks import IGNORE
 from benchsuite.train.job import run_job
 
-CHANCE = {"recall": 1 / 8, "fuzzy_recall": 1 / 8, "noisy_recall": 1 / 8, "compression": 1 / 16,
-          "memorization": 1 / 16, "selective_copying": 1 / 4}  # fmt: skip
+CHANCE = {
+    "recall": 1 / 8,
+    "fuzzy_recall": 1 / 8,
+    "noisy_recall": 1 / 8,
+    "compression": 1 / 16,
+    "memorization": 1 / 16,
+    "selective_copying": 1 / 4,
+}
 
 
 def track_at_quick_size(name: str) -> mad.MadTrack:
@@ -29,17 +35,22 @@ def track_at_quick_size(name: str) -> mad.MadTrack:
     task, description = mad.TRACKS[name]
     small = {"seq_len": 8 if name == "compression" else 128}
     return mad.MadTrack(
-        name, task, description, mad.QUICK.get(name, small), mad.LADDERS[name],
+        name,
+        task,
+        description,
+        mad.QUICK.get(name, small),
+        mad.LADDERS[name],
         metric=mad.SCORED_BY.get(name, mad.ACCURACY),
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.parametrize("name", sorted(mad.TRACKS))
 def test_generators_are_deterministic_from_the_seed_streams(name):
     track = track_at_quick_size(name)
     options = resolve_options(track.options, {}, name)
-    first, again, other = (track.load(Streams("salt", name, seed), options, "quick", None)
-                           for seed in (0, 0, 1))  # fmt: skip
+    first, again, other = (
+        track.load(Streams("salt", name, seed), options, "quick", None) for seed in (0, 0, 1)
+    )
     np.testing.assert_array_equal(first.x_test, again.x_test)
     assert not np.array_equal(first.x_train, other.x_train)
     vocab, classes = first.info["vocab"], first.info["classes"]
@@ -55,8 +66,9 @@ def test_generators_are_deterministic_from_the_seed_streams(name):
 
 
 def test_recall_reads_out_after_each_pair_and_never_sees_its_answer():
-    x, y = mad_tasks.make_in_context_recall(np.random.default_rng(0), 64, seq_len=128,
-                                            num_pairs=8, num_keys=16, num_values=16)  # fmt: skip
+    x, y = mad_tasks.make_in_context_recall(
+        np.random.default_rng(0), 64, seq_len=128, num_pairs=8, num_keys=16, num_values=16
+    )
     for row in range(len(x)):
         for t in np.nonzero(y[row] != IGNORE)[0]:
             key = x[row, t] - (1 + 16 + 16)  # a query id names its key
@@ -66,8 +78,9 @@ def test_recall_reads_out_after_each_pair_and_never_sees_its_answer():
 
 
 def test_selective_copying_targets_are_the_data_tokens_in_order():
-    x, y = mad_tasks.make_selective_copying(np.random.default_rng(0), 64, seq_len=128,
-                                            num_data=8, vocab=8)  # fmt: skip
+    x, y = mad_tasks.make_selective_copying(
+        np.random.default_rng(0), 64, seq_len=128, num_data=8, vocab=8
+    )
     for row in range(len(x)):
         data = np.nonzero((x[row] >= 1) & (x[row] <= 8))[0]
         scored = np.nonzero(y[row] != IGNORE)[0]
@@ -94,8 +107,10 @@ def trained_metrics(registry, name: str, mixer: str, lr: float | tuple) -> dict[
     track = registry.tracks[name]
     other = "dense" if mixer == "identity" else "identity"  # resolve wants one comparison
     grid = {name: {"lr": lr if isinstance(lr, tuple) else (lr,)}}
-    settings = resolve(RunSettings(tracks=(name,), mixers=(mixer, other), baseline=mixer,
-                                   seeds=2, grids=grid), registry)  # fmt: skip
+    settings = resolve(
+        RunSettings(tracks=(name,), mixers=(mixer, other), baseline=mixer, seeds=2, grids=grid),
+        registry,
+    )
     job = cell_jobs(settings, track, registry.mixers[mixer], grid_of(track, settings), "t")[1]
     return run_job(job, track, registry.mixers[mixer])["metrics"]
 
@@ -107,9 +122,13 @@ def accuracy(registry, name: str, mixer: str, lr: float) -> float:
 
 @pytest.mark.parametrize(
     ("name", "solver", "lr"),
-    [("recall", "attention", 0.016), ("fuzzy_recall", "attention", 0.008),
-     ("noisy_recall", "attention", 0.016), ("compression", "attention", 0.008)],
-)  # fmt: skip
+    [
+        ("recall", "attention", 0.016),
+        ("fuzzy_recall", "attention", 0.008),
+        ("noisy_recall", "attention", 0.016),
+        ("compression", "attention", 0.008),
+    ],
+)
 def test_no_mixing_is_at_chance_and_a_mixer_is_far_above_it(registry, name, solver, lr):
     chance = CHANCE[name]
     assert accuracy(registry, name, "identity", lr) == pytest.approx(chance, abs=0.03)

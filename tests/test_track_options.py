@@ -25,26 +25,58 @@ TRACKS = load_registry().tracks
 # MAD ladders set every generator option of compression and memorization, so only their example
 # counts are left to get wrong.
 CLI_CASES = [
-    ("sequence", "quick", ["sequence.lookback=128"],
-     "lookback (128) + horizon (8) must be ≤ length (128)"),
-    ("sequence_long", "full", ["sequence_long.horizon=600"],
-     "lookback (256) + horizon (600) must be ≤ length (768)"),
-    ("vision", "quick", ["vision.dataset=digits", "vision.patch=3"],
-     "patch (3) must divide the 8×8 digits images (1, 2, 4, 8) with dataset=digits"),
-    ("tabular", "quick", ["tabular.dataset=randhie", "tabular.task=classification"],
-     "task (classification) contradicts dataset (randhie), a regression table"),
+    (
+        "sequence",
+        "quick",
+        ["sequence.lookback=128"],
+        "lookback (128) + horizon (8) must be ≤ length (128)",
+    ),
+    (
+        "sequence_long",
+        "full",
+        ["sequence_long.horizon=600"],
+        "lookback (256) + horizon (600) must be ≤ length (768)",
+    ),
+    (
+        "vision",
+        "quick",
+        ["vision.dataset=digits", "vision.patch=3"],
+        "patch (3) must divide the 8×8 digits images (1, 2, 4, 8) with dataset=digits",
+    ),
+    (
+        "tabular",
+        "quick",
+        ["tabular.dataset=randhie", "tabular.task=classification"],
+        "task (classification) contradicts dataset (randhie), a regression table",
+    ),
     ("dynamics", "quick", ["dynamics.vpt_threshold=0"], "vpt_threshold (0) must be > 0"),
-    ("recall", "quick", ["recall.num_queries=121"],
-     "2 × num_pairs (4) + num_queries (121) must be ≤ seq_len (128)"),
-    ("noisy_recall", "full", ["noisy_recall.num_queries=125"],
-     "2 × num_pairs (8) + num_queries (125) must be ≤ seq_len (128) (rung 1 of the full ladder)"),
-    ("fuzzy_recall", "full", ["fuzzy_recall.query_fraction=0.99"],
-     "num_pairs (7) × (key_len + value_len) (6) must be ≤ the context"),
-    ("selective_copying", "quick", ["selective_copying.num_data=65"],
-     "2 × num_data (65) must be ≤ seq_len (128)"),
+    (
+        "recall",
+        "quick",
+        ["recall.num_queries=121"],
+        "2 × num_pairs (4) + num_queries (121) must be ≤ seq_len (128)",
+    ),
+    (
+        "noisy_recall",
+        "full",
+        ["noisy_recall.num_queries=125"],
+        "2 × num_pairs (8) + num_queries (125) must be ≤ seq_len (128) (rung 1 of the full ladder)",
+    ),
+    (
+        "fuzzy_recall",
+        "full",
+        ["fuzzy_recall.query_fraction=0.99"],
+        "num_pairs (7) × (key_len + value_len) (6) must be ≤ the context",
+    ),
+    (
+        "selective_copying",
+        "quick",
+        ["selective_copying.num_data=65"],
+        "2 × num_data (65) must be ≤ seq_len (128)",
+    ),
     ("compression", "full", ["compression.test=0"], "test (0) must be ≥ 1"),
     ("memorization", "full", ["memorization.val=0"], "val (0) must be ≥ 1"),
-]  # fmt: skip
+]
 
 
 def test_every_built_in_track_has_a_cli_case():
@@ -57,8 +89,19 @@ def test_every_built_in_track_has_a_cli_case():
 def test_an_impossible_combination_stops_the_run_in_one_line(tmp_path, track, preset, given, limit):
     out = tmp_path / "out"
     flags = [flag for option in given for flag in ("--track-option", option)]
-    done = invoke("run", "--tracks", track, "--mixers", "dense,identity", "--preset", preset,
-                  *flags, "--out", str(out), cwd=tmp_path)  # fmt: skip
+    done = invoke(
+        "run",
+        "--tracks",
+        track,
+        "--mixers",
+        "dense,identity",
+        "--preset",
+        preset,
+        *flags,
+        "--out",
+        str(out),
+        cwd=tmp_path,
+    )
     assert done.returncode == 2, done.stderr
     assert done.stdout.strip() == ""
     (line,) = done.stderr.strip().splitlines()
@@ -128,8 +171,9 @@ def test_tabular_task_and_target_must_fit_the_table():
     assert "task (regression) contradicts dataset (fair), a classification table" in text
     assert "target (y) names a CSV column, but csv is not set" in refused("tabular", target="y")
     with pytest.raises(UsageError, match="contradicts"):  # load applies the same check
-        TRACKS["tabular"].load(Streams("test", "tabular", 0),
-                               options("tabular", task="regression"), "quick", None)  # fmt: skip
+        TRACKS["tabular"].load(
+            Streams("test", "tabular", 0), options("tabular", task="regression"), "quick", None
+        )
 
 
 def test_dynamics_threshold_must_be_positive_and_finite():
@@ -198,8 +242,9 @@ def test_example_counts():
 
 
 def run_settings(track: str, preset: str, **given) -> RunSettings:
-    return RunSettings(tracks=(track,), mixers=("dense", "identity"), preset=preset,
-                       track_options={track: given})  # fmt: skip
+    return RunSettings(
+        tracks=(track,), mixers=("dense", "identity"), preset=preset, track_options={track: given}
+    )
 
 
 def test_every_rung_of_the_ladder_is_checked_and_named():

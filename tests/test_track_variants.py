@@ -27,8 +27,16 @@ def registry():
 
 
 def resolved(registry, tracks, **settings):
-    return resolve(RunSettings(tracks=tracks, mixers=("attention", "identity"),
-                               baseline="attention", seeds=2, **settings), registry)  # fmt: skip
+    return resolve(
+        RunSettings(
+            tracks=tracks,
+            mixers=("attention", "identity"),
+            baseline="attention",
+            seeds=2,
+            **settings,
+        ),
+        registry,
+    )
 
 
 def test_a_variant_is_named_canonically_and_sets_options_and_budget(registry):
@@ -47,12 +55,16 @@ def test_a_variant_is_named_canonically_and_sets_options_and_budget(registry):
 
 def test_axes_expand_every_track_and_their_options_merge(registry):
     done = resolved(
-        registry, ("recall[seq_len=64,num_queries=32]",), axes={"dim": (16, 32), "steps": ("5",)},
+        registry,
+        ("recall[seq_len=64,num_queries=32]",),
+        axes={"dim": (16, 32), "steps": ("5",)},
         track_options={"recall": {"num_keys": "16", "seq_len": "999"}},
         grids={"recall": {"lr": (0.01,)}},
-    )  # fmt: skip
-    names = ["recall[dim=16,num_queries=32,seq_len=64,steps=5]",
-             "recall[dim=32,num_queries=32,seq_len=64,steps=5]"]  # fmt: skip
+    )
+    names = [
+        "recall[dim=16,num_queries=32,seq_len=64,steps=5]",
+        "recall[dim=32,num_queries=32,seq_len=64,steps=5]",
+    ]
     assert list(done.tracks) == names and done.axes == {}
     for name in names:  # the base's option applies, except what the brackets set
         assert done.track_options[name]["num_keys"] == 16
@@ -74,7 +86,7 @@ def test_axes_expand_every_track_and_their_options_merge(registry):
         (("recall[dim=64]",), {"budget": {"dim": 16}}, "both by --budget and by the track"),
         (("recall",), {"track_options": {"recall[dim=64]": {"seq_len": 64}}}, "inside its"),
     ],
-)  # fmt: skip
+)
 def test_mistakes_are_one_line_usage_errors(registry, tracks, extra, message):
     with pytest.raises(UsageError, match=message.replace("[", r"\[")):
         resolved(registry, tracks, **extra)
@@ -124,8 +136,9 @@ def test_each_variant_is_a_track_of_its_own_in_a_real_run(tmp_path):
     with sqlite3.connect(out / "benchsuite.sqlite") as db:
         jobs = [json.loads(text)["job"] for (text,) in db.execute("SELECT record FROM results")]
     assert {(j["track"], j["budget"]["dim"], j["track_options"]["seq_len"]) for j in jobs} == {
-        (names[0], 8, 32), (names[1], 16, 32)
-    }  # fmt: skip
+        (names[0], 8, 32),
+        (names[1], 16, 32),
+    }
     (group,) = axis_groups(summary.report)
     assert (group.track, group.column, group.values) == ("recall", "dim", ["8", "16"])
     assert [row.mixer for row in group.rows] == ["attention", "identity"]

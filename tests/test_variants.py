@@ -32,10 +32,20 @@ def test_commas_inside_brackets_do_not_split_names():
 
 
 def test_a_variant_is_named_canonically_with_its_options_parsed(registry):
-    done = resolved(registry, mixers=("attention[ heads = 02 ]", "dense[init_scale=0.5]",
-                                      "longconv[filter=explicit,causal=false]"))  # fmt: skip
-    assert done.mixers == ("dense", "attention[heads=2]", "dense[init_scale=0.5]",
-                           "longconv[causal=false,filter=explicit]")  # fmt: skip
+    done = resolved(
+        registry,
+        mixers=(
+            "attention[ heads = 02 ]",
+            "dense[init_scale=0.5]",
+            "longconv[filter=explicit,causal=false]",
+        ),
+    )
+    assert done.mixers == (
+        "dense",
+        "attention[heads=2]",
+        "dense[init_scale=0.5]",
+        "longconv[causal=false,filter=explicit]",
+    )
     assert done.mixer_options["attention[heads=2]"] == {"heads": 2}
     assert done.mixer_options["dense[init_scale=0.5]"] == {"init_scale": 0.5}
     assert done.mixer_options["longconv[causal=false,filter=explicit]"]["causal"] is False
@@ -46,11 +56,14 @@ def test_variant_options_win_over_mixer_option_which_every_variant_shares(regist
     given = {"longconv": {"filter": "implicit", "causal": "false"}}
     done = resolved(registry, mixers=("longconv", variant), mixer_options=given)
     assert done.mixer_options["longconv"] | {"order": 0} == {
-        "filter": "implicit", "causal": False, "order": 0
-    }  # fmt: skip
+        "filter": "implicit",
+        "causal": False,
+        "order": 0,
+    }
     assert (done.mixer_options[variant]["filter"], done.mixer_options[variant]["causal"]) == (
-        "explicit", False
-    )  # fmt: skip
+        "explicit",
+        False,
+    )
 
 
 def test_the_baseline_may_be_a_variant(registry):
@@ -62,21 +75,29 @@ def test_the_baseline_may_be_a_variant(registry):
 @pytest.mark.parametrize(
     ("mixers", "message"),
     [
-        (("attention[depth=2]",),
-         "mixer 'attention[depth=2]': unknown option attention.depth; valid options of "
-         "attention: heads"),
+        (
+            ("attention[depth=2]",),
+            "mixer 'attention[depth=2]': unknown option attention.depth; valid options of "
+            "attention: heads",
+        ),
         (("atention[heads=2]",), "unknown mixer 'atention' (did you mean 'attention'?)"),
-        (("attention[heads=2",), "mixer 'attention[heads=2': malformed brackets; expected "
-                                 "NAME[KEY=VALUE,...]"),
+        (
+            ("attention[heads=2",),
+            "mixer 'attention[heads=2': malformed brackets; expected NAME[KEY=VALUE,...]",
+        ),
         (("attention]",), "mixer 'attention]': malformed brackets"),
         (("attention[heads]",), "mixer 'attention[heads]': 'heads' is not KEY=VALUE"),
-        (("attention[heads=two]",),
-         "mixer 'attention[heads=two]': option attention.heads: expected int, got 'two'"),
-        (("attention[heads=2]", "attention[heads=02]"),
-         "mixer 'attention[heads=2]' is named twice"),
+        (
+            ("attention[heads=two]",),
+            "mixer 'attention[heads=two]': option attention.heads: expected int, got 'two'",
+        ),
+        (
+            ("attention[heads=2]", "attention[heads=02]"),
+            "mixer 'attention[heads=2]' is named twice",
+        ),
         (("tag:nope",), "no mixer has the tag 'nope'; declared tags: local, recurrent"),
     ],
-)  # fmt: skip
+)
 def test_a_bad_variant_is_a_one_line_error_naming_it(registry, mixers, message):
     with pytest.raises(UsageError) as error:
         resolved(registry, mixers=("dense", *mixers))
@@ -85,8 +106,11 @@ def test_a_bad_variant_is_a_one_line_error_naming_it(registry, mixers, message):
 
 def test_options_for_a_variant_go_inside_its_brackets(registry):
     with pytest.raises(UsageError, match=r"give a variant's options inside its brackets"):
-        resolved(registry, mixers=("attention[heads=2]",),
-                 mixer_options={"attention[heads=2]": {"heads": "1"}})  # fmt: skip
+        resolved(
+            registry,
+            mixers=("attention[heads=2]",),
+            mixer_options={"attention[heads=2]": {"heads": "1"}},
+        )
 
 
 def test_a_tag_selects_every_mixer_that_declares_it():
@@ -97,10 +121,18 @@ def test_a_tag_selects_every_mixer_that_declares_it():
     done = resolve(settings, registry)
     assert done.mixers == ("dense", "recur_a", "recur_b", "attention")
     assert listing(registry)["mixers"]["recur_a"]["tags"] == ["test_tag"]
-    built_in = resolve(RunSettings(tracks=("sequence",), seeds=2, mixers=("tag:recurrent",)),
-                       load_registry())  # fmt: skip
-    assert built_in.mixers == ("dense", "based", "deltanet", "gated_deltanet", "gla", "mamba",
-                               "retnet")  # fmt: skip
+    built_in = resolve(
+        RunSettings(tracks=("sequence",), seeds=2, mixers=("tag:recurrent",)), load_registry()
+    )
+    assert built_in.mixers == (
+        "dense",
+        "based",
+        "deltanet",
+        "gated_deltanet",
+        "gla",
+        "mamba",
+        "retnet",
+    )
 
 
 def test_the_config_file_names_variants(tmp_path, registry):
@@ -129,14 +161,32 @@ def test_test_costs_and_scale_take_variant_names(tmp_path):
     assert "attention[heads=2] batch-independence: passed" in done.stdout
     wrong = invoke("test", "attention[heads=3]", "--tokens", "8", "--dims", "16")
     assert wrong.returncode == 1 and "not divisible by heads=3" in wrong.stdout  # options reach it
-    costs = invoke("list", "--costs", "--json", "--tracks", "sequence", "--mixers",
-                   "dense,attention[heads=2],attention[heads=8]")  # fmt: skip
+    costs = invoke(
+        "list",
+        "--costs",
+        "--json",
+        "--tracks",
+        "sequence",
+        "--mixers",
+        "dense,attention[heads=2],attention[heads=8]",
+    )
     assert costs.returncode == 0, costs.stderr
     rows = {row["mixer"]: row for row in json.loads(costs.stdout)}
     assert {"attention[heads=2]", "attention[heads=8]"} <= set(rows)
     assert rows["attention[heads=2]"]["params"] > rows["dense"]["params"]
-    scale = invoke("scale", "--mixers", "attention[heads=2]", "--tokens", "16,32", "--steps",
-                   "1", "--warmup", "1", "--out", str(tmp_path / "scale"))  # fmt: skip
+    scale = invoke(
+        "scale",
+        "--mixers",
+        "attention[heads=2]",
+        "--tokens",
+        "16,32",
+        "--steps",
+        "1",
+        "--warmup",
+        "1",
+        "--out",
+        str(tmp_path / "scale"),
+    )
     assert scale.returncode == 0, scale.stderr
     measured = json.loads((tmp_path / "scale" / "scaling.json").read_text())["mixers"]
     assert [p["status"] for p in measured["attention[heads=2]"]["points"]] == ["ok", "ok"]
@@ -174,10 +224,15 @@ def test_two_variants_are_two_comparisons_and_changing_one_retrains_only_it(tmp_
     again = api.run(merge(load_config(config)))  # a fresh worker process runs the variant
     assert (again.trained, again.reused, again.failed) == (2, 4, 0)  # only attention[heads=4]
     assert set(again.report.tracks["sequence"].comparisons) == {
-        "attention[heads=2]", "attention[heads=4]"
-    }  # fmt: skip
+        "attention[heads=2]",
+        "attention[heads=4]",
+    }
     with sqlite3.connect(out / "benchsuite.sqlite") as db:
         jobs = [json.loads(text)["job"] for (text,) in db.execute("SELECT record FROM results")]
     options = {(job["mixer"], job["mixer_options"].get("heads")) for job in jobs}
-    assert options == {("dense", None), ("attention[heads=2]", 2), ("attention[heads=8]", 8),
-                       ("attention[heads=4]", 4)}  # fmt: skip
+    assert options == {
+        ("dense", None),
+        ("attention[heads=2]", 2),
+        ("attention[heads=8]", 8),
+        ("attention[heads=4]", 4),
+    }

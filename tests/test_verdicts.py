@@ -56,13 +56,29 @@ def seven_seeds(tmp_path_factory):
     labels = (np.random.default_rng(7).random(333) < 0.69).astype(int)
     (root / "flat.csv").write_text("x,label\n" + "".join(f"0,{v}\n" for v in labels))
     done = invoke(
-        "--plugins-dir", str(root / "plugins"), "run", "--tracks", ",".join(TRACKS),
-        "--mixers", "dense,identity", "--seeds", str(SEEDS), "--budget", "steps=30",
+        "--plugins-dir",
+        str(root / "plugins"),
+        "run",
+        "--tracks",
+        ",".join(TRACKS),
+        "--mixers",
+        "dense,identity",
+        "--seeds",
+        str(SEEDS),
+        "--budget",
+        "steps=30",
         *[f"--grid={t}.lr=0.01" for t in TRACKS],  # one config: half the training
-        "--track-option", "sequence.series=24", "--track-option", "sequence.length=64",
-        "--track-option", f"tabular_flat.csv={root / 'flat.csv'}",
-        "--executor", "local", "--out", str(root / "out"),
-    )  # fmt: skip
+        "--track-option",
+        "sequence.series=24",
+        "--track-option",
+        "sequence.length=64",
+        "--track-option",
+        f"tabular_flat.csv={root / 'flat.csv'}",
+        "--executor",
+        "local",
+        "--out",
+        str(root / "out"),
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return root / "out", done.stdout
 
@@ -109,8 +125,9 @@ def _check_one_statistic(c: dict, base: list[float], mix: list[float], higher: b
 
 
 def _cells(report: dict) -> list[tuple[str, dict, str, dict]]:
-    return [(t, e, m, cell) for t, e in report["tracks"].items()
-            for m, cell in e["comparisons"].items()]  # fmt: skip
+    return [
+        (t, e, m, cell) for t, e in report["tracks"].items() for m, cell in e["comparisons"].items()
+    ]
 
 
 @pytest.mark.slow
@@ -133,8 +150,9 @@ def test_every_per_track_and_both_converged_verdict_is_one_statistic(report):
         assert c["family"] == family and c["alpha"] == 0.05
         assert c["mde_alpha"] == pytest.approx(0.05 / family)
         assert c["p_holm"] == pytest.approx(adjusted)
-        _check_one_statistic(c, cell["baseline_values"], cell["mixer_values"],
-                             entry["higher_is_better"])  # fmt: skip
+        _check_one_statistic(
+            c, cell["baseline_values"], cell["mixer_values"], entry["higher_is_better"]
+        )
     both = [cell["both_converged"] for *_, cell in cells if cell["both_converged"]]
     assert len(both) == design["both_converged_comparisons"] >= 1
     both_holm = holm([b["p_value"] for b in both])
@@ -168,8 +186,10 @@ def _check_suite_row(report: dict, mixer: str, row: dict, alpha: float) -> None:
     assert row["suite_test"]["statistic"] == pytest.approx(effect)
     assert row["suite_test"]["direction"] == ("better" if effect > 0 else "worse")
     # the exact null of the equal-weight mean: every track's 2**n flipped means, combined
-    nulls = [np.array([np.mean(d * s) for s in itertools.product((-1, 1), repeat=len(d))])
-             for d in diffs.values()]  # fmt: skip
+    nulls = [
+        np.array([np.mean(d * s) for s in itertools.product((-1, 1), repeat=len(d))])
+        for d in diffs.values()
+    ]
     grid = functools.reduce(np.add.outer, nulls).ravel() / len(nulls)
     exact = np.mean(np.abs(grid) >= abs(effect) - 1e-12)
     assert row["suite_test"]["p_value"] == pytest.approx(exact, abs=0.01)
@@ -216,13 +236,21 @@ def test_captions_state_the_alpha_scale_and_family_of_report_json(seven_seed_rep
     assert f"{numbers.num(row['suite_effect'], 2)} " in text and f"│ {shown} " in text
     page = " ".join(html.unescape((out / "report.html").read_text(encoding="utf-8")).split())
     assert f"at α = {alpha} (Holm's first step over {design['comparisons']} comparisons" in page
-    assert page.count(f"Holm over {design['comparisons']} comparisons; MDE and first Holm step "
-                      f"at α = {alpha}") == 3  # fmt: skip
+    assert (
+        page.count(
+            f"Holm over {design['comparisons']} comparisons; MDE and first Holm step at α = {alpha}"
+        )
+        == 3
+    )
     assert page.count("from paired log-ratios, shown as 1 − the geometric-mean ratio") >= 1
     log_track = page[page.index('<h2 id="track-sequence">') : page.index("Track tabular</h2>")]
     assert "geometric-mean ratio" in log_track and "% of the baseline mean" not in log_track
-    for stale in ("sweep seeds", "config chosen for evaluation", "baseline mean = 1",
-                  "on log-ratios, Holm"):  # fmt: skip
+    for stale in (
+        "sweep seeds",
+        "config chosen for evaluation",
+        "baseline mean = 1",
+        "on log-ratios, Holm",
+    ):
         assert stale not in page
     assert "★ = the config most seeds chose" in page
 
@@ -245,8 +273,10 @@ def test_partial_tables_use_the_planned_family_and_say_so(out, report):
     console = Console(record=True, width=200)
     print_report(partial, console)
     text = " ".join(console.export_text().split())
-    banner = (f"partial: {finished} of {planned} comparisons, {design.jobs_finished} of "
-              f"{design.jobs} jobs; Holm over all {planned} comparisons")  # fmt: skip
+    banner = (
+        f"partial: {finished} of {planned} comparisons, {design.jobs_finished} of "
+        f"{design.jobs} jobs; Holm over all {planned} comparisons"
+    )
     assert design.jobs_finished == len(results) - len(missing) and design.jobs == len(plan.keys())
     assert text.count(banner) == 2  # at the top, and again above the headline
     assert f"Holm over {planned} comparisons (partial: {finished} of {planned} finished)" in text
@@ -272,14 +302,17 @@ def test_a_cell_short_of_seeds_is_not_finished_and_the_suite_holm_is_the_plans(f
     assert partial.tracks[track].comparisons[mixer].missing_seeds == 1
     assert partial.design.finished == report["design"]["finished"] - 1 and partial.design.partial
     across = partial.across_tracks
-    planned = [m for m in plan.settings["mixers"] if m != plan.settings["baseline"]
-               and any(m in cells for cells in plan.cells.values())]  # fmt: skip
+    planned = [
+        m
+        for m in plan.settings["mixers"]
+        if m != plan.settings["baseline"] and any(m in cells for cells in plan.cells.values())
+    ]
     shown = {m: row.suite_test.p_value for m, row in across.mixers.items()}
     assert len(planned) > len(shown)  # a planned mixer has no results at all (it fails)
     expected = holm(list(shown.values()), len(planned))
     assert [row.suite_test.p_holm for row in across.mixers.values()] == pytest.approx(expected)
     page = render_html(partial, [])
-    assert 'id=partial' in page and page.index("id=partial") < page.index("id=headline")
+    assert "id=partial" in page and page.index("id=partial") < page.index("id=headline")
     assert partial.design.banner() in html.unescape(page)
 
 

@@ -92,7 +92,7 @@ def double_pendulum(_t: float, state: np.ndarray) -> np.ndarray:
         -(w2**2) * np.sin(delta) * np.cos(delta)
         + 2.0 * (g * np.sin(t1) * np.cos(delta) - w1**2 * np.sin(delta) - g * np.sin(t2))
     ) / den
-    return np.stack([w1, w2, a1, a2], axis=1).ravel()  # fmt: skip
+    return np.stack([w1, w2, a1, a2], axis=1).ravel()
 
 
 def lotka_volterra(_t: float, state: np.ndarray) -> np.ndarray:
@@ -127,27 +127,42 @@ class System:
 
 SYSTEMS = {
     "lorenz63": System(
-        lorenz63, 3, dt=0.1, burn_in=10.0,
+        lorenz63,
+        3,
+        dt=0.1,
+        burn_in=10.0,
         initial=lambda rng, n: rng.uniform([-15, -20, 5], [15, 20, 40], size=(n, 3)),
         observe=lambda s, full: s if full else s[..., :1],
-        observed={"partial": "x only", "full": "x, y, z"}, lyapunov=0.906,
+        observed={"partial": "x only", "full": "x, y, z"},
+        lyapunov=0.906,
     ),
     "double_pendulum": System(
-        double_pendulum, 4, dt=0.05, burn_in=0.0,
+        double_pendulum,
+        4,
+        dt=0.05,
+        burn_in=0.0,
         initial=lambda rng, n: np.concatenate(
-            [rng.uniform(0.5, 1.0, size=(n, 2)) * np.pi * rng.choice([-1, 1], size=(n, 2)),
-             np.zeros((n, 2))], axis=1),
+            [
+                rng.uniform(0.5, 1.0, size=(n, 2)) * np.pi * rng.choice([-1, 1], size=(n, 2)),
+                np.zeros((n, 2)),
+            ],
+            axis=1,
+        ),
         observe=pendulum_observation,
         observed={"partial": "positions of both bobs", "full": "positions and angular velocities"},
         lyapunov=1.5,
     ),
     "lotka_volterra": System(
-        lotka_volterra, 2, dt=0.1, burn_in=0.0,
+        lotka_volterra,
+        2,
+        dt=0.1,
+        burn_in=0.0,
         initial=lambda rng, n: rng.uniform([5, 2], [35, 20], size=(n, 2)),
         observe=lambda s, full: s if full else s[..., :1],
-        observed={"partial": "prey only", "full": "prey, predator"}, lyapunov=0.0,
+        observed={"partial": "prey only", "full": "prey, predator"},
+        lyapunov=0.0,
     ),
-}  # fmt: skip
+}
 
 
 def integrate(system_name: str, initial: np.ndarray, steps: int) -> np.ndarray:
@@ -161,9 +176,14 @@ def integrate(system_name: str, initial: np.ndarray, steps: int) -> np.ndarray:
 
     times = system.burn_in + system.dt * np.arange(steps)
     solution = solve_ivp(
-        system.rhs, (0.0, times[-1]), initial.ravel(), method="DOP853",
-        t_eval=times, rtol=RTOL, atol=ATOL,
-    )  # fmt: skip
+        system.rhs,
+        (0.0, times[-1]),
+        initial.ravel(),
+        method="DOP853",
+        t_eval=times,
+        rtol=RTOL,
+        atol=ATOL,
+    )
     if not solution.success:
         raise RuntimeError(f"{system_name}: solve_ivp failed: {solution.message}")
     states = solution.y.reshape(len(initial), system.dimension, steps).transpose(0, 2, 1)
@@ -207,16 +227,20 @@ class DynamicsTrack(ForecastTrack):
     options = (
         Option("system", str, "lorenz63", "the dynamical system", choices=tuple(SYSTEMS)),
         Option(
-            "observe", str, "partial",
+            "observe",
+            str,
+            "partial",
             "partial: part of the state (Lorenz x, pendulum positions, prey), so it must be "
             "reconstructed from the context; full: the whole state",
             choices=("partial", "full"),
         ),
         Option(
-            "vpt_threshold", float, 0.5,
+            "vpt_threshold",
+            float,
+            0.5,
             "normalised RMS error at which a forecast stops being valid (valid prediction time)",
         ),
-    )  # fmt: skip
+    )
     budgets = {
         "quick": Budget(steps=150, batch_size=16, dim=16, depth=2, grid=QUICK_GRID, clip=1.0),
         "full": Budget(steps=5000, batch_size=128, dim=128, depth=4, grid=FULL_GRID, clip=1.0),
@@ -251,7 +275,12 @@ class DynamicsTrack(ForecastTrack):
         )
         channels = series.shape[2]
         return TrackData(
-            x_train, y_train, x_val, y_val, x_test, y_test,
+            x_train,
+            y_train,
+            x_val,
+            y_val,
+            x_test,
+            y_test,
             tokens=size.context,
             description=(
                 f"dynamics: {name} (observed: {system.observed[options['observe']]}; "
@@ -261,13 +290,15 @@ class DynamicsTrack(ForecastTrack):
                 f"{len(x_train)}/{len(x_val)}/{len(x_test)} train/val/test windows"
             ),
             info={
-                "channels": channels, "horizon": size.horizon,
-                "vpt_threshold": options["vpt_threshold"], "dt": system.dt,
+                "channels": channels,
+                "horizon": size.horizon,
+                "vpt_threshold": options["vpt_threshold"],
+                "dt": system.dt,
                 "lyapunov": system.lyapunov,
             },
             cap=normalised_mse(np.zeros_like(y_test), y_test),  # predicting the training mean
             identity=f"{_cache_path(name, initial, size.steps).stem} (solve_ivp DOP853)",
-        )  # fmt: skip
+        )
 
     def criterion(self, data: TrackData, options: dict) -> Callable[[Tensor, Tensor], Tensor]:
         """MSE with forecast step h weighted by exp(-lambda h dt) (weights of mean 1): a perfect

@@ -39,9 +39,19 @@ FULL_GRID = tuple(
 # checks of 25 steps, its best check scored: at a fixed 200 steps attention solved recall on some
 # seeds only (0.87 ± 0.22); with the rule 1.000 ± 0.000 (docs/protocol.md, "Training length");
 # each seed's grid halved at steps 100 and 200 (docs/protocol.md, "Pruning the grid")
-QUICK_BUDGET = Budget(steps=400, batch_size=6, dim=32, depth=1, mlp_ratio=1, eval_batch_size=64,
-                      grid=QUICK_GRID, eval_every=25, patience=3, checkpoint="best",
-                      halve_at=(100, 200))  # fmt: skip
+QUICK_BUDGET = Budget(
+    steps=400,
+    batch_size=6,
+    dim=32,
+    depth=1,
+    mlp_ratio=1,
+    eval_batch_size=64,
+    grid=QUICK_GRID,
+    eval_every=25,
+    patience=3,
+    checkpoint="best",
+    halve_at=(100, 200),
+)
 ACCURACY = Metric("accuracy", higher_is_better=True, ideal=1.0)
 CROSS_ENTROPY = Metric("cross_entropy", higher_is_better=False, ideal=0.0, positive=True)
 # MAD-Lab: width 128, 4 layers (mixer, SwiGLU, mixer, SwiGLU: our 2 blocks), batch 128; it trains
@@ -68,12 +78,14 @@ class MadTrack(Track):
         self.metric, self.planning_sd = metric, planning_sd
         defaults = {**mad_tasks.DEFAULTS[task], **(quick or {})}
         self.options = (
-            *(Option(key, type(value), value, f"generator setting ({task})")
-              for key, value in defaults.items()),
+            *(
+                Option(key, type(value), value, f"generator setting ({task})")
+                for key, value in defaults.items()
+            ),
             Option("train", int, 0, "training examples per seed (0: steps x batch, seen once)"),
             Option("val", int, 128, "validation examples per seed"),
             Option("test", int, 256, "test examples per seed"),
-        )  # fmt: skip
+        )
         self.budgets = {"full": FULL_BUDGET} | ({"quick": quick_budget} if quick else {})
         self.rungs = ladder
 
@@ -96,8 +108,11 @@ class MadTrack(Track):
     def load(self, streams: Streams, options: dict, preset: str, data_dir: str | None) -> TrackData:
         budget = self.budget(preset)
         difficulty = self._difficulty(options)
-        sizes = [options["train"] or budget.steps * budget.batch_size, options["val"],
-                 options["test"]]  # fmt: skip
+        sizes = [
+            options["train"] or budget.steps * budget.batch_size,
+            options["val"],
+            options["test"],
+        ]
         try:
             x, y = mad_tasks.MAKERS[self.task](streams.rng("data"), sum(sizes), **difficulty)
         except ValueError as error:
@@ -112,7 +127,12 @@ class MadTrack(Track):
         )
         targets = y_test[y_test != IGNORE]
         return TrackData(
-            x_train, y_train, x_val, y_val, x_test, y_test,
+            x_train,
+            y_train,
+            x_val,
+            y_val,
+            x_test,
+            y_test,
             tokens=x.shape[1],
             description=(
                 f"{self.name}: {self.description}; "
@@ -122,7 +142,7 @@ class MadTrack(Track):
             info={"vocab": vocab, "classes": classes, "targets": y.shape[1]},
             cap=self._trivial(frequency, targets),
             identity="generated",
-        )  # fmt: skip
+        )
 
     def _trivial(self, frequency: np.ndarray, targets: np.ndarray) -> float:
         """The test score of predicting the training targets' frequencies at every position:
@@ -170,8 +190,9 @@ class MadTrack(Track):
             def __init__(self) -> None:
                 super().__init__()
                 self.position = nn.Parameter(torch.randn(targets, dim) * 0.02)
-                self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(),
-                                         nn.Linear(2 * dim, classes))  # fmt: skip
+                self.mlp = nn.Sequential(
+                    nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, classes)
+                )
 
             def forward(self, x: torch.Tensor) -> torch.Tensor:
                 return self.mlp(x[:, -1:, :] + self.position)
@@ -204,35 +225,62 @@ QUICK = {
 # MAD-Lab's benchmark (github.com/athms/mad-lab, configs/tasks/*.yml): per task a baseline and,
 # one at a time, changes of it; a setting is (vocab_size, seq_len, num_train_examples, extras).
 MAD_LAB = {
-    "recall": (dict(vocab_size=16, seq_len=128, num_train_examples=12800),
-               dict(vocab_size=[32, 64, 128], seq_len=[256, 512, 1024],
-                    num_train_examples=[6400, 3200, 1600, 800])),
-    "fuzzy_recall": (dict(vocab_size=16, seq_len=128, num_train_examples=12800),
-                     dict(vocab_size=[32, 64, 128], seq_len=[256, 512, 1024],
-                          num_train_examples=[6400, 3200, 1600, 800])),
-    "noisy_recall": (dict(vocab_size=32, seq_len=128, num_train_examples=12800, frac_noise=0.2),
-                     dict(vocab_size=[48, 80, 144], seq_len=[256, 512, 1024],
-                          num_train_examples=[6400, 3200, 1600, 800],
-                          frac_noise=[0.4, 0.6, 0.8])),
-    "selective_copying": (dict(vocab_size=16, seq_len=256, num_train_examples=12800,
-                               num_tokens_to_copy=16),
-                          dict(vocab_size=[32, 64, 128], seq_len=[512, 1024],
-                               num_train_examples=[6400, 3200, 1600, 800],
-                               num_tokens_to_copy=[32, 64, 96])),
-    "compression": (dict(vocab_size=16, seq_len=32, num_train_examples=12800),
-                    dict(vocab_size=[32, 64, 128], seq_len=[64, 128, 256],
-                         num_train_examples=[6400, 3200, 1600, 800])),
-    "memorization": (dict(vocab_size=256, seq_len=32, num_train_examples=256),
-                     dict(vocab_size=[512, 1024, 2048, 4096, 8192])),
-}  # fmt: skip
+    "recall": (
+        dict(vocab_size=16, seq_len=128, num_train_examples=12800),
+        dict(
+            vocab_size=[32, 64, 128],
+            seq_len=[256, 512, 1024],
+            num_train_examples=[6400, 3200, 1600, 800],
+        ),
+    ),
+    "fuzzy_recall": (
+        dict(vocab_size=16, seq_len=128, num_train_examples=12800),
+        dict(
+            vocab_size=[32, 64, 128],
+            seq_len=[256, 512, 1024],
+            num_train_examples=[6400, 3200, 1600, 800],
+        ),
+    ),
+    "noisy_recall": (
+        dict(vocab_size=32, seq_len=128, num_train_examples=12800, frac_noise=0.2),
+        dict(
+            vocab_size=[48, 80, 144],
+            seq_len=[256, 512, 1024],
+            num_train_examples=[6400, 3200, 1600, 800],
+            frac_noise=[0.4, 0.6, 0.8],
+        ),
+    ),
+    "selective_copying": (
+        dict(vocab_size=16, seq_len=256, num_train_examples=12800, num_tokens_to_copy=16),
+        dict(
+            vocab_size=[32, 64, 128],
+            seq_len=[512, 1024],
+            num_train_examples=[6400, 3200, 1600, 800],
+            num_tokens_to_copy=[32, 64, 96],
+        ),
+    ),
+    "compression": (
+        dict(vocab_size=16, seq_len=32, num_train_examples=12800),
+        dict(
+            vocab_size=[32, 64, 128],
+            seq_len=[64, 128, 256],
+            num_train_examples=[6400, 3200, 1600, 800],
+        ),
+    ),
+    "memorization": (
+        dict(vocab_size=256, seq_len=32, num_train_examples=256),
+        dict(vocab_size=[512, 1024, 2048, 4096, 8192]),
+    ),
+}
 NOISE_VOCAB = 16  # MAD-Lab's noise_vocab_size for noisy recall, part of its vocab_size
 
 
 def mad_lab_settings(name: str) -> list[dict[str, Any]]:
     """MAD-Lab's settings of a task: its baseline, then each change of one key, in its order."""
     baseline, changes = MAD_LAB[name]
-    return [baseline] + [{**baseline, key: value}
-                         for key, values in changes.items() for value in values]  # fmt: skip
+    return [baseline] + [
+        {**baseline, key: value} for key, values in changes.items() for value in values
+    ]
 
 
 def rung(
@@ -251,14 +299,25 @@ def rung(
     ``--track-option`` of an unset one still applies."""
     if name in ("recall", "noisy_recall"):
         keys = (vocab_size - (NOISE_VOCAB if name == "noisy_recall" else 0)) // 2
-        options = dict(seq_len=seq_len, num_keys=keys, num_values=keys,
-                       num_pairs=min(keys, seq_len // 4), num_queries=seq_len // 2)  # fmt: skip
+        options = dict(
+            seq_len=seq_len,
+            num_keys=keys,
+            num_values=keys,
+            num_pairs=min(keys, seq_len // 4),
+            num_queries=seq_len // 2,
+        )
         if name == "noisy_recall":
             options |= dict(noise_vocab=NOISE_VOCAB, noise_ratio=frac_noise)
     elif name == "fuzzy_recall":  # one id is MAD-Lab's pad token; motifs of up to 3 tokens
         keys, context = (vocab_size - 1) // 2, seq_len - seq_len // 2
-        options = dict(seq_len=seq_len, num_keys=keys, num_values=vocab_size - 1 - keys,
-                       key_len=3, value_len=3, num_pairs=min(keys, context // 6))  # fmt: skip
+        options = dict(
+            seq_len=seq_len,
+            num_keys=keys,
+            num_values=vocab_size - 1 - keys,
+            key_len=3,
+            value_len=3,
+            num_pairs=min(keys, context // 6),
+        )
     elif name == "selective_copying":  # two ids are MAD-Lab's blank and copy tokens
         options = dict(seq_len=seq_len, vocab=vocab_size - 2, num_data=num_tokens_to_copy)
     elif name == "compression":  # MAD-Lab: seq_len - 1 data tokens, then the compression token
@@ -277,7 +336,7 @@ TRACKS = {
     "selective_copying": ("selective_copying", "copy the data tokens in order, ignoring fillers"),
     "compression": ("compression", "decode a whole sequence from its last token"),
     "memorization": ("memorization", "a fixed key-value table learnt in the weights (no mixing)"),
-}  # fmt: skip
+}
 LADDERS = {name: [rung(name, **setting) for setting in mad_lab_settings(name)] for name in MAD_LAB}
 
 
@@ -294,7 +353,13 @@ PLANNING_SD = {"recall": 0.025, "selective_copying": 0.05}
 def benchsuite_register_tracks(register) -> None:
     for name, (task, description) in TRACKS.items():
         register(
-            MadTrack(name, task, description, QUICK.get(name), LADDERS[name],
-                     metric=SCORED_BY.get(name, ACCURACY),
-                     planning_sd=PLANNING_SD.get(name, 0.05))
-        )  # fmt: skip
+            MadTrack(
+                name,
+                task,
+                description,
+                QUICK.get(name),
+                LADDERS[name],
+                metric=SCORED_BY.get(name, ACCURACY),
+                planning_sd=PLANNING_SD.get(name, 0.05),
+            )
+        )

@@ -42,10 +42,18 @@ def _distinct(rng: np.random.Generator, n: int, pool: int, count: int) -> np.nda
 Arrays = tuple[np.ndarray, np.ndarray]
 
 
-def make_in_context_recall(rng: np.random.Generator, n: int, seq_len: int = 128,
-                           num_pairs: int = 4, num_keys: int = 8, num_values: int = 8,
-                           num_queries: int = 64, noise_vocab: int = 0, noise_ratio: float = 0.0,
-                           packed: int = 1) -> Arrays:  # fmt: skip
+def make_in_context_recall(
+    rng: np.random.Generator,
+    n: int,
+    seq_len: int = 128,
+    num_pairs: int = 4,
+    num_keys: int = 8,
+    num_values: int = 8,
+    num_queries: int = 64,
+    noise_vocab: int = 0,
+    noise_ratio: float = 0.0,
+    packed: int = 1,
+) -> Arrays:
     """Multi-query associative recall (MQAR).
 
     ``num_pairs`` distinct keys (of ``num_keys``) are bound to values (of ``num_values``, drawn
@@ -86,10 +94,17 @@ def make_in_context_recall(rng: np.random.Generator, n: int, seq_len: int = 128,
     return x, y
 
 
-def make_fuzzy_in_context_recall(rng: np.random.Generator, n: int, seq_len: int = 128,
-                                 num_pairs: int = 4, num_keys: int = 8, num_values: int = 8,
-                                 key_len: int = 2, value_len: int = 2,
-                                 query_fraction: float = 0.5) -> Arrays:  # fmt: skip
+def make_fuzzy_in_context_recall(
+    rng: np.random.Generator,
+    n: int,
+    seq_len: int = 128,
+    num_pairs: int = 4,
+    num_keys: int = 8,
+    num_values: int = 8,
+    key_len: int = 2,
+    value_len: int = 2,
+    query_fraction: float = 0.5,
+) -> Arrays:
     """Fuzzy recall: keys and values are spans of 1..``key_len`` (1..``value_len``) tokens.
 
     Each pair is a contiguous ``key-span value-span`` at a random place of the context (the first
@@ -130,19 +145,41 @@ def make_fuzzy_in_context_recall(rng: np.random.Generator, n: int, seq_len: int 
     return x, y
 
 
-def make_noisy_in_context_recall(rng: np.random.Generator, n: int, seq_len: int = 128,
-                                 num_pairs: int = 4, num_keys: int = 8, num_values: int = 8,
-                                 num_queries: int = 64, noise_vocab: int = 8,
-                                 noise_ratio: float = 0.5) -> Arrays:  # fmt: skip
+def make_noisy_in_context_recall(
+    rng: np.random.Generator,
+    n: int,
+    seq_len: int = 128,
+    num_pairs: int = 4,
+    num_keys: int = 8,
+    num_values: int = 8,
+    num_queries: int = 64,
+    noise_vocab: int = 8,
+    noise_ratio: float = 0.5,
+) -> Arrays:
     """MQAR with distractors: every position that is not a pair or a query is a noise token with
     probability ``noise_ratio`` (see :func:`make_in_context_recall`). Chance 1/V."""
-    return make_in_context_recall(rng, n, seq_len, num_pairs, num_keys, num_values, num_queries,
-                                  noise_vocab, noise_ratio, packed=0)  # fmt: skip
+    return make_in_context_recall(
+        rng,
+        n,
+        seq_len,
+        num_pairs,
+        num_keys,
+        num_values,
+        num_queries,
+        noise_vocab,
+        noise_ratio,
+        packed=0,
+    )
 
 
-def make_selective_copying(rng: np.random.Generator, n: int, seq_len: int = 128,
-                           num_data: int = 4, vocab: int = 8,
-                           noise_vocab: int = 0) -> Arrays:  # fmt: skip
+def make_selective_copying(
+    rng: np.random.Generator,
+    n: int,
+    seq_len: int = 128,
+    num_data: int = 4,
+    vocab: int = 8,
+    noise_vocab: int = 0,
+) -> Arrays:
     """Selective copying: copy the data tokens, in order, ignoring the fillers.
 
     ``num_data`` data tokens (of ``vocab``, repeats allowed) sit at random distinct positions of
@@ -164,8 +201,9 @@ def make_selective_copying(rng: np.random.Generator, n: int, seq_len: int = 128,
     return x, y
 
 
-def make_compression(rng: np.random.Generator, n: int, seq_len: int = 16,
-                     vocab: int = 16) -> Arrays:  # fmt: skip
+def make_compression(
+    rng: np.random.Generator, n: int, seq_len: int = 16, vocab: int = 16
+) -> Arrays:
     """Compression: ``d_0 .. d_{L-1} BLANK COMPRESS`` (L = seq_len - 2 random data tokens); the
     head decodes every data token from the COMPRESS position alone, so the mixer must pack the
     whole sequence into one token. ``y`` is (n, L). Ids: 0 BLANK, 1..vocab data, vocab+1 COMPRESS.
@@ -175,8 +213,9 @@ def make_compression(rng: np.random.Generator, n: int, seq_len: int = 16,
     return np.concatenate([1 + data, tail], axis=1).astype(np.int64), data.astype(np.int64)
 
 
-def make_memorization(rng: np.random.Generator, n: int, seq_len: int = 128,
-                      num_keys: int = 256, num_values: int = 16) -> Arrays:  # fmt: skip
+def make_memorization(
+    rng: np.random.Generator, n: int, seq_len: int = 128, num_keys: int = 256, num_values: int = 16
+) -> Arrays:
     """Memorization: one fixed key -> value table (the generator's first draw, so every split of a
     seed must come from one call), nothing of it in the context. Each example is ``key INSERT``
     pairs; the target at INSERT is the key's value. It needs no token mixing (the tokenizer's shift
@@ -206,8 +245,17 @@ def vocabulary(task: str, difficulty: dict) -> tuple[int, int]:
     return d["num_keys"] + 2, d["num_values"]
 
 
-AT_LEAST_ONE = ("seq_len", "num_pairs", "num_keys", "num_values", "num_queries", "key_len",
-                "value_len", "num_data", "vocab")  # fmt: skip
+AT_LEAST_ONE = (
+    "seq_len",
+    "num_pairs",
+    "num_keys",
+    "num_values",
+    "num_queries",
+    "key_len",
+    "value_len",
+    "num_data",
+    "vocab",
+)
 
 
 def difficulty_problem(task: str, difficulty: dict) -> str | None:

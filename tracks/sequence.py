@@ -37,9 +37,13 @@ MIN_SERIES = 7  # the fewest series whose 70/15/15 split (rounded down) leaves e
 
 
 def generate_series(
-    rng: np.random.Generator, n_series: int, length: int, channels: int, noise: float,
+    rng: np.random.Generator,
+    n_series: int,
+    length: int,
+    channels: int,
+    noise: float,
     periods: tuple[float, float] = (8, 32),
-) -> np.ndarray:  # fmt: skip
+) -> np.ndarray:
     """Series of shape (n_series, length, channels): two sinusoids + linear trend + noise.
 
     Periods lie between ``periods`` steps (8 to 32 by default, so a 16-step lookback holds half
@@ -65,8 +69,14 @@ def windows(series: np.ndarray, lookback: int, horizon: int, stride: int) -> tup
     return cut[:, :lookback], cut[:, lookback:]
 
 
-def _options(lookback: int, horizon: int, series: int, length: int, noise: float,
-             periods: tuple[float, float]) -> tuple[Option, ...]:  # fmt: skip
+def _options(
+    lookback: int,
+    horizon: int,
+    series: int,
+    length: int,
+    noise: float,
+    periods: tuple[float, float],
+) -> tuple[Option, ...]:
     return (
         Option("lookback", int, lookback, "input window length (= token count)"),
         Option("horizon", int, horizon, "steps to forecast"),
@@ -138,7 +148,12 @@ class SequenceTrack(ForecastTrack):
         xtr, xva, xte, ytr, yva, yte = ((a - mean) / std for a in (xtr, xva, xte, ytr, yva, yte))
         cap = float(np.mean(yte**2))  # predicting the training mean (0 after scaling)
         return TrackData(
-            xtr, ytr, xva, yva, xte, yte,
+            xtr,
+            ytr,
+            xva,
+            yva,
+            xte,
+            yte,
             tokens=lookback,
             description=(
                 f"synthetic seasonal, {options['channels']} channels, lookback {lookback}, "
@@ -147,7 +162,7 @@ class SequenceTrack(ForecastTrack):
             info={"channels": options["channels"], "horizon": horizon},
             cap=cap,
             identity="generated",
-        )  # fmt: skip
+        )
 
     def evaluate(self, prediction: Tensor, target: Tensor, data: TrackData) -> dict[str, float]:
         error = (prediction - target) ** 2
@@ -159,8 +174,9 @@ class LongSequenceTrack(SequenceTrack):
 
     name = "sequence_long"
     description = "long-lookback forecasting (256 tokens) of noisy seasonal series"
-    options = _options(lookback=256, horizon=32, series=64, length=768, noise=0.5,
-                       periods=(32, 128))  # fmt: skip
+    options = _options(
+        lookback=256, horizon=32, series=64, length=768, noise=0.5, periods=(32, 128)
+    )
     budgets = {
         "full": Budget(steps=2000, batch_size=32, dim=64, depth=2, grid=FULL_GRID, clip=1.0),
     }

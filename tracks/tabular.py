@@ -121,9 +121,12 @@ def read_csv(path: Path, target: str, task: str) -> Table:
     return Table(
         np.stack(numeric, axis=1) if numeric else np.zeros((n, 0)),
         np.stack(categorical, axis=1) if categorical else np.zeros((n, 0), dtype=object),
-        y, task, classes, described,
+        y,
+        task,
+        classes,
+        described,
         identity=f"csv sha256:{hashlib.sha256(path.read_bytes()).hexdigest()[:16]}",
-    )  # fmt: skip
+    )
 
 
 def _california_file() -> Path:
@@ -141,25 +144,38 @@ def _statsmodels_frame(name: str) -> Any:
 def _table(x: np.ndarray, y: np.ndarray, task: str, label: str, identity: str) -> Table:
     classes = int(y.max()) + 1 if task == "classification" else 0
     return Table(
-        x.astype(np.float64), np.zeros((len(y), 0), dtype=object), y, task, classes,
-        f"{label}, {len(y)} rows, {x.shape[1]} numeric features", identity,
-    )  # fmt: skip
+        x.astype(np.float64),
+        np.zeros((len(y), 0), dtype=object),
+        y,
+        task,
+        classes,
+        f"{label}, {len(y)} rows, {x.shape[1]} numeric features",
+        identity,
+    )
 
 
 def _fair() -> Table:
     frame = _statsmodels_frame("fair")
     y = (frame["affairs"].to_numpy() > 0).astype(np.int64)
-    return _table(frame.drop(columns=["affairs"]).to_numpy(), y, "classification",
-                  "fair (statsmodels, bundled): affairs > 0 from 8 survey answers",
-                  f"statsmodels {version('statsmodels')} fair")  # fmt: skip
+    return _table(
+        frame.drop(columns=["affairs"]).to_numpy(),
+        y,
+        "classification",
+        "fair (statsmodels, bundled): affairs > 0 from 8 survey answers",
+        f"statsmodels {version('statsmodels')} fair",
+    )
 
 
 def _randhie() -> Table:
     frame = _statsmodels_frame("randhie")
     y = np.log1p(frame["mdvis"].to_numpy(np.float64))
-    return _table(frame.drop(columns=["mdvis"]).to_numpy(), y, "regression",
-                  "randhie (statsmodels, bundled): log(1 + outpatient visits)",
-                  f"statsmodels {version('statsmodels')} randhie")  # fmt: skip
+    return _table(
+        frame.drop(columns=["mdvis"]).to_numpy(),
+        y,
+        "regression",
+        "randhie (statsmodels, bundled): log(1 + outpatient visits)",
+        f"statsmodels {version('statsmodels')} randhie",
+    )
 
 
 def _sklearn(loader: str, task: str, label: str) -> Callable[[], Table]:
@@ -168,8 +184,13 @@ def _sklearn(loader: str, task: str, label: str) -> Callable[[], Table]:
 
         bunch = getattr(sklearn.datasets, loader)()
         y = bunch.target.astype(np.int64 if task == "classification" else np.float64)
-        return _table(bunch.data, y, task, f"{label} (scikit-learn, bundled)",
-                      f"scikit-learn {version('scikit-learn')} {loader}")  # fmt: skip
+        return _table(
+            bunch.data,
+            y,
+            task,
+            f"{label} (scikit-learn, bundled)",
+            f"scikit-learn {version('scikit-learn')} {loader}",
+        )
 
     return load
 
@@ -184,29 +205,39 @@ def _california() -> Table:
             "sklearn.datasets.fetch_california_housing() once where a network exists"
         )
     bunch = fetch_california_housing(download_if_missing=False)
-    return _table(bunch.data, bunch.target.astype(np.float64), "regression",
-                  "California housing (scikit-learn data home)",
-                  f"scikit-learn {version('scikit-learn')} california")  # fmt: skip
+    return _table(
+        bunch.data,
+        bunch.target.astype(np.float64),
+        "regression",
+        "California housing (scikit-learn data home)",
+        f"scikit-learn {version('scikit-learn')} california",
+    )
 
 
 def _diabetes() -> Table:
     from sklearn.datasets import load_diabetes
 
     bunch = load_diabetes(scaled=False)
-    return _table(bunch.data, bunch.target.astype(np.float64), "regression",
-                  "diabetes (scikit-learn, bundled)",
-                  f"scikit-learn {version('scikit-learn')} load_diabetes")  # fmt: skip
+    return _table(
+        bunch.data,
+        bunch.target.astype(np.float64),
+        "regression",
+        "diabetes (scikit-learn, bundled)",
+        f"scikit-learn {version('scikit-learn')} load_diabetes",
+    )
 
 
 DATASETS: dict[str, tuple[str, Callable[[], Table]]] = {
     "fair": ("classification", _fair),
     "randhie": ("regression", _randhie),
-    "breast_cancer": ("classification", _sklearn("load_breast_cancer", "classification",
-                                                 "breast cancer")),
+    "breast_cancer": (
+        "classification",
+        _sklearn("load_breast_cancer", "classification", "breast cancer"),
+    ),
     "wine": ("classification", _sklearn("load_wine", "classification", "wine")),
     "diabetes": ("regression", _diabetes),
     "california": ("regression", _california),
-}  # fmt: skip
+}
 """Datasets that need no download (California housing: once cached), by name: (task, loader)."""
 
 
@@ -255,7 +286,9 @@ class TabularTrack(Track):
     planning_sd = 0.01  # median sd of paired differences / baseline mean (quick, 13 seeds)
     options = (
         Option(
-            "dataset", str, "fair",
+            "dataset",
+            str,
+            "fair",
             "a table that needs no download (ignored when csv is set): "
             + ", ".join(f"{n} ({task})" for n, (task, _) in DATASETS.items()),
             choices=tuple(DATASETS),
@@ -263,11 +296,13 @@ class TabularTrack(Track):
         Option("csv", str, "", "CSV file with a header row (relative: cwd, then --data-dir)"),
         Option("target", str, "", "target column of the CSV (default: its last column)"),
         Option(
-            "task", str, "auto",
+            "task",
+            str,
+            "auto",
             "auto: classification for a text target or at most 10 distinct integers",
             choices=("auto", "regression", "classification"),
         ),
-    )  # fmt: skip
+    )
     budgets = {
         "quick": Budget(steps=100, batch_size=16, dim=16, depth=2, grid=QUICK_GRID, clip=1.0),
         "full": Budget(steps=4000, batch_size=256, dim=192, depth=3, grid=FULL_GRID, clip=1.0),
@@ -337,7 +372,12 @@ class TabularTrack(Track):
             cap, metric = float(np.mean(y_test == np.argmax(counts))), ACCURACY
         tokens = 1 + x_train.shape[1]
         return TrackData(
-            x_train, y_train, x_val, y_val, x_test, y_test,
+            x_train,
+            y_train,
+            x_val,
+            y_val,
+            x_test,
+            y_test,
             tokens=tokens,
             description=(
                 f"tabular: {table.source}; {table.task}, {tokens} tokens (features + CLS), "
@@ -348,7 +388,7 @@ class TabularTrack(Track):
             identity=table.identity,
             metric=metric,
             test_rows=parts[2],
-        )  # fmt: skip
+        )
 
     def tokenizer(self, data: TrackData, dim: int, options: dict) -> nn.Module:
         import torch

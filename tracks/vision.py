@@ -77,25 +77,33 @@ class VisionTrack(Track):
     fetchable = ("cifar10",)
     options = (
         Option(
-            "dataset", str, "auto",
+            "dataset",
+            str,
+            "auto",
             "auto: CIFAR-10 when found in the data folder, else scikit-learn digits 8×8",
             choices=("auto", "cifar10", "digits"),
         ),
         Option(
-            "verify", bool, True,
+            "verify",
+            bool,
+            True,
             "check CIFAR-10 files against the published md5s; false accepts other "
             "CIFAR-format files (results marked unverified)",
         ),
         Option(
-            "patch", int, 0,
+            "patch",
+            int,
+            0,
             "patch side in pixels (0: CIFAR-10 4 in quick, 2 in full; digits 1)",
         ),
         Option(
-            "halo", int, -1,
+            "halo",
+            int,
+            -1,
             "pixels around each patch a token also holds (-1: digits 1, so a pixel and its 3×3 "
             "neighbourhood; CIFAR-10 0)",
         ),
-    )  # fmt: skip
+    )
     budgets = {
         # at most 440 steps, stopping by the validation rule (docs/protocol.md, "Training
         # length"): at a fixed 110 steps every mixer's loss was still falling, the baseline's too;
@@ -217,20 +225,38 @@ class VisionTrack(Track):
             test_rows=test,
         )
 
-    def _finish(self, xs, ys, patch: int, halo: int, source: str, identity: str,
-                verified: bool, test_rows: np.ndarray) -> TrackData:  # fmt: skip
+    def _finish(
+        self,
+        xs,
+        ys,
+        patch: int,
+        halo: int,
+        source: str,
+        identity: str,
+        verified: bool,
+        test_rows: np.ndarray,
+    ) -> TrackData:
         x_train, x_val, x_test = (patchify(x, patch, halo) for x in xs)
         y_train, y_val, y_test = ys
         classes = 10
         majority = np.bincount(y_train, minlength=classes).argmax()
         tokens = x_train.shape[1]
         return TrackData(
-            x_train, y_train, x_val, y_val, x_test, y_test,
+            x_train,
+            y_train,
+            x_val,
+            y_val,
+            x_test,
+            y_test,
             tokens=tokens,
             description=(
                 f"vision: {source}; {tokens} tokens of {patch}×{patch} patches"
-                + (f" with a {halo}-pixel neighbourhood ({patch + 2 * halo}×{patch + 2 * halo} "
-                   "windows)" if halo else "")
+                + (
+                    f" with a {halo}-pixel neighbourhood ({patch + 2 * halo}×{patch + 2 * halo} "
+                    "windows)"
+                    if halo
+                    else ""
+                )
                 + f", {len(y_train)}/{len(y_val)}/{len(y_test)} train/val/test"
             ),
             info={"patch_features": x_train.shape[2], "classes": classes, "patch": patch},
@@ -238,7 +264,7 @@ class VisionTrack(Track):
             identity=identity,
             verified=verified,
             test_rows=test_rows,
-        )  # fmt: skip
+        )
 
     def tokenizer(self, data: TrackData, dim: int, options: dict) -> nn.Module:
         from benchsuite import embed_tokens

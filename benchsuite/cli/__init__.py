@@ -40,10 +40,18 @@ from benchsuite.errors import PluginError, RunError, UsageError, one_line
 
 # The verbs in the order --help lists them.
 COMMANDS: dict[str, ModuleType] = {
-    "run": run, "list": listing, "new-mixer": new_mixer, "plugins": plugins, "scale": scale,
-    "report": report, "data": data, "export": export, "compare": compare, "test": contract,
+    "run": run,
+    "list": listing,
+    "new-mixer": new_mixer,
+    "plugins": plugins,
+    "scale": scale,
+    "report": report,
+    "data": data,
+    "export": export,
+    "compare": compare,
+    "test": contract,
     "completion": completion,
-}  # fmt: skip
+}
 # Two examples per command, shown at the end of its --help.
 EXAMPLES = {
     "benchsuite": (
@@ -65,15 +73,19 @@ class Parser(argparse.ArgumentParser):
 def _add_common(parser: argparse.ArgumentParser, default: Any) -> None:
     """``--debug``, ``-q/--quiet``, ``-v/--verbose`` and ``--plugins-dir``; after a command's
     name ``default`` is SUPPRESS, so the same flag given before the name is kept."""
-    parser.add_argument("--debug", action="store_true", default=default,
-                        help="show full tracebacks")  # fmt: skip
+    parser.add_argument(
+        "--debug", action="store_true", default=default, help="show full tracebacks"
+    )
     loudness = parser.add_mutually_exclusive_group()
     quiet = "print errors only (and the data a command exists to print; run: its last line)"
     loudness.add_argument("-q", "--quiet", action="store_true", default=default, help=quiet)
     verbose = "more detail on standard error (run: one line per job)"
     loudness.add_argument("-v", "--verbose", action="store_true", default=default, help=verbose)
-    parser.add_argument("--plugins-dir", default=None if default is False else default,
-                        help=run_settings.help_of("plugins_dir"))  # fmt: skip
+    parser.add_argument(
+        "--plugins-dir",
+        default=None if default is False else default,
+        help=run_settings.help_of("plugins_dir"),
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -90,9 +102,13 @@ def _parser() -> argparse.ArgumentParser:
     _add_common(parser, False)
     verbs = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
     for name, module in COMMANDS.items():
-        verb = verbs.add_parser(name, parents=[common], help=module.HELP,
-                                epilog=arguments.examples(module.EXAMPLES),
-                                formatter_class=arguments.FORMATTER)  # fmt: skip
+        verb = verbs.add_parser(
+            name,
+            parents=[common],
+            help=module.HELP,
+            epilog=arguments.examples(module.EXAMPLES),
+            formatter_class=arguments.FORMATTER,
+        )
         module.add_arguments(verb)
         verb.set_defaults(handler=module.run)
     verbs.choices["completion"].set_defaults(root=parser)
@@ -132,8 +148,15 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         return 1 if isinstance(error, RunError) else 2
     except KeyboardInterrupt:
         resumable = args.command == "run"
-        print("interrupted" + (": finished jobs are saved; run the same command again to resume"
-                               if resumable else ""), file=sys.stderr)  # fmt: skip
+        print(
+            "interrupted"
+            + (
+                ": finished jobs are saved; run the same command again to resume"
+                if resumable
+                else ""
+            ),
+            file=sys.stderr,
+        )
         return 130
     except Exception as error:
         if args.debug:

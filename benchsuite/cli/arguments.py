@@ -39,12 +39,16 @@ _READERS = {
 }
 
 
-def _flagged(settings: type, names: Collection[str] | None,
-             skip: Collection[str]) -> list[dataclasses.Field]:  # fmt: skip
+def _flagged(
+    settings: type, names: Collection[str] | None, skip: Collection[str]
+) -> list[dataclasses.Field]:
     """The fields of ``settings`` that have a flag (those in ``names`` when given, none of
     ``skip``), in order."""
-    return [f for f in dataclasses.fields(settings) if "kind" in f.metadata
-            and (names is None or f.name in names) and f.name not in skip]  # fmt: skip
+    return [
+        f
+        for f in dataclasses.fields(settings)
+        if "kind" in f.metadata and (names is None or f.name in names) and f.name not in skip
+    ]
 
 
 def _default_text(spec: dataclasses.Field) -> str:
@@ -73,20 +77,31 @@ def add_settings(
         kind, help = spec.metadata["kind"], spec.metadata["help"]
         common = {"dest": spec.name, "default": argparse.SUPPRESS}
         if kind in _REPEATED:
-            parser.add_argument(flag_of(spec), action="append", metavar=spec.metadata["metavar"],
-                                help=help, **common)  # fmt: skip
+            parser.add_argument(
+                flag_of(spec),
+                action="append",
+                metavar=spec.metadata["metavar"],
+                help=help,
+                **common,
+            )
         elif kind == schema.SWITCH:  # --strict / --no-strict: a config file's value can be undone
-            parser.add_argument(flag_of(spec), action=argparse.BooleanOptionalAction, help=help,
-                                **common)  # fmt: skip
+            parser.add_argument(
+                flag_of(spec), action=argparse.BooleanOptionalAction, help=help, **common
+            )
         else:
             kind_type = _TYPES.get(kind, str) if spec.metadata["parse"] is None else str
-            parser.add_argument(flag_of(spec), metavar=spec.metadata["metavar"],
-                                help=help + _default_text(spec), type=kind_type,
-                                **common)  # fmt: skip
+            parser.add_argument(
+                flag_of(spec),
+                metavar=spec.metadata["metavar"],
+                help=help + _default_text(spec),
+                type=kind_type,
+                **common,
+            )
 
 
-def given(settings: type, args: argparse.Namespace,
-          names: Collection[str] | None = None) -> dict[str, Any]:  # fmt: skip
+def given(
+    settings: type, args: argparse.Namespace, names: Collection[str] | None = None
+) -> dict[str, Any]:
     """The fields of ``settings`` given on the command line, read and checked (None: not given;
     a mistake is a one-line :class:`~benchsuite.errors.UsageError` naming the flag)."""
     values: dict[str, Any] = {}

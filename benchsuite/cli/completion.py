@@ -10,8 +10,16 @@ EXAMPLES = (
     ("benchsuite completion fish > ~/.config/fish/completions/benchsuite.fish", "fish"),
 )
 # Arguments that name files or folders, completed as such by the shell.
-PATH_ARGUMENTS = {"out": "dir", "plugins_dir": "dir", "data_dir": "dir", "path": "dir",
-                  "config": "file", "output": "file", "a": "file", "b": "file"}  # fmt: skip
+PATH_ARGUMENTS = {
+    "out": "dir",
+    "plugins_dir": "dir",
+    "data_dir": "dir",
+    "path": "dir",
+    "config": "file",
+    "output": "file",
+    "a": "file",
+    "b": "file",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -17,9 +17,12 @@ EXAMPLES = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``fetch`` action, its dataset and ``--data-dir``."""
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-    fetch = actions.add_parser("fetch", help="download a dataset (needs a network)",
-                               epilog=arguments.examples(EXAMPLES),
-                               formatter_class=arguments.FORMATTER)  # fmt: skip
+    fetch = actions.add_parser(
+        "fetch",
+        help="download a dataset (needs a network)",
+        epilog=arguments.examples(EXAMPLES),
+        formatter_class=arguments.FORMATTER,
+    )
     fetch.add_argument("dataset", help="a dataset a track can fetch (e.g. cifar10)")
     fetch.add_argument("--data-dir", help="where to put it (default: the data folder)")
 

@@ -23,8 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The run's folder, ``--format``, ``--output`` and ``--failures``."""
     parser.add_argument("out", nargs="?", default=RunSettings.out)
     parser.add_argument("--format", choices=FORMATS, default=FORMATS[0])
-    parser.add_argument("--output", help="file to write, - for standard output "
-                        "(default: OUT/results.FORMAT)")  # fmt: skip
+    parser.add_argument(
+        "--output", help="file to write, - for standard output (default: OUT/results.FORMAT)"
+    )
     parser.add_argument("--failures", action="store_true", help="add failed runs (status=failed)")
 
 
@@ -37,8 +38,12 @@ def run(args: argparse.Namespace) -> int:
         arguments.status(args).print(f"{rows} rows -> {path}", highlight=False)
         return 0
     with tempfile.TemporaryDirectory() as folder:  # the writers take a path; copy it out whole
-        path, rows = export(args.out, args.format, Path(folder) / f"results.{args.format}",
-                            include_failures=args.failures)  # fmt: skip
+        path, rows = export(
+            args.out,
+            args.format,
+            Path(folder) / f"results.{args.format}",
+            include_failures=args.failures,
+        )
         sys.stdout.buffer.write(path.read_bytes())
     arguments.status(args).print(f"{rows} rows -> standard output", highlight=False)
     return 0

@@ -16,16 +16,28 @@ EXAMPLES = (
     ("benchsuite list --costs --tracks sequence", "parameters, FLOPs, time and memory"),
 )
 # The run settings --costs measures with: their flags are the run's.
-COSTS = ("tracks", "mixers", "baseline", "preset", "data_dir", "device", "track_options",
-         "mixer_options", "match")  # fmt: skip
+COSTS = (
+    "tracks",
+    "mixers",
+    "baseline",
+    "preset",
+    "data_dir",
+    "device",
+    "track_options",
+    "mixer_options",
+    "match",
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``--json``, ``--costs`` and the run settings of ``COSTS``."""
     arguments.add_json(parser)
-    parser.add_argument("--costs", action="store_true",
-                        help="measure parameters, FLOPs, step time and memory per mixer x track "
-                        "(with the run flags below)")  # fmt: skip
+    parser.add_argument(
+        "--costs",
+        action="store_true",
+        help="measure parameters, FLOPs, step time and memory per mixer x track "
+        "(with the run flags below)",
+    )
     arguments.add_settings(parser, RunSettings, COSTS)
 
 
@@ -44,11 +56,17 @@ def run(args: argparse.Namespace) -> int:
 
         settings = run_settings.merge(arguments.given(RunSettings, args, COSTS))
         rows = costs_table(
-            registry, settings.preset, settings.tracks, settings.mixers,
-            baseline=settings.baseline, track_options=settings.track_options,
-            mixer_options=settings.mixer_options, data_dir=settings.data_dir,
-            device=settings.device, match=settings.match,
-        )  # fmt: skip
+            registry,
+            settings.preset,
+            settings.tracks,
+            settings.mixers,
+            baseline=settings.baseline,
+            track_options=settings.track_options,
+            mixer_options=settings.mixer_options,
+            data_dir=settings.data_dir,
+            device=settings.device,
+            match=settings.match,
+        )
         if args.json:
             print(json.dumps(rows, indent=2, default=str))
         else:

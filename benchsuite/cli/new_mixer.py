@@ -24,6 +24,8 @@ def run(args: argparse.Namespace) -> int:
     from benchsuite.registry.scaffold import new_mixer
 
     folder = new_mixer(args.name, args.path)
-    arguments.status(args).print(f"wrote {folder}; next: pip install -e {folder}, then see "
-                                 f"{folder / 'README.md'}", highlight=False)  # fmt: skip
+    arguments.status(args).print(
+        f"wrote {folder}; next: pip install -e {folder}, then see {folder / 'README.md'}",
+        highlight=False,
+    )
     return 0

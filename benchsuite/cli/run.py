@@ -25,11 +25,15 @@ EXAMPLES = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``--config``, ``--no-config`` and one flag per run setting (``--plugins-dir``: the CLI's)."""
-    parser.add_argument("--config", help="TOML file with run settings (flags override it; "
-                        f"default: ./{run_settings.CONFIG_FILE}, else [tool.benchsuite] in "
-                        f"./{run_settings.PYPROJECT})")  # fmt: skip
-    parser.add_argument("--no-config", action="store_true",
-                        help="ignore the config file of the working folder")  # fmt: skip
+    parser.add_argument(
+        "--config",
+        help="TOML file with run settings (flags override it; "
+        f"default: ./{run_settings.CONFIG_FILE}, else [tool.benchsuite] in "
+        f"./{run_settings.PYPROJECT})",
+    )
+    parser.add_argument(
+        "--no-config", action="store_true", help="ignore the config file of the working folder"
+    )
     arguments.add_settings(parser, RunSettings, skip=("plugins_dir",))  # a flag of every verb
 
 
@@ -67,8 +71,10 @@ def run(args: argparse.Namespace) -> int:
         summary = api.run(settings, events=events)
     print_report(summary.report, tables)
     if summary.interrupted:
-        console(stderr=True).print("[yellow]interrupted:[/] the tables above hold what finished; "
-                                   "run the same command again to resume")  # fmt: skip
+        console(stderr=True).print(
+            "[yellow]interrupted:[/] the tables above hold what finished; "
+            "run the same command again to resume"
+        )
         return summary.exit_code
     for warning in summary.warnings:
         status.print(f"[yellow]warning:[/] {escape(warning)}")

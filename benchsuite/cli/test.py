@@ -42,8 +42,9 @@ def run(args: argparse.Namespace) -> int:
     failed = 0
     for variant in chosen:
         name, mixer = variant.name, variants.lookup(registry.mixers, variant.name)
-        outcomes = run_contract(mixer, tokens=settings.tokens, dims=settings.dims,
-                                options=resolved[name])  # fmt: skip
+        outcomes = run_contract(
+            mixer, tokens=settings.tokens, dims=settings.dims, options=resolved[name]
+        )
         for outcome in outcomes:
             failed += outcome.ran and not outcome.passed
             verdict = "passed" if outcome.passed else f"FAILED: {outcome.reason}"

@@ -52,8 +52,12 @@ def budget_terms(run: StoredRun, track: str) -> dict[str, Any]:
     :func:`benchsuite.plan.jobs.budget_terms`)."""
     facts = run.tracks[track].facts
     settings = run.run_settings
-    return {"grid": facts.grid, **facts.budget, "preset": settings.preset,
-            "track_options": settings.track_options.get(track, {})}  # fmt: skip
+    return {
+        "grid": facts.grid,
+        **facts.budget,
+        "preset": settings.preset,
+        "track_options": settings.track_options.get(track, {}),
+    }
 
 
 def differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
@@ -70,12 +74,15 @@ def _check_comparable(a: StoredRun, b: StoredRun, track: str) -> None:
     if sig_a != sig_b:
         differ = differences(budget_terms(a, track), budget_terms(b, track))
         what = (
-            f"in {'; '.join(differ)}" if differ
+            f"in {'; '.join(differ)}"
+            if differ
             else f"({sig_a} vs {sig_b}) though every recorded setting agrees (made by different "
             "benchsuite versions?)"
-        )  # fmt: skip
-        raise UsageError(f"track {track!r}: budget signatures differ {what}: the runs cannot be "
-                         "compared seed by seed")  # fmt: skip
+        )
+        raise UsageError(
+            f"track {track!r}: budget signatures differ {what}: the runs cannot be "
+            "compared seed by seed"
+        )
     for key in ("seeds", "salt", "preset"):
         ours, theirs = getattr(a.run_settings, key), getattr(b.run_settings, key)
         if ours != theirs:
@@ -100,13 +107,16 @@ def compare_runs(a: StoredRun, b: StoredRun, *, mixers: list[str] | None = None)
             if not seeds or seeds != sorted(after[mixer]):
                 continue
             comparison = stats.compare_paired(
-                [before[mixer][s] for s in seeds], [after[mixer][s] for s in seeds],
-                higher_is_better=facts.higher_is_better, scale=facts.scale,
+                [before[mixer][s] for s in seeds],
+                [after[mixer][s] for s in seeds],
+                higher_is_better=facts.higher_is_better,
+                scale=facts.scale,
                 margin_rel=a.run_settings.margin,
-            )  # fmt: skip
+            )
             family.append(comparison)
-            rows.append(CompareRow(track=track, mixer=mixer, metric=facts.metric,
-                                   comparison=comparison))  # fmt: skip
+            rows.append(
+                CompareRow(track=track, mixer=mixer, metric=facts.metric, comparison=comparison)
+            )
     if not rows:
         raise UsageError("the two runs share no (track, mixer) with the same seeds")
     stats.apply_holm(family)
@@ -133,7 +143,8 @@ def load_run(path: Path | str) -> StoredRun:
             found = arm(plan, track, mixer, results)
             if found is not None:
                 seeds = sorted(found.values)
-                values[mixer] = dict(zip(seeds, found.imputed(seeds, facts.higher_is_better),
-                                         strict=True))  # fmt: skip
+                values[mixer] = dict(
+                    zip(seeds, found.imputed(seeds, facts.higher_is_better), strict=True)
+                )
         tracks[track] = StoredTrack(facts=facts, values=values)
     return StoredRun(settings=plan.settings, tracks=tracks)

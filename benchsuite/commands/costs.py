@@ -58,11 +58,15 @@ def measure_costs(
     )
 
     settings = RunSettings(
-        preset=preset, threads=threads, device=device, salt=salt, seeds=1,
+        preset=preset,
+        threads=threads,
+        device=device,
+        salt=salt,
+        seeds=1,
         track_options={track.name: resolve_options(track.options, track_options or {}, track.name)},
         mixer_options={mixer.name: resolve_options(mixer.options, mixer_options or {}, mixer.name)},
         budget={key: getattr(budget, key) for key in OVERRIDABLE},
-    )  # fmt: skip
+    )
     [job] = cell_jobs(settings, track, mixer, grid_of(track, settings), "costs", size)
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(threads)
@@ -114,8 +118,9 @@ def costs_table(
     """
     track_names = list(tracks) if tracks else sorted(registry.tracks)
     check_names("track", track_names, registry.tracks)
-    chosen = variants.select(mixers or sorted(registry.mixers), registry.mixers,
-                             registry.unavailable)  # fmt: skip
+    chosen = variants.select(
+        mixers or sorted(registry.mixers), registry.mixers, registry.unavailable
+    )
     if baseline is not None:
         base = variants.parse(baseline, registry.mixers, registry.unavailable)
         chosen = [base, *(v for v in chosen if v.name != base.name)]
@@ -128,8 +133,10 @@ def costs_table(
         if preset not in track.budgets:  # e.g. a full-only track in a quick listing
             presets = ", ".join(sorted(track.budgets))
             reason = f"no {preset!r} preset (has {presets}; --preset picks one)"
-            rows += [{"track": track_name, "mixer": name, "dim": None, "tokens": None,
-                      "reason": reason} for name in mixer_names]  # fmt: skip
+            rows += [
+                {"track": track_name, "mixer": name, "dim": None, "tokens": None, "reason": reason}
+                for name in mixer_names
+            ]
             continue
         options = resolve_options(
             track.options, (track_options or {}).get(track_name, {}), track_name
@@ -137,20 +144,31 @@ def costs_table(
         data, problem = _load(track, options, preset, data_dir)
         sizes = {}
         if match == "params" and baseline is not None and data is not None:
-            sizes = _sizes(registry, track_name, mixer_names, preset, options, mixer_options,
-                           data_dir)  # fmt: skip
+            sizes = _sizes(
+                registry, track_name, mixer_names, preset, options, mixer_options, data_dir
+            )
         cells = [
-            _cell(track, variants.lookup(registry.mixers, name), data, problem, preset, options,
-                  resolved[name], device, sizes.get(name, {}))
+            _cell(
+                track,
+                variants.lookup(registry.mixers, name),
+                data,
+                problem,
+                preset,
+                options,
+                resolved[name],
+                device,
+                sizes.get(name, {}),
+            )
             for name in mixer_names
-        ]  # fmt: skip
+        ]
         _compare_params(cells, baseline)
         rows += cells
     return rows
 
 
-def _load(track: Track, options: dict, preset: str,
-          data_dir: str | None) -> tuple[TrackData | None, str | None]:  # fmt: skip
+def _load(
+    track: Track, options: dict, preset: str, data_dir: str | None
+) -> tuple[TrackData | None, str | None]:
     """The track's data for the first sweep seed (as a run probes it), or why there is none."""
     try:
         track.check_options(options)
@@ -160,9 +178,15 @@ def _load(track: Track, options: dict, preset: str,
         return None, f"track data: {one_line(error)}"
 
 
-def _sizes(registry: Registry, track: str, mixers: list[str], preset: str, options: dict,
-           mixer_options: Mapping[str, Mapping[str, Any]] | None,
-           data_dir: str | None) -> dict[str, dict[str, Any]]:  # fmt: skip
+def _sizes(
+    registry: Registry,
+    track: str,
+    mixers: list[str],
+    preset: str,
+    options: dict,
+    mixer_options: Mapping[str, Mapping[str, Any]] | None,
+    data_dir: str | None,
+) -> dict[str, dict[str, Any]]:
     """Each cell's size as a run plans it (the run's own planner, equal-size rule, the first
     mixer the baseline); none where the plan cannot be made (its cells then keep their declared
     size, and their own rows say what fails)."""
@@ -171,10 +195,15 @@ def _sizes(registry: Registry, track: str, mixers: list[str], preset: str, optio
     from benchsuite.train.size import parameter_count
 
     settings = RunSettings(
-        tracks=(track,), mixers=tuple(mixers), baseline=mixers[0], preset=preset, seeds=2,
-        track_options={track: options}, mixer_options=dict(mixer_options or {}),
+        tracks=(track,),
+        mixers=tuple(mixers),
+        baseline=mixers[0],
+        preset=preset,
+        seeds=2,
+        track_options={track: options},
+        mixer_options=dict(mixer_options or {}),
         data_dir=data_dir,
-    )  # fmt: skip
+    )
     try:
         resolved = resolve(settings, registry)
         plan = plan_run(resolved, registry.tracks, registry.mixers, parameter_count)
@@ -183,23 +212,46 @@ def _sizes(registry: Registry, track: str, mixers: list[str], preset: str, optio
     return {name: dict(cell.size) for name, cell in plan.cells.get(track, {}).items()}
 
 
-def _cell(track: Track, mixer: Mixer, data: TrackData | None, problem: str | None, preset: str,
-          options: dict, mixer_options: Mapping[str, Any] | None,
-          device: str, size: Mapping[str, Any]) -> dict[str, Any]:  # fmt: skip
+def _cell(
+    track: Track,
+    mixer: Mixer,
+    data: TrackData | None,
+    problem: str | None,
+    preset: str,
+    options: dict,
+    mixer_options: Mapping[str, Any] | None,
+    device: str,
+    size: Mapping[str, Any],
+) -> dict[str, Any]:
     """One row of the costs table: the measured costs of the model as the run sizes it
     (``size``: the plan's size record of the cell), or the reason there are none."""
     budget = track.budget(preset)
-    row: dict[str, Any] = {"track": track.name, "mixer": mixer.name, "dim": budget.dim,
-                           "tokens": data.tokens if data else None, "reason": problem}  # fmt: skip
+    row: dict[str, Any] = {
+        "track": track.name,
+        "mixer": mixer.name,
+        "dim": budget.dim,
+        "tokens": data.tokens if data else None,
+        "reason": problem,
+    }
     if data is None:
         return row
     resolved = resolve_options(mixer.options, mixer_options or {}, mixer.name)
     row["reason"] = mixer.reason_unsupported(data.tokens, budget.dim, resolved)
     if row["reason"] is None:
         try:
-            row.update(measure_costs(track, mixer, data, budget, preset=preset,
-                                     track_options=options, mixer_options=mixer_options,
-                                     device=device, size=size.get("set")))  # fmt: skip
+            row.update(
+                measure_costs(
+                    track,
+                    mixer,
+                    data,
+                    budget,
+                    preset=preset,
+                    track_options=options,
+                    mixer_options=mixer_options,
+                    device=device,
+                    size=size.get("set"),
+                )
+            )
             row["sized_by"] = size.get("by", "as declared")
         except Exception as error:  # one broken mixer never hides the others
             row["reason"] = f"failed: {one_line(error)}"

@@ -22,10 +22,31 @@ from benchsuite.execute.record import RunRecord
 
 FORMATS = ("csv", "parquet", "json")  # the first is the default
 CORE = (
-    "key", "status", "track", "mixer", "seed", "config_index", "chosen", "finite", "preset",
-    "diverged", "divergence", "seconds", "cap", "data_description", "data_verified", "device",
-    "threads", "measure", "salt", "data_dir", "created", "error", "test_digest", "curve",
-)  # fmt: skip
+    "key",
+    "status",
+    "track",
+    "mixer",
+    "seed",
+    "config_index",
+    "chosen",
+    "finite",
+    "preset",
+    "diverged",
+    "divergence",
+    "seconds",
+    "cap",
+    "data_description",
+    "data_verified",
+    "device",
+    "threads",
+    "measure",
+    "salt",
+    "data_dir",
+    "created",
+    "error",
+    "test_digest",
+    "curve",
+)
 # nested dicts flattened into "<prefix>.<name>" columns, in this order
 GROUPS = (
     ("config", "config"),
@@ -94,12 +115,13 @@ def flatten(record: RunRecord, created: float | None = None) -> list[dict[str, A
             **{k: job.get(k) for k in ("device", "threads", "measure", "salt", "data_dir")},
             "created": (
                 datetime.datetime.fromtimestamp(created, datetime.UTC).isoformat(timespec="seconds")
-                if created is not None else None
+                if created is not None
+                else None
             ),
             "error": record.error or None,
             "test_digest": record.test_digest or None,
             "curve": run["curve"],
-        }  # fmt: skip
+        }
         for group, prefix in GROUPS:
             for name, value in sorted(sources[group].items()):
                 row[f"{prefix}.{name}"] = value

@@ -67,8 +67,9 @@ def scale(
     from benchsuite.plan.environment import describe
 
     settings.check()
-    chosen = variants.select(settings.mixers or sorted(registry.mixers), registry.mixers,
-                             registry.unavailable)  # fmt: skip
+    chosen = variants.select(
+        settings.mixers or sorted(registry.mixers), registry.mixers, registry.unavailable
+    )
     base = variants.parse(settings.baseline, registry.mixers, registry.unavailable)
     chosen = [base, *(v for v in chosen if v.name != base.name)]
     names = [v.name for v in chosen]
@@ -96,8 +97,11 @@ def scale(
                     on_point(name, point)
                 if point["status"] in (OVER_BUDGET, FAILED):
                     break
-            mixers[name] = {"description": mixer.description, "points": points,
-                            "exponents": exponents(points)}  # fmt: skip
+            mixers[name] = {
+                "description": mixer.description,
+                "points": points,
+                "exponents": exponents(points),
+            }
     finally:
         measuring.close()
     cuda = settings.device.startswith("cuda")

@@ -71,8 +71,9 @@ class PointWorker:
         mixer = variants.lookup(mixers, point.mixer) if known else None
         return _point(mixer, point.mixer, self.settings, point.tokens)
 
-    def failure(self, point: Point, reason: str, details: str, seconds: float,
-                timed_out: bool) -> dict[str, Any]:  # fmt: skip
+    def failure(
+        self, point: Point, reason: str, details: str, seconds: float, timed_out: bool
+    ) -> dict[str, Any]:
         """A point whose process overran its deadline (over budget) or died (failed)."""
         if timed_out:
             return {
@@ -97,16 +98,22 @@ def deadline(settings: ScaleSettings) -> float:
 def _point(mixer: Mixer | None, name: str, settings: ScaleSettings, tokens: int) -> dict:
     """:func:`measure_point`, with any error as a failed or over-budget record."""
     if mixer is None:
-        return {"status": FAILED, "reason": f"mixer {name!r} is not registered in a fresh "
-                "process (scale loads entry points and --plugins-dir)"}  # fmt: skip
+        return {
+            "status": FAILED,
+            "reason": f"mixer {name!r} is not registered in a fresh "
+            "process (scale loads entry points and --plugins-dir)",
+        }
     try:
         return measure_point(mixer, settings, tokens)
     except Exception as error:  # a broken or too large point is a record, never a crash
         if _out_of_memory(error):
             asked = re.search(r"allocate (\d+) bytes", str(error))
             what = f"{size_text(int(asked[1]))} more" if asked else one_line(error)
-            return _over({}, f"out of memory under --max-memory {size_text(settings.max_memory)} "
-                             f"(could not allocate {what})")  # fmt: skip
+            return _over(
+                {},
+                f"out of memory under --max-memory {size_text(settings.max_memory)} "
+                f"(could not allocate {what})",
+            )
         return {"status": FAILED, "reason": one_line(error)}
 
 
@@ -178,9 +185,11 @@ def measure_point(mixer: Mixer, settings: ScaleSettings, tokens: int) -> dict[st
     model = build_encoder(
         make={"tokenizer": nn.Identity, "head": MeanHead},
         make_mixer=lambda: build(tokens, width, **options),
-        dim=width, depth=settings.depth, mlp_ratio=settings.mlp_ratio,
+        dim=width,
+        depth=settings.depth,
+        mlp_ratio=settings.mlp_ratio,
         seed_of=lambda part: streams.int_seed(f"init/{part}"),
-    ).to(device)  # fmt: skip
+    ).to(device)
     generator = torch.Generator().manual_seed(streams.int_seed("data"))
     x = torch.randn(settings.batch, tokens, width, generator=generator).to(device)
     y = torch.randn(settings.batch, 1, generator=generator).to(device)
@@ -198,16 +207,21 @@ def measure_point(mixer: Mixer, settings: ScaleSettings, tokens: int) -> dict[st
         return _over(point, f"a training step took {first:.3g} s > --max-seconds {limit:g}")
     timed = max(settings.steps, min(MAX_STEPS, math.ceil(TIMED_SECONDS / max(first, 1e-6))))
     point["timed_steps"] = timed
-    point["seconds_per_step"] = step_seconds(model, task, x, y, settings.lr,
-                                             settings.warmup - 1, timed)  # fmt: skip
+    point["seconds_per_step"] = step_seconds(
+        model, task, x, y, settings.lr, settings.warmup - 1, timed
+    )
     if cuda:
         point["memory_bytes"] = float(torch.cuda.max_memory_allocated(device) - before)
         if point["memory_bytes"] > settings.max_memory:
-            return _over(point, f"peak allocated {size_text(point['memory_bytes'])} > --max-memory "
-                                f"{size_text(settings.max_memory)}")  # fmt: skip
+            return _over(
+                point,
+                f"peak allocated {size_text(point['memory_bytes'])} > --max-memory "
+                f"{size_text(settings.max_memory)}",
+            )
     if point["seconds_per_step"] > limit:
-        return _over(point, f"median step {point['seconds_per_step']:.3g} s > --max-seconds "
-                            f"{limit:g}")  # fmt: skip
+        return _over(
+            point, f"median step {point['seconds_per_step']:.3g} s > --max-seconds {limit:g}"
+        )
     return point
 
 

@@ -61,9 +61,11 @@ class ScaleSettings:
 
     mixers: tuple[str, ...] | None = setting(None, "comma-separated mixers (default: all)", NAMES)
     tokens: tuple[int, ...] = setting(
-        tuple(2**k for k in range(6, 15)), "comma-separated ladder of token counts", NAMES,
+        tuple(2**k for k in range(6, 15)),
+        "comma-separated ladder of token counts",
+        NAMES,
         parse=parse_tokens,
-    )  # fmt: skip
+    )
     baseline: str = setting(RunSettings.baseline, "the mixer the table is relative to", TEXT)
     width: int = setting(32, "model dim", WHOLE)
     depth: int = setting(1, "blocks", WHOLE)
@@ -83,9 +85,12 @@ class ScaleSettings:
         show=size_text,
     )
     mixer_options: Mapping[str, Mapping[str, Any]] = setting(
-        {}, "a mixer option (as for run)", OPTIONS, metavar="MIXER.KEY=VALUE",
+        {},
+        "a mixer option (as for run)",
+        OPTIONS,
+        metavar="MIXER.KEY=VALUE",
         flag="--mixer-option",
-    )  # fmt: skip
+    )
     out: str = setting(RunSettings.out, "folder for scaling.json and plots/scaling-*.png", TEXT)
     plugins_dir: str | None = None
 

@@ -71,8 +71,9 @@ class PoolWorker(Protocol):
 
     def __call__(self, task: Any) -> Any: ...
 
-    def failure(self, task: Any, reason: str, details: str, seconds: float,
-                timed_out: bool) -> Any: ...  # fmt: skip
+    def failure(
+        self, task: Any, reason: str, details: str, seconds: float, timed_out: bool
+    ) -> Any: ...
 
     def retried(self, record: Any, reason: str) -> Any: ...
 
@@ -176,8 +177,9 @@ class ProcessExecutor:
     pulls_jobs = True  # map takes each job from its iterable only when a worker is free for it
     takes_cells = True  # a task may be a batched cell: its worker returns a record per seed
 
-    def __init__(self, worker: PoolWorker, workers: int, *, timeout: float | None = None,
-                 retries: int = 1) -> None:  # fmt: skip
+    def __init__(
+        self, worker: PoolWorker, workers: int, *, timeout: float | None = None, retries: int = 1
+    ) -> None:
         self.worker, self.size = worker, workers
         self.slots: int | None = workers
         self.timeout, self.retries = timeout, retries
@@ -231,9 +233,11 @@ class ProcessExecutor:
         while len(self._workers) < min(self.size, busy + waiting):
             parent, child = self._context.Pipe()
             process = self._context.Process(
-                target=serve, args=(child, self.worker),
-                name="benchsuite-worker", daemon=True,
-            )  # fmt: skip
+                target=serve,
+                args=(child, self.worker),
+                name="benchsuite-worker",
+                daemon=True,
+            )
             with _worker_environment():
                 process.start()
             child.close()
@@ -314,8 +318,7 @@ class ProcessExecutor:
             and time.monotonic() >= self._deadline(worker)
         )
 
-    def _bury(self, worker: _Worker, reason: str, supply: _Supply, retry: bool = True
-              ) -> Any:  # fmt: skip
+    def _bury(self, worker: _Worker, reason: str, supply: _Supply, retry: bool = True) -> Any:
         """Remove a dead worker; queue its job again (``retry``), or return its failure record."""
         self._remove(worker)
         job, seconds = worker.job, time.monotonic() - worker.started

@@ -77,8 +77,15 @@ class RayExecutor:
     takes_cells = False  # one job per Ray task; batched cells train in the driver
     slots = None  # the cluster's CPUs, known once connected: the ETA measures the pace instead
 
-    def __init__(self, worker: Worker, address: str | None = None, *, jobs: int | None = None,
-                 timeout: float | None = None, retries: int = 1) -> None:  # fmt: skip
+    def __init__(
+        self,
+        worker: Worker,
+        address: str | None = None,
+        *,
+        jobs: int | None = None,
+        timeout: float | None = None,
+        retries: int = 1,
+    ) -> None:
         self.worker, self.address, self.jobs = worker, address, jobs
         self.threads, self.timeout, self.retries = worker.threads, timeout, retries
         self._ray: Any = None

@@ -45,9 +45,13 @@ def environment(job: Job) -> dict[str, object]:
 def failure_record(job: Job, reason: str, details: str, seconds: float) -> RunRecord:
     """A failed job's record: a one-line ``reason`` and the ``details`` (traceback or account)."""
     return RunRecord(
-        key=job.key, job=asdict(job), status="failed", error=reason, traceback=details,
+        key=job.key,
+        job=asdict(job),
+        status="failed",
+        error=reason,
+        traceback=details,
         seconds=seconds,
-    )  # fmt: skip
+    )
 
 
 @dataclass(frozen=True)
@@ -75,8 +79,9 @@ class Cell:
 class Worker:
     """Runs jobs and cells; ``setup`` prepares a fresh process (torch threads, plugins)."""
 
-    def __init__(self, plugins_dir: str | None = None, threads: int = 1,
-                 registry: Registry | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, plugins_dir: str | None = None, threads: int = 1, registry: Registry | None = None
+    ) -> None:
         self.plugins_dir, self.threads, self.registry = plugins_dir, threads, registry
 
     def __getstate__(self) -> dict[str, Any]:
@@ -102,8 +107,10 @@ class Worker:
 
     def _parts(self, job: Job) -> tuple[Any, Any]:
         registry = self.plugins()
-        for kind, name, pool in (("track", job.track, registry.tracks),
-                                 ("mixer", base_of(job.mixer), registry.mixers)):  # fmt: skip
+        for kind, name, pool in (
+            ("track", job.track, registry.tracks),
+            ("mixer", base_of(job.mixer), registry.mixers),
+        ):
             if name not in pool:
                 raise PluginError(
                     f"{kind} {name!r} is not registered in this worker process: register it "
@@ -126,20 +133,26 @@ class Worker:
             details = traceback.format_exc()
             return failure_record(job, one_line(error), details, time.perf_counter() - start)
         return RunRecord(
-            key=job.key, job=asdict(job), status="ok", seconds=time.perf_counter() - start,
-            environment=environment(job), **fields,
-        )  # fmt: skip
+            key=job.key,
+            job=asdict(job),
+            status="ok",
+            seconds=time.perf_counter() - start,
+            environment=environment(job),
+            **fields,
+        )
 
-    def failure(self, job: Job | Cell, reason: str, details: str, seconds: float,
-                timed_out: bool = False) -> RunRecord | list[RunRecord]:  # fmt: skip
+    def failure(
+        self, job: Job | Cell, reason: str, details: str, seconds: float, timed_out: bool = False
+    ) -> RunRecord | list[RunRecord]:
         """The failure record of a job whose process died or overran (the pool's question); a
         cell's, one per seed."""
         if isinstance(job, Cell):
             return [failure_record(one, reason, details, seconds / job.size) for one in job.jobs]
         return failure_record(job, reason, details, seconds)
 
-    def retried(self, record: RunRecord | list[RunRecord], reason: str
-                ) -> RunRecord | list[RunRecord]:  # fmt: skip
+    def retried(
+        self, record: RunRecord | list[RunRecord], reason: str
+    ) -> RunRecord | list[RunRecord]:
         """``record`` (a cell's: each) of a job that ran again after its first process died,
         saying why."""
         for one in record if isinstance(record, list) else [record]:

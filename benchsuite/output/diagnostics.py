@@ -47,8 +47,11 @@ def curves_note(entry: TrackResult) -> str:
     flagged = [name for name, curve in found.items() if curve.undertrained]
     if flagged:
         parts.append(f"undertrained (dashed): {', '.join(flagged)}")
-    left = [f"{name} {c.left_out} of {c.left_out + len(c.seeds)}"
-            for name, c in found.items() if c.left_out]  # fmt: skip
+    left = [
+        f"{name} {c.left_out} of {c.left_out + len(c.seeds)}"
+        for name, c in found.items()
+        if c.left_out
+    ]
     if left:
         parts.append(f"seeds left out for a non-finite loss (diverged): {', '.join(left)}")
     missing = [name for name in entry.mixers if name not in found]
@@ -57,8 +60,9 @@ def curves_note(entry: TrackResult) -> str:
     return "; ".join(parts)
 
 
-def curves_figure(track: str, entry: TrackResult, styles: dict[str, Style],
-                  tail: float = 0.2) -> Figure | None:  # fmt: skip
+def curves_figure(
+    track: str, entry: TrackResult, styles: dict[str, Style], tail: float = 0.2
+) -> Figure | None:
     """Per mixer, the median training-loss curve of the chosen configs over the seeds, with the
     25-75% band (log scale when the losses span more than a decade); dashed when the cell is
     undertrained; the shaded end is where the rule looks."""
@@ -81,9 +85,17 @@ def curves_figure(track: str, entry: TrackResult, styles: dict[str, Style],
         lowest, highest = min(lowest, float(np.nanmin(low))), max(highest, float(np.nanmax(high)))
         ax.fill_between(x, low, high, color=style.colour, alpha=0.15, lw=0)
         flagged = bool(curve.undertrained)
-        ax.plot(x, median, color=style.colour, marker=style.marker, markevery=max(1, n // 8),
-                ms=4, lw=1.3, ls="--" if flagged else "-",
-                label=name + (" (undertrained)" if flagged else ""))  # fmt: skip
+        ax.plot(
+            x,
+            median,
+            color=style.colour,
+            marker=style.marker,
+            markevery=max(1, n // 8),
+            ms=4,
+            lw=1.3,
+            ls="--" if flagged else "-",
+            label=name + (" (undertrained)" if flagged else ""),
+        )
     ax.axvspan((1 - tail) * steps, steps, color="0.9", zorder=0, lw=0)
     if lowest > 0 and highest > 10 * lowest:  # log scale for a fall over more than a decade
         ax.set_yscale("log")
@@ -91,8 +103,10 @@ def curves_figure(track: str, entry: TrackResult, styles: dict[str, Style],
     ax.set_xlim(0, steps)
     ax.set_xlabel(f"training step (shaded: the last {tail:.0%}, where the undertrained rule looks)")
     ax.set_ylabel("training loss (median; band 25–75% of seeds)")
-    ax.set_title(titled(fig, f"{track}: learning curves of the chosen configs", curves_note(entry)),
-                 fontsize=9)  # fmt: skip
+    ax.set_title(
+        titled(fig, f"{track}: learning curves of the chosen configs", curves_note(entry)),
+        fontsize=9,
+    )
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     return fig
@@ -111,8 +125,16 @@ def margin_band(comparison: Comparison) -> tuple[float, float] | None:
 
 def _marker(ax: Axes, x: float, y: float, name: str | None, size: float = 60) -> None:
     look = verdict(name)
-    ax.scatter([x], [y], marker=look.marker, s=size, zorder=4, edgecolor=EDGE, linewidth=1,
-               facecolor="white" if look.hollow else look.colour)  # fmt: skip
+    ax.scatter(
+        [x],
+        [y],
+        marker=look.marker,
+        s=size,
+        zorder=4,
+        edgecolor=EDGE,
+        linewidth=1,
+        facecolor="white" if look.hollow else look.colour,
+    )
 
 
 def forest_figure(track: str, entry: TrackResult) -> Figure | None:
@@ -147,19 +169,29 @@ def forest_figure(track: str, entry: TrackResult) -> Figure | None:
     ax.set_xlabel(f"improvement over {entry.baseline} ({scale}; > 0 is better) with 95% CI")
     used = dict.fromkeys(c.verdict for _, c in rows)
     handles = [
-        Line2D([], [], ls="", marker=verdict(v).marker, markersize=7, markeredgecolor=EDGE,
-               markerfacecolor="white" if verdict(v).hollow else verdict(v).colour,
-               label=f"{verdict(v).symbol} {v}")
+        Line2D(
+            [],
+            [],
+            ls="",
+            marker=verdict(v).marker,
+            markersize=7,
+            markeredgecolor=EDGE,
+            markerfacecolor="white" if verdict(v).hollow else verdict(v).colour,
+            label=f"{verdict(v).symbol} {v}",
+        )
         for v in used
-    ]  # fmt: skip
+    ]
     if band:
         from matplotlib.patches import Patch
 
-        handles.append(Patch(color="0.88", label=f"±margin ({numbers.pct(band[0])}, "
-                                                 f"{numbers.pct(band[1])})"))  # fmt: skip
+        handles.append(
+            Patch(color="0.88", label=f"±margin ({numbers.pct(band[0])}, {numbers.pct(band[1])})")
+        )
     fig.legend(handles=handles, fontsize=7, loc="outside lower center", ncols=3)
-    ax.set_title(titled(fig, f"{track}: every comparison with its 95% CI",
-                        "(Holm-adjusted verdicts)"), fontsize=9)  # fmt: skip
+    ax.set_title(
+        titled(fig, f"{track}: every comparison with its 95% CI", "(Holm-adjusted verdicts)"),
+        fontsize=9,
+    )
     ax.grid(axis="x", alpha=0.3)
     return fig
 
@@ -197,8 +229,14 @@ def _cost_ticks(ax: Axes, cost: str, relative: bool) -> None:
     ax.tick_params(axis="x", labelsize=7)
 
 
-def cost_figure(title: str, tradeoff: Tradeoff | None, costs: list[str], styles: dict[str, Style],
-                ylabel: str, relative: bool = False) -> Figure | None:  # fmt: skip
+def cost_figure(
+    title: str,
+    tradeoff: Tradeoff | None,
+    costs: list[str],
+    styles: dict[str, Style],
+    ylabel: str,
+    relative: bool = False,
+) -> Figure | None:
     """One panel per cost: each mixer's score (with its CI) against that cost, log x; the
     Pareto front ringed and joined by a dashed line."""
     points = tradeoff.points if tradeoff else {}
@@ -216,14 +254,29 @@ def cost_figure(title: str, tradeoff: Tradeoff | None, costs: list[str], styles:
             lo, hi = (finite(v) for v in (point.ci95 or (None, None)))
             if lo is not None and hi is not None:
                 ax.vlines(x, lo, hi, color=style.colour, lw=1.2, alpha=0.8)
-            ax.scatter([x], [y], color=style.colour, marker=style.marker, s=36, zorder=3,
-                       edgecolor=EDGE, linewidth=0.5, label=name)  # fmt: skip
+            ax.scatter(
+                [x],
+                [y],
+                color=style.colour,
+                marker=style.marker,
+                s=36,
+                zorder=3,
+                edgecolor=EDGE,
+                linewidth=0.5,
+                label=name,
+            )
             if name in front:
                 ax.scatter([x], [y], s=160, facecolor="none", edgecolor="black", lw=1, zorder=4)
         line = [(points[n].cost(cost), points[n].score) for n in front]
         if len(line) > 1:
-            ax.plot(*zip(*line, strict=True), ls="--", color="0.35", lw=1, zorder=1,
-                    drawstyle="steps-post")  # fmt: skip
+            ax.plot(
+                *zip(*line, strict=True),
+                ls="--",
+                color="0.35",
+                lw=1,
+                zorder=1,
+                drawstyle="steps-post",
+            )
         ax.axhline(0, color="0.5", lw=0.8)
         if relative:
             ax.axvline(1, color="0.5", lw=0.8, ls=":")

@@ -38,10 +38,16 @@ def environment() -> Any:
     filters are the tables' (:mod:`.numbers`). jinja2 is imported on first use."""
     from jinja2 import Environment, PackageLoader, StrictUndefined
 
-    env = Environment(loader=PackageLoader("benchsuite.output", "templates"), autoescape=True,
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)  # fmt: skip
-    env.filters.update(num=num, pct=pct, config=numbers.config, slug=slug, data_uri=data_uri,
-                       css_px=css_pixels)  # fmt: skip
+    env = Environment(
+        loader=PackageLoader("benchsuite.output", "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        num=num, pct=pct, config=numbers.config, slug=slug, data_uri=data_uri, css_px=css_pixels
+    )
     env.globals.update(captions=captions, verdict_look=verdict)
     return env
 
@@ -60,10 +66,13 @@ def scale_text(entry: TrackResult) -> str:
 def family_text(report: Analysis) -> str:
     """The Holm family and alpha the verdicts use, as report.json records them."""
     design = report.design
-    partial = (f" (partial: {design.finished} of {design.comparisons} finished)"
-               if design.partial else "")  # fmt: skip
-    return (f"Holm over {design.comparisons} comparisons{partial}; MDE and first Holm step at "
-            f"α = {num(design.verdict_alpha, 2)}")  # fmt: skip
+    partial = (
+        f" (partial: {design.finished} of {design.comparisons} finished)" if design.partial else ""
+    )
+    return (
+        f"Holm over {design.comparisons} comparisons{partial}; MDE and first Holm step at "
+        f"α = {num(design.verdict_alpha, 2)}"
+    )
 
 
 def first_alpha(entry: TrackResult) -> float | None:
@@ -74,8 +83,9 @@ def first_alpha(entry: TrackResult) -> float | None:
 
 def mde_text(entry: TrackResult) -> str:
     """The median MDE of a track's comparisons, with its range."""
-    values = [v for c in entry.comparisons.values()
-              if (v := finite(c.comparison.mde_rel_pct)) is not None]  # fmt: skip
+    values = [
+        v for c in entry.comparisons.values() if (v := finite(c.comparison.mde_rel_pct)) is not None
+    ]
     first = next(iter(entry.comparisons.values()), None)
     if first is not None and first.comparison.detectable is False:
         return "none (the seeds cannot reach α)"
@@ -83,8 +93,10 @@ def mde_text(entry: TrackResult) -> str:
         return "–"
     if len(values) == 1:
         return pct(values[0], signed=False)
-    return (f"{pct(statistics.median(values), signed=False)} (range "
-            f"{pct(min(values), signed=False)}–{pct(max(values), signed=False)})")  # fmt: skip
+    return (
+        f"{pct(statistics.median(values), signed=False)} (range "
+        f"{pct(min(values), signed=False)}–{pct(max(values), signed=False)})"
+    )
 
 
 def _facts(report: Analysis) -> list[tuple[str, Any]]:
@@ -95,11 +107,13 @@ def _facts(report: Analysis) -> list[tuple[str, Any]]:
         ("python", env.python),
         ("git revision", env.git_revision),
         ("platform", env.platform),
-        ("device", f"{env.device or '–'} ({env.cpus or '–'} CPUs, "
-                   f"{env.threads_per_job or '–'} threads per job)"),
+        (
+            "device",
+            f"{env.device or '–'} ({env.cpus or '–'} CPUs, "
+            f"{env.threads_per_job or '–'} threads per job)",
+        ),
         ("preset", settings.preset),
-        ("budget overrides", ", ".join(f"{k}={v}" for k, v in settings.budget.items())
-         or "none"),
+        ("budget overrides", ", ".join(f"{k}={v}" for k, v in settings.budget.items()) or "none"),
         ("baseline", report.baseline),
         ("mixers", ", ".join(settings.mixers)),
         ("tracks", ", ".join(settings.tracks)),
@@ -108,7 +122,7 @@ def _facts(report: Analysis) -> list[tuple[str, Any]]:
         ("equivalence margin", pct(100 * (finite(settings.margin) or 0), signed=False)),
         ("family size (Holm)", report.design.comparisons),
         ("min seeds for Holm significance", report.design.min_seeds_for_significance),
-    ]  # fmt: skip
+    ]
     return [(k, "–" if v is None or v == "" else str(v)) for k, v in rows]
 
 
@@ -116,26 +130,44 @@ def _datasets(report: Analysis) -> list[tuple[str, ...]]:
     rows = []
     for track, entry in report.tracks.items():
         size = report.scale.tracks[track]
-        budget = (("steps", size.steps), ("batch_size", size.batch_size), ("dim", size.dim),
-                  ("depth", size.depth))  # fmt: skip
-        rows.append((
-            track, entry.dataset, "yes" if entry.verified else "no",
-            f"{entry.metric} ({entry.direction})", str(entry.tokens),
-            ", ".join(f"{k} {v}" for k, v in budget if v is not None),
-            str(len(entry.grid)), mde_text(entry), entry.budget_signature,
-        ))  # fmt: skip
+        budget = (
+            ("steps", size.steps),
+            ("batch_size", size.batch_size),
+            ("dim", size.dim),
+            ("depth", size.depth),
+        )
+        rows.append(
+            (
+                track,
+                entry.dataset,
+                "yes" if entry.verified else "no",
+                f"{entry.metric} ({entry.direction})",
+                str(entry.tokens),
+                ", ".join(f"{k} {v}" for k, v in budget if v is not None),
+                str(len(entry.grid)),
+                mde_text(entry),
+                entry.budget_signature,
+            )
+        )
     return rows
 
 
 def _headline_rows(lines: list[Line]) -> list[tuple[str, ...]]:
     return [
-        (line.mixer, tracks_text(line.better), tracks_text(line.worse),
-         tracks_text(line.equivalent), tracks_text(line.inconclusive),
-         f"{num(line.suite_effect, 3)} [{num(line.suite_ci95[0], 3)}, "
-         f"{num(line.suite_ci95[1], 3)}]", line.suite_verdict or "–",
-         ratio(line.params_ratio), ratio(line.time_ratio))
+        (
+            line.mixer,
+            tracks_text(line.better),
+            tracks_text(line.worse),
+            tracks_text(line.equivalent),
+            tracks_text(line.inconclusive),
+            f"{num(line.suite_effect, 3)} [{num(line.suite_ci95[0], 3)}, "
+            f"{num(line.suite_ci95[1], 3)}]",
+            line.suite_verdict or "–",
+            ratio(line.params_ratio),
+            ratio(line.time_ratio),
+        )
         for line in lines
-    ]  # fmt: skip
+    ]
 
 
 def _across_rows(report: Analysis) -> list[tuple[str, ...]]:
@@ -154,19 +186,23 @@ def _across_rows(report: Analysis) -> list[tuple[str, ...]]:
                 row.tracks_inconclusive,
             )
         )
-        rows.append((
-            mixer, str(row.n_tracks),
-            f"{num(row.suite_effect, 3)} [{num(row.suite_effect_ci95[0], 3)}, "
-            f"{num(row.suite_effect_ci95[1], 3)}]",
-            f"{num(row.suite_test.p_value, 3)} ({num(row.suite_test.p_holm, 3)})",
-            row.shown_verdict(),
-            f"{num(row.iqm, 3)} [{num(row.iqm_ci95[0], 3)}, {num(row.iqm_ci95[1], 3)}]",
-            f"{num(row.iqm_diff, 3)} [{num(row.iqm_diff_ci95[0], 3)}, "
-            f"{num(row.iqm_diff_ci95[1], 3)}]",
-            f"{num(row.prob_improvement, 2)} [{num(row.prob_improvement_ci95[0], 2)}, "
-            f"{num(row.prob_improvement_ci95[1], 2)}]",
-            counts, num(across.ranks.average_rank.get(mixer), 3),
-        ))  # fmt: skip
+        rows.append(
+            (
+                mixer,
+                str(row.n_tracks),
+                f"{num(row.suite_effect, 3)} [{num(row.suite_effect_ci95[0], 3)}, "
+                f"{num(row.suite_effect_ci95[1], 3)}]",
+                f"{num(row.suite_test.p_value, 3)} ({num(row.suite_test.p_holm, 3)})",
+                row.shown_verdict(),
+                f"{num(row.iqm, 3)} [{num(row.iqm_ci95[0], 3)}, {num(row.iqm_ci95[1], 3)}]",
+                f"{num(row.iqm_diff, 3)} [{num(row.iqm_diff_ci95[0], 3)}, "
+                f"{num(row.iqm_diff_ci95[1], 3)}]",
+                f"{num(row.prob_improvement, 2)} [{num(row.prob_improvement_ci95[0], 2)}, "
+                f"{num(row.prob_improvement_ci95[1], 2)}]",
+                counts,
+                num(across.ranks.average_rank.get(mixer), 3),
+            )
+        )
     return rows
 
 
@@ -175,37 +211,52 @@ def _costs(report: Analysis) -> tuple[list[str], list[tuple[str, ...]]]:
     for entry in report.tracks.values():
         for arm in entry.mixers.values():
             keys += [k for k in arm.costs if k not in keys]
-    rows = [(track, mixer, *(numbers.cost(k, arm.costs.get(k)) for k in keys))
-            for track, entry in report.tracks.items()
-            for mixer, arm in entry.mixers.items()]  # fmt: skip
+    rows = [
+        (track, mixer, *(numbers.cost(k, arm.costs.get(k)) for k in keys))
+        for track, entry in report.tracks.items()
+        for mixer, arm in entry.mixers.items()
+    ]
     return keys, rows
 
 
 def _problems(report: Analysis) -> list[tuple[str, ...]]:
     rows = [(s.track, s.mixer, "skipped", "", s.reason, "") for s in report.skipped]
-    rows += [(f.track, f.mixer, "failed", str(f.seed), f.reason or "", f.traceback or "")
-             for f in report.failures]  # fmt: skip
-    rows += [(u.track, u.mixer, "undertrained", "", u.reason, "")
-             for u in report.learning_curves.undertrained]  # fmt: skip
+    rows += [
+        (f.track, f.mixer, "failed", str(f.seed), f.reason or "", f.traceback or "")
+        for f in report.failures
+    ]
+    rows += [
+        (u.track, u.mixer, "undertrained", "", u.reason, "")
+        for u in report.learning_curves.undertrained
+    ]
     return rows
 
 
 def flag_rows(entry: TrackResult) -> list[tuple[str, str, str]]:
     """Every raised flag of a track's comparisons, with its one-line reason."""
-    return [(mixer, flag, cell.flag_reasons.get(flag, ""))
-            for mixer, cell in entry.comparisons.items()
-            for flag in cell.comparison.flags]  # fmt: skip
+    return [
+        (mixer, flag, cell.flag_reasons.get(flag, ""))
+        for mixer, cell in entry.comparisons.items()
+        for flag in cell.comparison.flags
+    ]
 
 
 def signature_rows(entry: TrackResult) -> list[tuple[str, ...]]:
     """Predicted vs observed probe values of each mixer's signature, and the baseline's."""
     return [
-        (mixer, probe, num(predicted, 6), num(sig.observed.get(probe), 6),
-         num(sig.baseline_observed.get(probe), 6), num(sig.tolerance, 3),
-         "yes" if sig.confirmed else "no")
-        for mixer, cell in entry.comparisons.items() if (sig := cell.signature)
+        (
+            mixer,
+            probe,
+            num(predicted, 6),
+            num(sig.observed.get(probe), 6),
+            num(sig.baseline_observed.get(probe), 6),
+            num(sig.tolerance, 3),
+            "yes" if sig.confirmed else "no",
+        )
+        for mixer, cell in entry.comparisons.items()
+        if (sig := cell.signature)
         for probe, predicted in sig.predicted.items()
-    ]  # fmt: skip
+    ]
 
 
 def swept_mixers(entry: TrackResult) -> list[str]:
@@ -219,20 +270,41 @@ def render_html(report: Analysis, plots: Sequence[Plot], scaling_page: str | Non
     lines = headline(report)
     cost_keys, cost_rows = _costs(report)
     axes = Markup(axes_section(report))  # escaped where it is built (track_tables.py)
-    nav = [("headline", "Headline"), ("matrix", "Verdict matrix"), ("summary", "Summary"),
-           *[(f"track-{slug(t)}", f"Track {t}") for t in report.tracks],
-           *([("axes", "Track variants side by side")] if axes else []),
-           ("across", "Across tracks"), ("costs", "Cost per mixer"),
-           ("problems", "Skipped, failed and undertrained")]  # fmt: skip
-    return render("report.html.j2",
-        report=report, plots={(p.section, p.kind): p for p in plots}, lines=lines,
-        headline_rows=_headline_rows(lines), matrix_tracks=tracks, matrix_mixers=mixers,
-        nav=nav, scaling_page=scaling_page, facts=_facts(report), datasets=_datasets(report),
-        family=family_text(report), scale_text=scale_text, first_alpha=first_alpha,
-        rows_by_effect=rows_by_effect, flag_rows=flag_rows, signature_rows=signature_rows,
-        swept_mixers=swept_mixers, across_rows=_across_rows(report), cost_keys=cost_keys,
-        cost_rows=cost_rows, problems=_problems(report), axes=axes,
-    )  # fmt: skip
+    nav = [
+        ("headline", "Headline"),
+        ("matrix", "Verdict matrix"),
+        ("summary", "Summary"),
+        *[(f"track-{slug(t)}", f"Track {t}") for t in report.tracks],
+        *([("axes", "Track variants side by side")] if axes else []),
+        ("across", "Across tracks"),
+        ("costs", "Cost per mixer"),
+        ("problems", "Skipped, failed and undertrained"),
+    ]
+    return render(
+        "report.html.j2",
+        report=report,
+        plots={(p.section, p.kind): p for p in plots},
+        lines=lines,
+        headline_rows=_headline_rows(lines),
+        matrix_tracks=tracks,
+        matrix_mixers=mixers,
+        nav=nav,
+        scaling_page=scaling_page,
+        facts=_facts(report),
+        datasets=_datasets(report),
+        family=family_text(report),
+        scale_text=scale_text,
+        first_alpha=first_alpha,
+        rows_by_effect=rows_by_effect,
+        flag_rows=flag_rows,
+        signature_rows=signature_rows,
+        swept_mixers=swept_mixers,
+        across_rows=_across_rows(report),
+        cost_keys=cost_keys,
+        cost_rows=cost_rows,
+        problems=_problems(report),
+        axes=axes,
+    )
 
 
 def write_html(report: Analysis, out: Path | str) -> Path:

@@ -23,10 +23,14 @@ def _options(options: tuple[Option, ...]) -> str:
 
 def _option_data(options: tuple[Option, ...]) -> dict[str, dict[str, Any]]:
     return {
-        o.name: {"type": o.type.__name__, "default": o.default, "help": o.help,
-                 "choices": list(o.choices)}
+        o.name: {
+            "type": o.type.__name__,
+            "default": o.default,
+            "help": o.help,
+            "choices": list(o.choices),
+        }
         for o in options
-    }  # fmt: skip
+    }
 
 
 def listing(registry: Registry) -> dict[str, Any]:
@@ -75,24 +79,36 @@ def plugins_data(registry: Registry) -> list[dict[str, Any]]:
         reasons.setdefault(f.name, []).append(f.reason)
     rows = [
         {
-            "name": p.name, "loaded": True, "distribution": p.distribution, "version": p.version,
-            "source": p.origin, "module": p.module, "source_hash": p.source_hash,
+            "name": p.name,
+            "loaded": True,
+            "distribution": p.distribution,
+            "version": p.version,
+            "source": p.origin,
+            "module": p.module,
+            "source_hash": p.source_hash,
             "mixers": sorted(m.name for m in registry.mixers.values() if m.plugin == p.name),
             "tracks": sorted(t.name for t in registry.tracks.values() if t.plugin == p.name),
             "failure": "; ".join(reasons.get(p.name, [])) or None,
         }
         for p in registry.plugins
-    ]  # fmt: skip
+    ]
     loaded = {p.name for p in registry.plugins}
     rows += [
         {
-            "name": f.name, "loaded": False, "distribution": f.distribution, "version": f.version,
-            "source": f.origin, "module": "", "source_hash": "", "mixers": [], "tracks": [],
+            "name": f.name,
+            "loaded": False,
+            "distribution": f.distribution,
+            "version": f.version,
+            "source": f.origin,
+            "module": "",
+            "source_hash": "",
+            "mixers": [],
+            "tracks": [],
             "failure": f.reason,
         }
         for f in registry.failures
         if f.name not in loaded
-    ]  # fmt: skip
+    ]
     return rows
 
 
@@ -112,26 +128,37 @@ def print_listing(registry: Registry, console: Console, status: Console) -> None
         mixers.add_column(column, overflow="fold")
     for m in sorted(registry.mixers.values(), key=lambda m: m.name):
         mixers.add_row(
-            m.name, m.description, _options(m.options), "yes" if m.fixed_tokens else "no",
-            "yes" if m.causal else "no", m.signature.prediction if m.signature else "",
+            m.name,
+            m.description,
+            _options(m.options),
+            "yes" if m.fixed_tokens else "no",
+            "yes" if m.causal else "no",
+            m.signature.prediction if m.signature else "",
             provenance(m),
-        )  # fmt: skip
+        )
     for m in sorted(registry.unavailable.values(), key=lambda m: m.name):
-        mixers.add_row(m.name, f"[dim]unavailable: {escape(m.unavailable)}[/]", "", "", "", "",
-                       provenance(m))  # fmt: skip
+        mixers.add_row(
+            m.name, f"[dim]unavailable: {escape(m.unavailable)}[/]", "", "", "", "", provenance(m)
+        )
     tracks = Table(title="[bold]tracks[/]")
     for column in ("name", "description", "metric", "options", "presets", "from"):
         tracks.add_column(column, overflow="fold")
     for t in sorted(registry.tracks.values(), key=lambda t: t.name):
         tracks.add_row(
-            t.name, t.description, f"{t.metric.name} ({t.metric.direction})", _options(t.options),
-            ", ".join(sorted(t.budgets)), provenance(t),
-        )  # fmt: skip
+            t.name,
+            t.description,
+            f"{t.metric.name} ({t.metric.direction})",
+            _options(t.options),
+            ", ".join(sorted(t.budgets)),
+            provenance(t),
+        )
     console.print(mixers)
     console.print(tracks)
     if registry.failures:
-        status.print(f"[yellow]warning:[/] {len(registry.failures)} plugin(s) failed to load: "
-                     "see `benchsuite plugins`")  # fmt: skip
+        status.print(
+            f"[yellow]warning:[/] {len(registry.failures)} plugin(s) failed to load: "
+            "see `benchsuite plugins`"
+        )
 
 
 def print_plugins(registry: Registry, console: Console) -> None:
@@ -144,8 +171,13 @@ def print_plugins(registry: Registry, console: Console) -> None:
         if row["loaded"]:
             registered = [f"mixer {m}" for m in row["mixers"]]
             registered += [f"track {t}" for t in row["tracks"]]
-            table.add_row(row["name"], f"{row['distribution']} {row['version']}".strip(),
-                          row["source"], ", ".join(registered), row["source_hash"])  # fmt: skip
+            table.add_row(
+                row["name"],
+                f"{row['distribution']} {row['version']}".strip(),
+                row["source"],
+                ", ".join(registered),
+                row["source_hash"],
+            )
     console.print(table)
     if registry.failures:
         failed = Table(title="[bold red]plugin failures[/]")
@@ -178,20 +210,29 @@ def print_costs(rows: list[dict[str, Any]], console: Console) -> None:
             "FFTs); memory: "
             f"{memory}",
         )
-        for column in ("mixer", "params", "vs base", "mixer params", "FLOPs/ex",
-                       "ms/step", "memory"):  # fmt: skip
+        for column in (
+            "mixer",
+            "params",
+            "vs base",
+            "mixer params",
+            "FLOPs/ex",
+            "ms/step",
+            "memory",
+        ):
             table.add_column(column, justify="left" if column == "mixer" else "right")
         for row in cells:
             if row["reason"] is not None:
                 continue
             ratio = f"{row['params_vs_baseline']:.2f}x" if "params_vs_baseline" in row else ""
             table.add_row(
-                escape(row["mixer"]), _count(row["params"]),
+                escape(row["mixer"]),
+                _count(row["params"]),
                 f"[yellow]{ratio}[/]" if row.get("param_mismatch") else ratio,
-                _count(row["mixer_params"]), _count(row["flops_per_example"]),
+                _count(row["mixer_params"]),
+                _count(row["flops_per_example"]),
                 f"{1e3 * row['seconds_per_step']:.2f}",
                 _count(row.get("peak_memory_bytes", row["activation_bytes"]), "B"),
-            )  # fmt: skip
+            )
         if table.row_count:
             console.print(table)
         for row in cells:

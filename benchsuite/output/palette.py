@@ -32,8 +32,10 @@ def mixer_styles(names: list[str]) -> dict[str, Style]:
     """A distinct (colour, marker) per mixer, in the order given: the first (the baseline)
     black circles, the others cycling through the colours and markers together."""
     ordered = list(dict.fromkeys(names))
-    styles = {name: Style(OKABE_ITO[i % len(OKABE_ITO)], MARKERS[i % len(MARKERS)])
-              for i, name in enumerate(ordered[1:])}  # fmt: skip
+    styles = {
+        name: Style(OKABE_ITO[i % len(OKABE_ITO)], MARKERS[i % len(MARKERS)])
+        for i, name in enumerate(ordered[1:])
+    }
     return {ordered[0]: Style(*BASELINE), **styles} if ordered else {}
 
 

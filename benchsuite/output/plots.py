@@ -88,21 +88,29 @@ def seeds_figure(track: str, entry: TrackResult) -> Figure | None:
             styles.append(style)
             segments.append([(x - 0.2, base), (x + 0.2, mix)])
         if segments:  # one artist per kind and mixer: drawing thousands of points stays fast
-            ax.add_collection(LineCollection(segments, colors=colours, linestyles=styles, lw=1,
-                                             alpha=0.8, zorder=2))  # fmt: skip
+            ax.add_collection(
+                LineCollection(
+                    segments, colors=colours, linestyles=styles, lw=1, alpha=0.8, zorder=2
+                )
+            )
             bases, mixes = [s[0][1] for s in segments], [s[1][1] for s in segments]
-            ax.scatter([x - 0.2] * len(bases), bases, facecolor="white", edgecolor="0.35",
-                       zorder=3, s=22)  # fmt: skip
+            ax.scatter(
+                [x - 0.2] * len(bases), bases, facecolor="white", edgecolor="0.35", zorder=3, s=22
+            )
             ax.scatter([x + 0.2] * len(mixes), mixes, color="0.15", zorder=3, s=22)
     ax.set_xticks(range(len(names)), labels=names, rotation=20 if len(names) > 5 else 0)
     ax.set_xlim(-0.6, len(names) - 0.4)
     ax.set_ylabel(_metric_label(entry, "test"))
     note = f"; {omitted} non-finite omitted" if omitted else ""
     ax.set_title(
-        titled(fig, f"{track}: per-seed test metric", f"(hollow: baseline {entry.baseline}, "
-               f"paired by seed; solid blue: mixer better, dashed red: worse{note})"),
+        titled(
+            fig,
+            f"{track}: per-seed test metric",
+            f"(hollow: baseline {entry.baseline}, "
+            f"paired by seed; solid blue: mixer better, dashed red: worse{note})",
+        ),
         fontsize=9,
-    )  # fmt: skip
+    )
     ax.grid(axis="y", alpha=0.3)
     return fig
 
@@ -133,16 +141,24 @@ def sweep_figure(track: str, entry: TrackResult, styles: dict[str, Style]) -> Fi
         if best < len(sweeps[name]):
             mean = finite(sweeps[name][best].mean)
             if mean is not None:
-                ax.scatter([best + offset], [mean], s=140, facecolor="none", edgecolor=colour,
-                           lw=1.5, zorder=4)  # fmt: skip
+                ax.scatter(
+                    [best + offset],
+                    [mean],
+                    s=140,
+                    facecolor="none",
+                    edgecolor=colour,
+                    lw=1.5,
+                    zorder=4,
+                )
     configs = entry.grid or next(
         ([row.cfg for row in rows] for rows in sweeps.values() if len(rows) == grid), []
     )
     ax.set_xticks(range(grid), labels=[numbers.config(c, "\n") for c in configs[:grid]], fontsize=7)
     ax.set_ylabel(_metric_label(entry, "val"))
-    ax.set_title(titled(fig, f"{track}: sweep",
-                        "(mean over the seeds; ring = the config most seeds chose)"),
-                 fontsize=9)  # fmt: skip
+    ax.set_title(
+        titled(fig, f"{track}: sweep", "(mean over the seeds; ring = the config most seeds chose)"),
+        fontsize=9,
+    )
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.grid(axis="y", alpha=0.3)
     return fig
@@ -177,8 +193,15 @@ def heatmap_figure(report: Analysis) -> Figure | None:
             symbol = verdict(name).symbol
             text = numbers.MISSING if value is None else f"{symbol} {numbers.pct(value)}"
             dark = name in ("significant_win", "significant_loss")
-            ax.text(col + 0.5, row + 0.5, text, ha="center", va="center", fontsize=8,
-                    color="white" if dark else "black")  # fmt: skip
+            ax.text(
+                col + 0.5,
+                row + 0.5,
+                text,
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="white" if dark else "black",
+            )
     ax.set_xlim(0, len(tracks))
     ax.set_ylim(len(mixers), 0)
     ax.set_xticks([c + 0.5 for c in range(len(tracks))], labels=tracks)
@@ -187,11 +210,17 @@ def heatmap_figure(report: Analysis) -> Figure | None:
     for side in ax.spines.values():
         side.set_visible(False)
     used = {c.comparison.verdict for t in tracks for c in report.tracks[t].comparisons.values()}
-    handles = [Patch(color=c, label=f"{verdict(v).symbol} {v.replace('_', ' ')}")
-               for v, c in VERDICT_COLOURS.items() if v in used]  # fmt: skip
+    handles = [
+        Patch(color=c, label=f"{verdict(v).symbol} {v.replace('_', ' ')}")
+        for v, c in VERDICT_COLOURS.items()
+        if v in used
+    ]
     ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
-    fig.suptitle(f"improvement over {report.baseline or 'the baseline'} (%, > 0 is better), "
-                 "coloured by verdict", fontsize=9)  # fmt: skip
+    fig.suptitle(
+        f"improvement over {report.baseline or 'the baseline'} (%, > 0 is better), "
+        "coloured by verdict",
+        fontsize=9,
+    )
     return fig
 
 
@@ -206,15 +235,20 @@ def across_note(across: AcrossTracks | None, kind: str) -> str:
         parts.append("tracks left out: " + "; ".join(f"{t} ({why})" for t, why in left.items()))
     if kind == "iqm":
         total = len(across.tracks)
-        fewer = [f"{name} ({len(row.tracks)} of {total})"
-                 for name, row in across.mixers.items() if len(row.tracks) < total]  # fmt: skip
+        fewer = [
+            f"{name} ({len(row.tracks)} of {total})"
+            for name, row in across.mixers.items()
+            if len(row.tracks) < total
+        ]
         if fewer:
             parts.append(f"scored on fewer tracks: {', '.join(fewer)}")
     if kind == "ranks":
         dropped = across.ranks.tracks_dropped
         if dropped:
-            parts.append("not ranked (ranks use only the tracks every mixer ran on): "
-                         + "; ".join(f"{t} ({why})" for t, why in dropped.items()))  # fmt: skip
+            parts.append(
+                "not ranked (ranks use only the tracks every mixer ran on): "
+                + "; ".join(f"{t} ({why})" for t, why in dropped.items())
+            )
     return "; ".join(parts)
 
 
@@ -233,16 +267,27 @@ def iqm_figure(across: AcrossTracks | None, styles: dict[str, Style]) -> Figure 
         style = styles.get(name, Style("0.3", "o"))
         if lo is not None and hi is not None:
             ax.plot([lo, hi], [y, y], color=style.colour, lw=2.5, solid_capstyle="butt")
-        ax.scatter([row.iqm], [y], color=style.colour, marker=style.marker, edgecolor="0.15",
-                   zorder=3, s=30)  # fmt: skip
+        ax.scatter(
+            [row.iqm],
+            [y],
+            color=style.colour,
+            marker=style.marker,
+            edgecolor="0.15",
+            zorder=3,
+            s=30,
+        )
     base = finite(across.baseline_iqm)
     if base is not None:
         ax.axvline(base, color="0.4", ls="--", lw=1, label=f"baseline {across.baseline}")
         ax.legend(fontsize=7, loc="lower right")
     ax.set_yticks(range(len(rows)), labels=[name for name, _ in rows])
     ax.set_xlabel("IQM of normalised score (0 = trivial predictor, 1 = ideal; higher is better)")
-    ax.set_title(titled(fig, "across tracks: IQM with stratified bootstrap 95% CI",
-                         across_note(across, "iqm")), fontsize=9)  # fmt: skip
+    ax.set_title(
+        titled(
+            fig, "across tracks: IQM with stratified bootstrap 95% CI", across_note(across, "iqm")
+        ),
+        fontsize=9,
+    )
     ax.grid(axis="x", alpha=0.3)
     return fig
 
@@ -287,8 +332,14 @@ def rank_figure(across: AcrossTracks | None) -> Figure | None:
         y = top - 0.25 * (i if left else len(ranked) - 1 - i)
         end = 1 - 0.1 if left else k + 0.1
         ax.plot([value, value, end], [0, y, y], color="0.3", lw=0.8)
-        ax.text(end + (-0.05 if left else 0.05), y, f"{name} ({value:.2f})",
-                ha="right" if left else "left", va="center", fontsize=8)  # fmt: skip
+        ax.text(
+            end + (-0.05 if left else 0.05),
+            y,
+            f"{name} ({value:.2f})",
+            ha="right" if left else "left",
+            va="center",
+            fontsize=8,
+        )
     if cd:
         ax.hlines(0.45, 1, 1 + cd, color="black", lw=1.5)
         ax.text(1 + cd / 2, 0.5, f"CD = {cd:.2f}", ha="center", va="bottom", fontsize=8)
@@ -315,36 +366,90 @@ def make_plots(report: Analysis) -> list[Plot]:
         name, tradeoff = slug(track), tradeoffs.tracks.get(track)
         baseline = entry.baseline
         drawn += [
-            (f"{name}-forest", track, "forest", f"{track}: comparisons with their CIs",
-             forest_figure(track, entry), ""),
-            (f"{name}-seeds", track, "seeds", f"{track}: per-seed test metric",
-             seeds_figure(track, entry), ""),
-            (f"{name}-curves", track, "curves", f"{track}: learning curves",
-             curves_figure(track, entry, styles, tail), curves_note(entry)),
-            (f"{name}-cost", track, "cost", f"{track}: quality against cost",
-             cost_figure(f"{track}: improvement against cost", tradeoff, costs, styles,
-                         f"improvement over {baseline} (%), 95% CI"),
-             cost_note(tradeoff, costs)),
-            (f"{name}-sweep", track, "sweep", f"{track}: sweep",
-             sweep_figure(track, entry, styles), ""),
-        ]  # fmt: skip
+            (
+                f"{name}-forest",
+                track,
+                "forest",
+                f"{track}: comparisons with their CIs",
+                forest_figure(track, entry),
+                "",
+            ),
+            (
+                f"{name}-seeds",
+                track,
+                "seeds",
+                f"{track}: per-seed test metric",
+                seeds_figure(track, entry),
+                "",
+            ),
+            (
+                f"{name}-curves",
+                track,
+                "curves",
+                f"{track}: learning curves",
+                curves_figure(track, entry, styles, tail),
+                curves_note(entry),
+            ),
+            (
+                f"{name}-cost",
+                track,
+                "cost",
+                f"{track}: quality against cost",
+                cost_figure(
+                    f"{track}: improvement against cost",
+                    tradeoff,
+                    costs,
+                    styles,
+                    f"improvement over {baseline} (%), 95% CI",
+                ),
+                cost_note(tradeoff, costs),
+            ),
+            (
+                f"{name}-sweep",
+                track,
+                "sweep",
+                f"{track}: sweep",
+                sweep_figure(track, entry, styles),
+                "",
+            ),
+        ]
     across = report.across_tracks
     overall = tradeoffs.across if across else None
     baseline = report.baseline or "the baseline"
     drawn += [
-        ("across-heatmap", "across", "heatmap", "improvement by track", heatmap_figure(report),
-         ""),
-        ("across-iqm", "across", "iqm", "IQM across tracks", iqm_figure(across, styles),
-         across_note(across, "iqm")),
-        ("across-ranks", "across", "ranks", "average ranks", rank_figure(across),
-         across_note(across, "ranks")),
-        ("across-cost", "across", "cost", "quality against cost across tracks",
-         cost_figure("across tracks: suite effect against relative cost", overall,
-                     costs, styles, f"suite effect vs {baseline} (score difference), 95% CI",
-                     relative=True),
-         "; ".join(filter(None, [across_note(across, "iqm"),
-                                 cost_note(overall, costs)]))),
-    ]  # fmt: skip
+        ("across-heatmap", "across", "heatmap", "improvement by track", heatmap_figure(report), ""),
+        (
+            "across-iqm",
+            "across",
+            "iqm",
+            "IQM across tracks",
+            iqm_figure(across, styles),
+            across_note(across, "iqm"),
+        ),
+        (
+            "across-ranks",
+            "across",
+            "ranks",
+            "average ranks",
+            rank_figure(across),
+            across_note(across, "ranks"),
+        ),
+        (
+            "across-cost",
+            "across",
+            "cost",
+            "quality against cost across tracks",
+            cost_figure(
+                "across tracks: suite effect against relative cost",
+                overall,
+                costs,
+                styles,
+                f"suite effect vs {baseline} (score difference), 95% CI",
+                relative=True,
+            ),
+            "; ".join(filter(None, [across_note(across, "iqm"), cost_note(overall, costs)])),
+        ),
+    ]
     return [
         render(name, section, kind, title, fig, note)
         for name, section, kind, title, fig, note in drawn

@@ -35,10 +35,11 @@ def print_design(design: dict, console: Console) -> None:
     (``design``: :func:`benchsuite.plan.design.design_check`'s plain dict, not a report)."""
     m = design["comparisons"]
     why = (
-        "as given" if design["seeds_given"]
+        "as given"
+        if design["seeds_given"]
         else f"the fewest with which a comparison with one discordant seed passes Holm over {m} "
         "comparisons, and at least 12"
-    )  # fmt: skip
+    )
     console.print(
         f"design: {design['seeds']} paired seeds ({why}), {m} comparisons (Holm needs at least "
         f"{design['min_seeds_for_significance']} seeds; verdicts at alpha "
@@ -55,7 +56,7 @@ def print_design(design: dict, console: Console) -> None:
             if plan["planned_mde_rel_pct"] is not None
             else f"nothing detectable: the smallest sign-flip p of {design['seeds']} seeds is "
             "not below that alpha"
-        )  # fmt: skip
+        )
         console.print(
             f"  {escape(track)}: {mde} (sd of paired differences "
             f"{pct(100 * plan['planning_sd_rel'], signed=False)}, {plan['source']})"
@@ -123,8 +124,9 @@ class Phase:
 
 
 @contextmanager
-def progress_events(console: Console, status: Console, *, config: str = "",
-                    verbose: bool = False) -> Iterator[Events]:  # fmt: skip
+def progress_events(
+    console: Console, status: Console, *, config: str = "", verbose: bool = False
+) -> Iterator[Events]:
     """Events that print the design (and ``config``, the file the settings came from) on
     ``console``, and on ``status`` the warnings and the progress: on a terminal, jobs done / total
     with elapsed time and ETA, one bar per phase; elsewhere (a file, a CI log) one plain line
@@ -132,10 +134,16 @@ def progress_events(console: Console, status: Console, *, config: str = "",
     failed) instead."""
     plain = not verbose and not status.is_terminal
     bar = RichProgress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[note]}"), TimeElapsedColumn(), TextColumn("{task.fields[eta]}"),
-        console=status, transient=False, disable=verbose or plain,
-    )  # fmt: skip
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[note]}"),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[eta]}"),
+        console=status,
+        transient=False,
+        disable=verbose or plain,
+    )
     tasks: dict[str, int] = {}
     current: dict[str, Phase] = {}
     printed = {"at": 0.0}

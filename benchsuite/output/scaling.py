@@ -149,8 +149,10 @@ def scaling_tables(result: dict[str, Any]) -> list[Table]:
 
     tables = []
     for key in QUANTITIES:
-        table = Table(title=f"[bold]{_label(result, key)}[/] against sequence length",
-                      caption=_caption(result))  # fmt: skip
+        table = Table(
+            title=f"[bold]{_label(result, key)}[/] against sequence length",
+            caption=_caption(result),
+        )
         table.add_column("mixer")
         for tokens in _lengths(result):
             table.add_column(str(tokens), justify="right")
@@ -158,8 +160,9 @@ def scaling_tables(result: dict[str, Any]) -> list[Table]:
         for name, cells, slope in relative_rows(result, key):
             shown = [f"[red]{c}[/]" if c in ("over budget", "failed") else c for c in cells]
             label = escape_markup(name)
-            table.add_row(f"[bold]{label}[/]" if name == result["baseline"] else label, *shown,
-                          slope)  # fmt: skip
+            table.add_row(
+                f"[bold]{label}[/]" if name == result["baseline"] else label, *shown, slope
+            )
         tables.append(table)
     return tables
 
@@ -197,25 +200,38 @@ def scaling_plots(result: dict[str, Any]) -> list[Plot]:
         fig, (ax,) = new_figure(6.0, 4.0)
         first = None
         for name, entry in result["mixers"].items():
-            done = [(p["tokens"], p[key]) for p in entry["points"]
-                    if p["status"] == "ok" and (finite(p.get(key)) or 0) > 0]  # fmt: skip
+            done = [
+                (p["tokens"], p[key])
+                for p in entry["points"]
+                if p["status"] == "ok" and (finite(p.get(key)) or 0) > 0
+            ]
             if not done:
                 continue
             first = first or done[0]
             slope = finite(entry["exponents"].get(key))
             extras = [] if slope is None else [f"exponent {slope:.2f}"]
-            extras += [f"over budget at {p['tokens']}" for p in entry["points"]
-                       if p["status"] == "over budget"]  # fmt: skip
+            extras += [
+                f"over budget at {p['tokens']}"
+                for p in entry["points"]
+                if p["status"] == "over budget"
+            ]
             label = f"{name} ({'; '.join(extras)})" if extras else name
             style = styles[name]
-            ax.plot(*zip(*done, strict=True), color=style.colour, marker=style.marker, ms=4,
-                    label=label)  # fmt: skip
+            ax.plot(
+                *zip(*done, strict=True), color=style.colour, marker=style.marker, ms=4, label=label
+            )
         if first is None:
             continue
         for power, style in ((1, "--"), (2, ":")):
             guide = [first[1] * (t / first[0]) ** power for t in lengths if t >= first[0]]
-            ax.plot([t for t in lengths if t >= first[0]], guide, style, color="0.6", lw=1,
-                    label=f"slope {power} (∝ tokens{'²' if power == 2 else ''})")  # fmt: skip
+            ax.plot(
+                [t for t in lengths if t >= first[0]],
+                guide,
+                style,
+                color="0.6",
+                lw=1,
+                label=f"slope {power} (∝ tokens{'²' if power == 2 else ''})",
+            )
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xticks(lengths, [str(t) for t in lengths], fontsize=7)
@@ -224,25 +240,40 @@ def scaling_plots(result: dict[str, Any]) -> list[Plot]:
         ax.set_ylabel(f"{label} ({quantity.unit})")
         ax.set_title(f"{label} against sequence length (log-log)", fontsize=10)
         ax.legend(fontsize=7)
-        plots.append(render_plot(f"scaling-{quantity.stem}", "scaling", quantity.stem,
-                            f"scaling: {label}", fig))  # fmt: skip
+        plots.append(
+            render_plot(
+                f"scaling-{quantity.stem}", "scaling", quantity.stem, f"scaling: {label}", fig
+            )
+        )
     return plots
 
 
-def write_scaling_page(result: dict[str, Any], out_dir: Path | str,
-                       plots: Sequence[Plot] | None = None) -> Path:  # fmt: skip
+def write_scaling_page(
+    result: dict[str, Any], out_dir: Path | str, plots: Sequence[Plot] | None = None
+) -> Path:
     """Write ``OUT/scaling.html``, "Cost against sequence length", from a scaling record
     (``plots``: the figures when already drawn by :func:`scaling_plots`); the run's
     report.html links it. Returns the page."""
     by_stem = {p.kind: p for p in (scaling_plots(result) if plots is None else plots)}
     quantities = [
-        {"label": _label(result, key), "rows": relative_rows(result, key),
-         "plot": by_stem.get(quantity.stem)}
+        {
+            "label": _label(result, key),
+            "rows": relative_rows(result, key),
+            "plot": by_stem.get(quantity.stem),
+        }
         for key, quantity in QUANTITIES.items()
-    ]  # fmt: skip
+    ]
     path = Path(out_dir) / PAGE
-    path.write_text(render("scaling.html.j2", date=str(result["environment"]["date"]),
-                           setup=setup_line(result), caption=_caption(result),
-                           lengths=[str(t) for t in _lengths(result)], quantities=quantities,
-                           missing=notes(result)), encoding="utf-8")  # fmt: skip
+    path.write_text(
+        render(
+            "scaling.html.j2",
+            date=str(result["environment"]["date"]),
+            setup=setup_line(result),
+            caption=_caption(result),
+            lengths=[str(t) for t in _lengths(result)],
+            quantities=quantities,
+            missing=notes(result),
+        ),
+        encoding="utf-8",
+    )
     return path

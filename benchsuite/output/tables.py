@@ -73,9 +73,15 @@ def headline(report: Analysis) -> list[Line]:
         for mixer, cell in entry.comparisons.items():
             line = lines.setdefault(mixer, Line(mixer))
             verdict = cell.comparison.verdict
-            group = (line.better if verdict in BETTER else line.worse if verdict in WORSE
-                     else line.equivalent if verdict == "equivalent_within_margin"
-                     else line.inconclusive)  # fmt: skip
+            group = (
+                line.better
+                if verdict in BETTER
+                else line.worse
+                if verdict in WORSE
+                else line.equivalent
+                if verdict == "equivalent_within_margin"
+                else line.inconclusive
+            )
             learnt_nothing = "no_better_than_trivial" in cell.comparison.flags
             group.append(f"{track} (learnt nothing)" if learnt_nothing else track)
     across = report.across_tracks
@@ -97,8 +103,12 @@ def tracks_text(tracks: list[str]) -> str:
     return ", ".join(tracks) if tracks else "none"
 
 
-SUITE_STYLE = {"better": "bold blue", "worse": "bold red", "mixed": "magenta",
-               "inconclusive": "yellow"}  # fmt: skip
+SUITE_STYLE = {
+    "better": "bold blue",
+    "worse": "bold red",
+    "mixed": "magenta",
+    "inconclusive": "yellow",
+}
 PROBLEMS = "[bold red]skipped, failed and undertrained[/]"
 
 
@@ -127,14 +137,21 @@ def across_table(report: Analysis) -> Table | None:
         "[bold]across tracks[/] (score: fraction of the gap from the trivial predictor to the "
         "ideal value closed)",
         _across_caption(across, report),
-        ["mixer", "suite effect [95% CI]", *map(escape, across.tracks), "p of the effect (Holm)",
-         "verdict", "robust"],
-    )  # fmt: skip
+        [
+            "mixer",
+            "suite effect [95% CI]",
+            *map(escape, across.tracks),
+            "p of the effect (Holm)",
+            "verdict",
+            "robust",
+        ],
+    )
     for mixer in by_suite_effect(across):
         row = across.mixers[mixer]
         name, effect, *rest = _across_row(mixer, row)
-        table.add_row(name, effect, *[num(row.per_track_effect.get(t), 2) for t in across.tracks],
-                      *rest)  # fmt: skip
+        table.add_row(
+            name, effect, *[num(row.per_track_effect.get(t), 2) for t in across.tracks], *rest
+        )
     return table
 
 
@@ -164,10 +181,13 @@ def across_tables_narrow(report: Analysis, width: int) -> list[Table]:
     """The suite figures, then the per-track effects in as many tables as the width needs."""
     across = report.across_tracks
     assert across is not None
-    suite = new_table("[bold]across tracks[/] (score: fraction of the gap from the trivial "
-                      "predictor to the ideal value closed)", _across_caption(across, report),
-                      ["mixer", "suite effect [95% CI]", "p of the effect (Holm)", "verdict",
-                       "robust"], narrow=True)  # fmt: skip
+    suite = new_table(
+        "[bold]across tracks[/] (score: fraction of the gap from the trivial "
+        "predictor to the ideal value closed)",
+        _across_caption(across, report),
+        ["mixer", "suite effect [95% CI]", "p of the effect (Holm)", "verdict", "robust"],
+        narrow=True,
+    )
     for mixer in by_suite_effect(across):
         suite.add_row(*_across_row(mixer, across.mixers[mixer]))
     tables, pending = [suite], list(across.tracks)
@@ -181,8 +201,12 @@ def across_tables_narrow(report: Analysis, width: int) -> list[Table]:
 
 
 def _effects(across: AcrossTracks, tracks: list[str]) -> Table:
-    table = new_table("[bold]across tracks[/]: mean paired score difference per track", "",
-                      ["mixer", *map(escape, tracks)], narrow=True)  # fmt: skip
+    table = new_table(
+        "[bold]across tracks[/]: mean paired score difference per track",
+        "",
+        ["mixer", *map(escape, tracks)],
+        narrow=True,
+    )
     for mixer in by_suite_effect(across):
         effects = across.mixers[mixer].per_track_effect
         table.add_row(escape(mixer), *[num(effects.get(t), 2) for t in tracks])
@@ -246,27 +270,53 @@ def headline_tables(report: Analysis, narrow: bool = False) -> list[Table]:
     """The headline: per mixer, its verdicts by track, its suite effect, its size and cost."""
     lines = headline(report)
     title = f"[bold]headline[/]: each mixer against {escape(report.baseline)}"
-    columns = ["mixer", "better on", "worse on", "equivalent on", "suite effect [95% CI]",
-               "suite verdict", "params ×", "step time ×"]  # fmt: skip
+    columns = [
+        "mixer",
+        "better on",
+        "worse on",
+        "equivalent on",
+        "suite effect [95% CI]",
+        "suite verdict",
+        "params ×",
+        "step time ×",
+    ]
     if narrow:
-        columns = ["mixer", "better / worse / equivalent on", "suite effect [95% CI]",
-                   "params ×", "step time ×"]  # fmt: skip
+        columns = [
+            "mixer",
+            "better / worse / equivalent on",
+            "suite effect [95% CI]",
+            "params ×",
+            "step time ×",
+        ]
     table = new_table(title, captions.HEADLINE, columns, narrow=narrow)
     for line in lines:
         bounds = interval(list(line.suite_ci95), lambda v: num(v, 2))
         effect = f"{num(line.suite_effect, 2)} {bounds}"
         if narrow:
-            where = (f"{tracks_text(line.better)} / {tracks_text(line.worse)} / "
-                     f"{tracks_text(line.equivalent)}")  # fmt: skip
+            where = (
+                f"{tracks_text(line.better)} / {tracks_text(line.worse)} / "
+                f"{tracks_text(line.equivalent)}"
+            )
             effect += f" {escape(line.suite_verdict)}" if line.suite_verdict else ""
-            table.add_row(escape(line.mixer), escape(where), effect, ratio(line.params_ratio),
-                          ratio(line.time_ratio))  # fmt: skip
+            table.add_row(
+                escape(line.mixer),
+                escape(where),
+                effect,
+                ratio(line.params_ratio),
+                ratio(line.time_ratio),
+            )
             continue
         style = SUITE_STYLE.get(line.suite_verdict.split(" ")[0], "")
-        table.add_row(escape(line.mixer), escape(tracks_text(line.better)),
-                      escape(tracks_text(line.worse)), escape(tracks_text(line.equivalent)),
-                      effect, styled(line.suite_verdict or "–", style),
-                      ratio(line.params_ratio), ratio(line.time_ratio))  # fmt: skip
+        table.add_row(
+            escape(line.mixer),
+            escape(tracks_text(line.better)),
+            escape(tracks_text(line.worse)),
+            escape(tracks_text(line.equivalent)),
+            effect,
+            styled(line.suite_verdict or "–", style),
+            ratio(line.params_ratio),
+            ratio(line.time_ratio),
+        )
     return [table]
 
 
@@ -284,20 +334,35 @@ def print_report(report: Analysis, console: Console) -> None:
     for group in axis_groups(report):
         console.print(axis_table(group))
     if signatures(report):
-        console.print(FirstFitting([lambda _w: [signature_table(report)],
-                                    lambda _w: signature_tables_narrow(report)]))  # fmt: skip
+        console.print(
+            FirstFitting(
+                [lambda _w: [signature_table(report)], lambda _w: signature_tables_narrow(report)]
+            )
+        )
     if across_table(report) is not None:
-        console.print(FirstFitting([lambda _w: [across_table(report)],
-                                    lambda w: across_tables_narrow(report, w)]))  # fmt: skip
+        console.print(
+            FirstFitting(
+                [lambda _w: [across_table(report)], lambda w: across_tables_narrow(report, w)]
+            )
+        )
     if _problem_rows(report):
-        console.print(FirstFitting([lambda _w: [problems_table(report)],
-                                    lambda _w: [problems_table_narrow(report)]],
-                                   unwrapped=1))  # fmt: skip
+        console.print(
+            FirstFitting(
+                [lambda _w: [problems_table(report)], lambda _w: [problems_table_narrow(report)]],
+                unwrapped=1,
+            )
+        )
     if any(entry.comparisons for entry in report.tracks.values()):
         if design.partial:  # beside the answer too, where the eye lands
             console.print(banner)
-        console.print(FirstFitting([lambda _w: headline_tables(report),
-                                    lambda _w: headline_tables(report, narrow=True)]))  # fmt: skip
+        console.print(
+            FirstFitting(
+                [
+                    lambda _w: headline_tables(report),
+                    lambda _w: headline_tables(report, narrow=True),
+                ]
+            )
+        )
 
 
 def _compare_tables(result: RunComparison, narrow: bool) -> list[Table]:
@@ -310,33 +375,73 @@ def _compare_tables(result: RunComparison, narrow: bool) -> list[Table]:
         mde_alpha=num(first and first.mde_alpha, 2),
     )
     if not narrow:
-        table = new_table(title, caption, ["track", "mixer", "A mean", "B mean",
-                                           "improvement [95% CI]", "p", "Holm p", "MDE",
-                                           "verdict"], no_wrap=("verdict",))  # fmt: skip
+        table = new_table(
+            title,
+            caption,
+            [
+                "track",
+                "mixer",
+                "A mean",
+                "B mean",
+                "improvement [95% CI]",
+                "p",
+                "Holm p",
+                "MDE",
+                "verdict",
+            ],
+            no_wrap=("verdict",),
+        )
         for row in rows:
             c = row.comparison
-            table.add_row(escape(row.track), escape(row.mixer), num(c.baseline_mean),
-                          num(c.mixer_mean), improvement(c), num(c.p_value, 3),
-                          num(c.p_holm, 3), mde(c), verdict_text(c.verdict))  # fmt: skip
+            table.add_row(
+                escape(row.track),
+                escape(row.mixer),
+                num(c.baseline_mean),
+                num(c.mixer_mean),
+                improvement(c),
+                num(c.p_value, 3),
+                num(c.p_holm, 3),
+                mde(c),
+                verdict_text(c.verdict),
+            )
         return [table]
     shown = [row.comparison.verdict for row in rows]
-    means = new_table(title, caption,
-                      ["track", "mixer", "A mean", "B mean", "improvement [95% CI]"],
-                      narrow=True)  # fmt: skip
-    tests = new_table("[bold]compare[/]: tests", f"verdicts: {legend(shown)}",
-                      ["track", "mixer", "p", "Holm p", "MDE", "verdict"], no_wrap=("verdict",),
-                      narrow=True)  # fmt: skip
+    means = new_table(
+        title, caption, ["track", "mixer", "A mean", "B mean", "improvement [95% CI]"], narrow=True
+    )
+    tests = new_table(
+        "[bold]compare[/]: tests",
+        f"verdicts: {legend(shown)}",
+        ["track", "mixer", "p", "Holm p", "MDE", "verdict"],
+        no_wrap=("verdict",),
+        narrow=True,
+    )
     for row in rows:
         c = row.comparison
-        means.add_row(escape(row.track), escape(row.mixer), num(c.baseline_mean),
-                      num(c.mixer_mean), improvement(c))  # fmt: skip
-        tests.add_row(escape(row.track), escape(row.mixer), num(c.p_value, 3),
-                      num(c.p_holm, 3), mde(c), verdict_text(c.verdict, short=True))  # fmt: skip
+        means.add_row(
+            escape(row.track),
+            escape(row.mixer),
+            num(c.baseline_mean),
+            num(c.mixer_mean),
+            improvement(c),
+        )
+        tests.add_row(
+            escape(row.track),
+            escape(row.mixer),
+            num(c.p_value, 3),
+            num(c.p_holm, 3),
+            mde(c),
+            verdict_text(c.verdict, short=True),
+        )
     return [means, tests]
 
 
 def compare_table(result: RunComparison) -> RenderableType:
     """Run B against run A, per (track, mixer): improvement > 0 means B is better; one table, or
     two when the terminal is narrow."""
-    return FirstFitting([lambda _w: _compare_tables(result, narrow=False),
-                         lambda _w: _compare_tables(result, narrow=True)])  # fmt: skip
+    return FirstFitting(
+        [
+            lambda _w: _compare_tables(result, narrow=False),
+            lambda _w: _compare_tables(result, narrow=True),
+        ]
+    )

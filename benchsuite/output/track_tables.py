@@ -40,8 +40,13 @@ def legend(names: list[str]) -> str:
     )
 
 
-def new_table(title: str, caption: str, columns: list[str], no_wrap: tuple[str, ...] = (),
-              narrow: bool = False) -> Table:  # fmt: skip
+def new_table(
+    title: str,
+    caption: str,
+    columns: list[str],
+    no_wrap: tuple[str, ...] = (),
+    narrow: bool = False,
+) -> Table:
     """A table whose cells fold only as a last resort; ``narrow``: no outer border or padding."""
     table = Table(title=title, caption=caption, show_edge=not narrow, pad_edge=not narrow)
     for column in columns:
@@ -145,14 +150,29 @@ def track_table(name: str, entry: TrackResult, design: Design | None = None) -> 
     points = entry.in_points()
     table = new_table(
         _title(name, entry),
-        clauses(f"{entry.metric} ({entry.direction})",
-                f"improvement > 0 means better than {entry.baseline}", _scale(entry),
-                _family(entry, design), CONFIG_NOTE, _scale_and_budget(entry))
+        clauses(
+            f"{entry.metric} ({entry.direction})",
+            f"improvement > 0 means better than {entry.baseline}",
+            _scale(entry),
+            _family(entry, design),
+            CONFIG_NOTE,
+            _scale_and_budget(entry),
+        )
         + _param_ratios(entry),
-        ["mixer", "config", f"{entry.metric} mean ± sd", "improvement [95% CI]",
-         *(["Δ pt [95% CI]"] if points else []), "p", "Holm p", "MDE", "verdict", "flags"],
+        [
+            "mixer",
+            "config",
+            f"{entry.metric} mean ± sd",
+            "improvement [95% CI]",
+            *(["Δ pt [95% CI]"] if points else []),
+            "p",
+            "Holm p",
+            "MDE",
+            "verdict",
+            "flags",
+        ],
         no_wrap=("verdict",),
-    )  # fmt: skip
+    )
     for mixer in rows_by_effect(entry):
         arm, cell = entry.mixers[mixer], entry.comparisons.get(mixer)
         row = [_label(entry, mixer), _choice(arm, entry.grid), _spread(arm)]
@@ -160,14 +180,24 @@ def track_table(name: str, entry: TrackResult, design: Design | None = None) -> 
             table.add_row(*row, *[""] * (6 if points else 5), _flags(entry, mixer))
             continue
         c = cell.comparison
-        table.add_row(*row, improvement(c), *([_points(c)] if points else []),
-                      num(c.p_value, 3), num(c.p_holm, 3), mde(c),
-                      verdict_text(c.verdict), _flags(entry, mixer))  # fmt: skip
+        table.add_row(
+            *row,
+            improvement(c),
+            *([_points(c)] if points else []),
+            num(c.p_value, 3),
+            num(c.p_holm, 3),
+            mde(c),
+            verdict_text(c.verdict),
+            _flags(entry, mixer),
+        )
     return table
 
 
-def track_tables_narrow(name: str, entry: TrackResult, design: Design | None = None,
-                        ) -> list[Table]:  # fmt: skip
+def track_tables_narrow(
+    name: str,
+    entry: TrackResult,
+    design: Design | None = None,
+) -> list[Table]:
     """The same figures in two narrower tables: each mixer's result, then its comparison."""
     results = new_table(
         _title(name, entry),
@@ -175,40 +205,60 @@ def track_tables_narrow(name: str, entry: TrackResult, design: Design | None = N
         f"{_scale_and_budget(entry)}",
         ["mixer", "config", f"{entry.metric} mean ± sd", "flags"],
         narrow=True,
-    )  # fmt: skip
+    )
     for mixer in rows_by_effect(entry):
         arm = entry.mixers[mixer]
-        results.add_row(_label(entry, mixer), _choice(arm, entry.grid), _spread(arm),
-                        _flags(entry, mixer))  # fmt: skip
+        results.add_row(
+            _label(entry, mixer), _choice(arm, entry.grid), _spread(arm), _flags(entry, mixer)
+        )
     tables = [results]
     if entry.comparisons:
         shown = [cell.comparison.verdict for cell in entry.comparisons.values()]
         points = entry.in_points()
         against = new_table(
             f"[bold]{escape(name)}[/]: against {escape(entry.baseline)}",
-            clauses(f"improvement > 0 means better than {entry.baseline}", _scale(entry),
-                    _family(entry, design), f"verdicts: {legend(shown)}")
+            clauses(
+                f"improvement > 0 means better than {entry.baseline}",
+                _scale(entry),
+                _family(entry, design),
+                f"verdicts: {legend(shown)}",
+            )
             + _param_ratios(entry),
-            ["mixer", "improvement [95% CI]", *(["Δ pt [95% CI]"] if points else []), "p",
-             "Holm p", "MDE", "verdict"],
+            [
+                "mixer",
+                "improvement [95% CI]",
+                *(["Δ pt [95% CI]"] if points else []),
+                "p",
+                "Holm p",
+                "MDE",
+                "verdict",
+            ],
             no_wrap=("verdict",),
             narrow=True,
-        )  # fmt: skip
+        )
         for mixer in entry.by_effect():
             c = entry.comparisons[mixer].comparison
-            against.add_row(escape(mixer), improvement(c), *([_points(c)] if points else []),
-                            num(c.p_value, 3), num(c.p_holm, 3), mde(c),
-                            verdict_text(c.verdict, short=True))  # fmt: skip
+            against.add_row(
+                escape(mixer),
+                improvement(c),
+                *([_points(c)] if points else []),
+                num(c.p_value, 3),
+                num(c.p_holm, 3),
+                mde(c),
+                verdict_text(c.verdict, short=True),
+            )
         tables.append(against)
     return tables
 
 
 def track_view(name: str, entry: TrackResult, design: Design | None = None) -> RenderableType:
     """One track's table, wide or narrow as the terminal allows."""
-    return FirstFitting([
-        lambda _width: [track_table(name, entry, design)],
-        lambda _width: track_tables_narrow(name, entry, design),
-    ])  # fmt: skip
+    return FirstFitting(
+        [
+            lambda _width: [track_table(name, entry, design)],
+            lambda _width: track_tables_narrow(name, entry, design),
+        ]
+    )
 
 
 def clauses(*parts: str) -> str:
@@ -218,8 +268,11 @@ def clauses(*parts: str) -> str:
 
 def _param_ratios(entry: TrackResult) -> str:
     """For a caption: each comparison's parameters over the baseline's (docs/protocol.md)."""
-    ratios = [f"{escape(mixer)} {cell.param_ratio:.2f}x"
-              for mixer, cell in entry.comparisons.items() if cell.param_ratio]  # fmt: skip
+    ratios = [
+        f"{escape(mixer)} {cell.param_ratio:.2f}x"
+        for mixer, cell in entry.comparisons.items()
+        if cell.param_ratio
+    ]
     return f"; parameters vs {entry.baseline}: {', '.join(ratios)}" if ratios else ""
 
 
@@ -246,8 +299,15 @@ def signature_table(report: Analysis) -> Table | None:
     )
     for track, mixer, key, value, sig in rows:
         ok = "[blue]yes[/]" if sig.confirmed else "[red]no[/]"
-        table.add_row(escape(track), escape(mixer), key, num(value), num(sig.observed[key], 6),
-                      num(sig.baseline_observed[key], 6), ok)  # fmt: skip
+        table.add_row(
+            escape(track),
+            escape(mixer),
+            key,
+            num(value),
+            num(sig.observed[key], 6),
+            num(sig.baseline_observed[key], 6),
+            ok,
+        )
     return table
 
 
@@ -264,8 +324,9 @@ def signature_tables_narrow(report: Analysis) -> list[Table]:
                 narrow=True,
             )
         observed = f"{num(sig.observed[key], 6)} ({num(sig.baseline_observed[key], 6)})"
-        tables[track].add_row(escape(mixer), key, num(value), observed,
-                              "yes" if sig.confirmed else "no")  # fmt: skip
+        tables[track].add_row(
+            escape(mixer), key, num(value), observed, "yes" if sig.confirmed else "no"
+        )
     return list(tables.values())
 
 
@@ -315,9 +376,11 @@ def _html_cell(cell: AxisCell | None) -> str:
     if cell.verdict is None:
         return f"<td class=num>{num(cell.mean)}</td>"
     look = verdict(cell.verdict)
-    return (f'<td class=num title="{html_escape(cell.verdict)}">{num(cell.mean)} '
-            f'<span class=verdict style="background:{look.colour}">'
-            f"{html_escape(look.symbol)}</span></td>")  # fmt: skip
+    return (
+        f'<td class=num title="{html_escape(cell.verdict)}">{num(cell.mean)} '
+        f'<span class=verdict style="background:{look.colour}">'
+        f"{html_escape(look.symbol)}</span></td>"
+    )
 
 
 def axes_section(report: Analysis) -> str:
@@ -326,11 +389,14 @@ def axes_section(report: Analysis) -> str:
     for group in axis_groups(report):
         header = _header(group)
         rows = "".join(
-            "<tr><td>" + html_escape(row.mixer) + "</td>"
+            "<tr><td>"
+            + html_escape(row.mixer)
+            + "</td>"
             + "".join(f"<td>{html_escape(row.setting[k])}</td>" for k in group.keys)
-            + "".join(_html_cell(row.cells.get(v)) for v in group.values) + "</tr>"
+            + "".join(_html_cell(row.cells.get(v)) for v in group.values)
+            + "</tr>"
             for row in group.rows
-        )  # fmt: skip
+        )
         table = axis_table(group)
         parts.append(
             f"<h3>{html_escape(str(table.title))}</h3><table><caption>"

@@ -32,8 +32,9 @@ from benchsuite.settings import RunSettings
 from benchsuite.specs import Track
 
 
-def design_check(settings: RunSettings, tracks: dict[str, Track],
-                 previous: Mapping[str, float] | None = None) -> dict[str, Any]:  # fmt: skip
+def design_check(
+    settings: RunSettings, tracks: dict[str, Track], previous: Mapping[str, float] | None = None
+) -> dict[str, Any]:
     """Family size, seeds needed, the warning if too few, and the planned MDE per track, for
     resolved ``settings`` (``tracks``: the registered tracks; ``previous``: per track the sd
     measured by the last run in the same folder, which the caller reads from its report)."""
@@ -51,9 +52,10 @@ def design_check(settings: RunSettings, tracks: dict[str, Track],
             "planning_sd_rel": sd,
             "scale": tracks[name].metric.scale,
             "source": "previous run in this folder" if measured else "track default",
-            "planned_mde_rel_pct": None if math.isnan(mde)
+            "planned_mde_rel_pct": None
+            if math.isnan(mde)
             else 100 * (1 - math.exp(-mde) if log_scale else mde),
-        }  # fmt: skip
+        }
     return {
         "comparisons": comparisons,
         "seeds": seeds,

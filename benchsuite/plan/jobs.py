@@ -143,8 +143,14 @@ def fingerprint(track: Track, mixer: Mixer, data_key: str) -> dict[str, str]:
     }
 
 
-def cell_jobs(settings: RunSettings, track: Track, mixer: Mixer, grid: list[dict[str, float]],
-              data_key: str, size: Mapping[str, Any] | None = None) -> list[Job]:  # fmt: skip
+def cell_jobs(
+    settings: RunSettings,
+    track: Track,
+    mixer: Mixer,
+    grid: list[dict[str, float]],
+    data_key: str,
+    size: Mapping[str, Any] | None = None,
+) -> list[Job]:
     """The jobs of one (track, mixer): one per evaluation seed, each tuning over ``grid``; the
     first seed also measures the mechanism probes. ``size``: what the equal-size rule set (a
     mixer option by name, and/or ``mlp_hidden``), overriding the settings."""

@@ -70,14 +70,17 @@ def size_option(mixer: Mixer, name: str, options: Mapping[str, Any]) -> str:
     option = declared.get(mixer.size_option)
     if option is None or option.type is not int:
         whole = ", ".join(o.name for o in mixer.options if o.type is int) or "none"
-        raise PluginError(f"mixer {mixer.name!r}: size_option {mixer.size_option!r} is not one of "
-                          f"its whole-number options ({whole})")  # fmt: skip
+        raise PluginError(
+            f"mixer {mixer.name!r}: size_option {mixer.size_option!r} is not one of "
+            f"its whole-number options ({whole})"
+        )
     given = f"{option.name}=" in name.partition("[")[2]
     return "" if given or options.get(option.name) != option.default else option.name
 
 
-def match(mixer: Mixer, name: str, options: Mapping[str, Any], target: int, width: int,
-          count: Count) -> dict[str, Any]:  # fmt: skip
+def match(
+    mixer: Mixer, name: str, options: Mapping[str, Any], target: int, width: int, count: Count
+) -> dict[str, Any]:
     """The size of one cell under the rule: ``set`` (what the jobs change: a mixer option and/or
     ``mlp_hidden``), ``by`` (``"as declared"``, ``"option NAME"``, ``"option NAME, mlp_hidden"``,
     ``"mlp_hidden"``, ``"unmatched"``), ``params`` (of the model trained), ``baseline_params``,
@@ -97,8 +100,13 @@ def match(mixer: Mixer, name: str, options: Mapping[str, Any], target: int, widt
                 return _record(target, f"option {option}", chosen, found)
         known = None if chosen else (width, declared)
         narrowest = max(1, math.ceil(MLP_NARROWEST * width))
-        hidden, found = _mlp_width(lambda h: count({**chosen, "mlp_hidden": h}), target,
-                                   narrowest, MLP_WIDEST * width, known)  # fmt: skip
+        hidden, found = _mlp_width(
+            lambda h: count({**chosen, "mlp_hidden": h}),
+            target,
+            narrowest,
+            MLP_WIDEST * width,
+            known,
+        )
     except Exception as error:  # a model that cannot be built is the job's error to report
         return uncounted(target, error)
     chosen["mlp_hidden"] = hidden
@@ -106,14 +114,21 @@ def match(mixer: Mixer, name: str, options: Mapping[str, Any], target: int, widt
     if within(found, target):
         return _record(target, by, chosen, found)
     shown = ", ".join(f"{k}={v}" for k, v in chosen.items())
-    return {**_record(target, "unmatched", {}, declared),
-            "reason": f"no size within ±{TOLERANCE:.0%} of the baseline's parameters (closest "
-                      f"{found / target:.2f}x at {shown}): trained as declared, "
-                      f"{declared / target:.2f}x"}  # fmt: skip
+    return {
+        **_record(target, "unmatched", {}, declared),
+        "reason": f"no size within ±{TOLERANCE:.0%} of the baseline's parameters (closest "
+        f"{found / target:.2f}x at {shown}): trained as declared, "
+        f"{declared / target:.2f}x",
+    }
 
 
-def _mlp_width(count: Callable[[int], int], target: int, narrowest: int, widest: int,
-               known: tuple[int, int] | None) -> tuple[int, int]:  # fmt: skip
+def _mlp_width(
+    count: Callable[[int], int],
+    target: int,
+    narrowest: int,
+    widest: int,
+    known: tuple[int, int] | None,
+) -> tuple[int, int]:
     """The channel-MLP width in ``[narrowest, widest]`` whose count is closest to ``target``. The
     count is affine in the width (only the MLPs change): two points (``known``: one already
     counted) give the line, a third build confirms the width read off it (else: bisection)."""
@@ -129,16 +144,28 @@ def _mlp_width(count: Callable[[int], int], target: int, narrowest: int, widest:
 
 def _record(target: int, by: str, chosen: Mapping[str, Any], params: int) -> dict[str, Any]:
     return {
-        "rule": "params", "baseline_params": target, "by": by, "set": dict(chosen),
-        "params": params, "ratio": params / target, "within": within(params, target),
-    }  # fmt: skip
+        "rule": "params",
+        "baseline_params": target,
+        "by": by,
+        "set": dict(chosen),
+        "params": params,
+        "ratio": params / target,
+        "within": within(params, target),
+    }
 
 
 def uncounted(target: int | None, error: Exception) -> dict[str, Any]:
     """The record of a cell whose model could not be counted (its jobs will fail with why)."""
-    return {"rule": "params", "baseline_params": target, "set": {}, "by": "unmatched",
-            "params": None, "ratio": None, "within": False,
-            "reason": f"parameters not counted: {one_line(error)}"}  # fmt: skip
+    return {
+        "rule": "params",
+        "baseline_params": target,
+        "set": {},
+        "by": "unmatched",
+        "params": None,
+        "ratio": None,
+        "within": False,
+        "reason": f"parameters not counted: {one_line(error)}",
+    }
 
 
 def baseline_size(params: int) -> dict[str, Any]:
@@ -146,8 +173,9 @@ def baseline_size(params: int) -> dict[str, Any]:
     return _record(params, "baseline", {}, params)
 
 
-def comparison_size(size: Mapping[str, Any], base_costs: Mapping[str, float],
-                    arm_costs: Mapping[str, float]) -> dict[str, Any]:  # fmt: skip
+def comparison_size(
+    size: Mapping[str, Any], base_costs: Mapping[str, float], arm_costs: Mapping[str, float]
+) -> dict[str, Any]:
     """What report.json says of a comparison's sizes: both models' parameter and forward-FLOP
     counts as trained (``*_ratio``: the mixer's over the baseline's; None when not measured) and
     how the rule sized the mixer's model (``by``, ``set``, ``within``, ``reason``)."""

@@ -168,8 +168,9 @@ def recipe(settings: RunSettings, tracks: dict[str, Track], mixers: dict[str, Mi
     models to size them."""
     shaping = {k: v for k, v in settings.to_dict().items() if k not in EXECUTION_ONLY}
     parts: dict[str, Any] = {"settings": shaping, "training": jobs_.training_code()}
-    parts["versions"] = {name: jobs_.package_version(name)
-                         for name in ("benchsuite", "torch", "numpy")}  # fmt: skip
+    parts["versions"] = {
+        name: jobs_.package_version(name) for name in ("benchsuite", "torch", "numpy")
+    }
     for name in settings.tracks or ():
         track = tracks[name]
         options = dict(settings.track_options.get(name, {}))
@@ -189,8 +190,10 @@ def probe_track(track: Track, settings: RunSettings) -> tuple[TrackFacts, list[T
     count, dataset line, data key, ...) and each rung's data."""
     options = dict(settings.track_options[track.name])
     streams = Streams(settings.salt, track.name, evaluation_seeds(1)[0])
-    rungs = [track.load(streams, rung, settings.preset, settings.data_dir)
-             for rung in track.ladder(options, settings.preset)]  # fmt: skip
+    rungs = [
+        track.load(streams, rung, settings.preset, settings.data_dir)
+        for rung in track.ladder(options, settings.preset)
+    ]
     data = rungs[0]
     budget = jobs_.effective_budget(track, settings)
     metric = data.metric or track.metric
@@ -223,16 +226,23 @@ def mixer_facts(mixer: Mixer) -> MixerFacts:
         description=mixer.description,
         plugin=provenance(mixer),
         causal=mixer.causal,
-        signature=None if signature is None else {
+        signature=None
+        if signature is None
+        else {
             "prediction": signature.prediction,
             "predicted": dict(signature.predicted),
             "tolerance": signature.tolerance,
         },
-    )  # fmt: skip
+    )
 
 
-def plan_run(settings: RunSettings, tracks: dict[str, Track], mixers: dict[str, Mixer],
-             count: Counter | None = None, preflight: Preflight | None = None) -> Plan:  # fmt: skip
+def plan_run(
+    settings: RunSettings,
+    tracks: dict[str, Track],
+    mixers: dict[str, Mixer],
+    count: Counter | None = None,
+    preflight: Preflight | None = None,
+) -> Plan:
     """The plan of a run of resolved ``settings`` (see :func:`benchsuite.plan.resolve.resolve`):
     each track probed (a broken track is skipped with its reason), each supported cell's jobs,
     sized by the equal-size rule when ``settings.match`` asks for it and ``count`` is given; a
@@ -285,31 +295,35 @@ def plan_run(settings: RunSettings, tracks: dict[str, Track], mixers: dict[str, 
                 elif target is not None:
                     width = jobs[0].budget["mlp_ratio"] * facts.budget["dim"]
                     try:
-                        size = matching.match(mixer, mixer_name, jobs[0].mixer_options, target,
-                                              width, counts)  # fmt: skip
+                        size = matching.match(
+                            mixer, mixer_name, jobs[0].mixer_options, target, width, counts
+                        )
                     except PluginError as error:  # a wrong size_option: that mixer's error
                         plan.skipped.append(Skip(name, mixer_name, one_line(error), "error"))
                         continue
                 if size.get("set"):
-                    jobs = jobs_.cell_jobs(settings, track, mixer, facts.grid, facts.data_key,
-                                           size["set"])  # fmt: skip
+                    jobs = jobs_.cell_jobs(
+                        settings, track, mixer, facts.grid, facts.data_key, size["set"]
+                    )
             plan.jobs.update((job.key, job) for job in jobs)
             cell = Cell(name, mixer_name, [job.key for job in jobs], size=size)
             plan.cells.setdefault(name, {})[mixer_name] = cell
     return plan
 
 
-def _counter(count: Counter, track: Track, mixer: Mixer, data: TrackData,
-             job: Job) -> matching.Count:  # fmt: skip
+def _counter(
+    count: Counter, track: Track, mixer: Mixer, data: TrackData, job: Job
+) -> matching.Count:
     """Parameters of the cell's model on its first rung under a size (a mixer option and/or
     ``mlp_hidden``)."""
 
     def params(size: Any) -> int:
         size = dict(size)
         sized = dataclasses.replace(
-            job, mlp_hidden=size.pop("mlp_hidden", job.mlp_hidden),
+            job,
+            mlp_hidden=size.pop("mlp_hidden", job.mlp_hidden),
             mixer_options={**job.mixer_options, **size},
-        )  # fmt: skip
+        )
         return count(track, mixer, data, sized)
 
     return params

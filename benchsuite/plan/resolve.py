@@ -27,10 +27,15 @@ from benchsuite.specs import Track, resolve_options
 
 def resolve(settings: RunSettings, registry: Registry) -> RunSettings:
     """``settings`` checked and completed against ``registry`` (see the module docstring)."""
-    asked_tracks = list(settings.tracks) if settings.tracks else [
-        name for name in sorted(registry.tracks)
-        if settings.preset in registry.tracks[name].budgets
-    ]  # fmt: skip
+    asked_tracks = (
+        list(settings.tracks)
+        if settings.tracks
+        else [
+            name
+            for name in sorted(registry.tracks)
+            if settings.preset in registry.tracks[name].budgets
+        ]
+    )
     if not asked_tracks:
         presets = sorted({p for track in registry.tracks.values() for p in track.budgets})
         raise UsageError(f"no track has preset {settings.preset!r}; valid: {', '.join(presets)}")
@@ -73,10 +78,14 @@ def resolve(settings: RunSettings, registry: Registry) -> RunSettings:
     return settings.replace(
         tracks=tuple(track_names),
         axes={},
-        grids={**settings.grids, **{
-            name: settings.grids[track_variants.base_name(track)] for name, track in tracks.items()
-            if track_variants.base_name(track) in settings.grids
-        }},
+        grids={
+            **settings.grids,
+            **{
+                name: settings.grids[track_variants.base_name(track)]
+                for name, track in tracks.items()
+                if track_variants.base_name(track) in settings.grids
+            },
+        },
         mixers=tuple(mixer_names),
         seeds=seeds,
         track_options=track_options,
@@ -85,10 +94,11 @@ def resolve(settings: RunSettings, registry: Registry) -> RunSettings:
         budget=overrides,
         device=check_device(settings.device),
         batch_seeds=(
-            settings.device.startswith("cuda") if settings.batch_seeds is None
+            settings.device.startswith("cuda")
+            if settings.batch_seeds is None
             else settings.batch_seeds
         ),
-    )  # fmt: skip
+    )
 
 
 def check_grids(grids: Any, tracks: list[str]) -> None:
@@ -96,17 +106,19 @@ def check_grids(grids: Any, tracks: list[str]) -> None:
     decays >= 0)."""
     for name, axes in grids.items():
         if name not in tracks:
-            raise UsageError(f"--grid given for unknown track {name!r}"
-                             f"{did_you_mean(name, tracks)}")  # fmt: skip
+            raise UsageError(f"--grid given for unknown track {name!r}{did_you_mean(name, tracks)}")
         for axis, values in axes.items():
             if axis not in GRID_AXES:
                 hint = did_you_mean(axis, GRID_AXES)
-                raise UsageError(f"--grid {name}.{axis}: unknown axis{hint}; "
-                                 f"valid: {', '.join(GRID_AXES)}")  # fmt: skip
+                raise UsageError(
+                    f"--grid {name}.{axis}: unknown axis{hint}; valid: {', '.join(GRID_AXES)}"
+                )
             low = min(values)
             if not values or low < 0 or (axis == "lr" and low == 0):
-                raise UsageError(f"--grid {name}.{axis}: values must be > 0 (weight_decay >= 0), "
-                                 f"got {', '.join(f'{v:g}' for v in values)}")  # fmt: skip
+                raise UsageError(
+                    f"--grid {name}.{axis}: values must be > 0 (weight_decay >= 0), "
+                    f"got {', '.join(f'{v:g}' for v in values)}"
+                )
 
 
 def _options(pool: dict[str, Any], given: Any, group: str, names: list[str]) -> dict:
@@ -117,8 +129,9 @@ def _options(pool: dict[str, Any], given: Any, group: str, names: list[str]) -> 
     return {n: resolve_options(pool[n].options, given.get(n, {}), n) for n in names}
 
 
-def track_option_values(tracks: dict[str, Track], registered: dict[str, Track],
-                        given: Any) -> dict[str, dict[str, Any]]:  # fmt: skip
+def track_option_values(
+    tracks: dict[str, Track], registered: dict[str, Track], given: Any
+) -> dict[str, dict[str, Any]]:
     """Each asked track's options: its declared defaults (a variant's own values among them),
     overlaid with ``--track-option BASE.KEY`` values, except those its brackets set."""
     for name in given:

@@ -76,8 +76,9 @@ LEARNT_MIN = 0.01
 cap) to the metric's ideal value has learnt nothing (docs/statistics.md, Flags)."""
 
 
-def learnt_nothing(score: float, cap: float | None, ideal: float | None,
-                   higher_is_better: bool) -> bool:  # fmt: skip
+def learnt_nothing(
+    score: float, cap: float | None, ideal: float | None, higher_is_better: bool
+) -> bool:
     """True when a finite ``score`` is at or below the trivial predictor's ``cap``, within
     ``LEARNT_MIN`` of the way from the cap to ``ideal`` (a metric without one: of the cap's own
     size); a model that learnt nothing (False without a cap)."""

@@ -86,8 +86,15 @@ class Registry:
         _check_kind(item, Mixer if isinstance(item, Mixer) else Track)
         defined_in = item.build if isinstance(item, Mixer) and callable(item.build) else item
         module = inspect.getmodule(defined_in)
-        info = PluginInfo("python", "python", "", "registered from Python",
-                          getattr(module, "__name__", ""), _file_of(module), "")  # fmt: skip
+        info = PluginInfo(
+            "python",
+            "python",
+            "",
+            "registered from Python",
+            getattr(module, "__name__", ""),
+            _file_of(module),
+            "",
+        )
         return _add(self, item, info)
 
     def check_loaded(self, kind: str, names: Iterable[str]) -> None:
@@ -106,8 +113,10 @@ class Registry:
             if failure is not None:
                 where = "file" if failure.distribution == "plugins-dir" else "entry point"
                 origin = failure.origin.removeprefix("entry point ")
-                raise UsageError(f"unknown {kind} {base!r} — the plugin {where} {origin} failed "
-                                 f"to load: {failure.reason}")  # fmt: skip
+                raise UsageError(
+                    f"unknown {kind} {base!r} — the plugin {where} {origin} failed "
+                    f"to load: {failure.reason}"
+                )
 
 
 def _file_of(module: ModuleType | None) -> str:
@@ -206,8 +215,9 @@ def load_registry(plugins_dir: str | None = None) -> Registry:
     return registry
 
 
-def _collect(manager: pluggy.PluginManager, registry: Registry,
-             loaded: dict[str, PluginInfo]) -> None:  # fmt: skip
+def _collect(
+    manager: pluggy.PluginManager, registry: Registry, loaded: dict[str, PluginInfo]
+) -> None:
     """Call each hook once per plugin through pluggy, keeping one plugin's failure to itself."""
     for hook_name, kind in HOOKS.items():
         for impl in getattr(manager.hook, hook_name).get_hookimpls():
@@ -220,8 +230,9 @@ def _collect(manager: pluggy.PluginManager, registry: Registry,
                 for item in collected:
                     _check_kind(item, kind)
             except Exception as error:
-                failure = PluginFailure(info.name, info.origin, one_line(error),
-                                        info.distribution, info.version)  # fmt: skip
+                failure = PluginFailure(
+                    info.name, info.origin, one_line(error), info.distribution, info.version
+                )
                 registry.failures.append(failure)
                 continue
             for item in collected:
@@ -252,8 +263,9 @@ def _add(registry: Registry, item: Any, info: PluginInfo) -> Any:
         owner = pool[item.name].plugin
         previous = next((p for p in registry.plugins if p.name == owner), None)
         first = _describe(previous) if previous else f"plugin {owner!r}"
-        raise PluginError(f"{kind} {item.name!r} is registered twice: by {first} "
-                          f"and by {_describe(info)}")  # fmt: skip
+        raise PluginError(
+            f"{kind} {item.name!r} is registered twice: by {first} and by {_describe(info)}"
+        )
     stamp = {
         "plugin": info.name,
         "distribution": info.distribution,

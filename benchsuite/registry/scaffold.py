@@ -36,8 +36,9 @@ def check_name(name: str) -> None:
 
     taken = load_registry().mixers.get(name)
     if taken is not None:
-        raise UsageError(f"mixer {name!r} already exists (from {provenance(taken)}); choose "
-                         "another name")  # fmt: skip
+        raise UsageError(
+            f"mixer {name!r} already exists (from {provenance(taken)}); choose another name"
+        )
 
 
 def new_mixer(name: str, path: Path | str = ".") -> Path:

@@ -45,8 +45,9 @@ def _whole(text: str, key: str, value: str) -> int:
     try:
         number = int(value)
     except ValueError:
-        raise UsageError(f"track {text!r}: budget {key} must be a whole number, "
-                         f"got {value!r}") from None  # fmt: skip
+        raise UsageError(
+            f"track {text!r}: budget {key} must be a whole number, got {value!r}"
+        ) from None
     if number < 1:
         raise UsageError(f"track {text!r}: budget {key} must be at least 1, got {value!r}")
     return number

@@ -56,15 +56,17 @@ def _malformed(text: str, detail: str) -> UsageError:
     return UsageError(f"mixer {text!r}: {detail}; expected {SYNTAX}, e.g. attention[heads=2]")
 
 
-def _check_registered(name: str, mixers: Mapping[str, Mixer],
-                      unavailable: Mapping[str, Mixer]) -> None:  # fmt: skip
+def _check_registered(
+    name: str, mixers: Mapping[str, Mixer], unavailable: Mapping[str, Mixer]
+) -> None:
     if name in unavailable:
         raise UsageError(f"mixer {name!r} is unavailable here: {unavailable[name].unavailable}")
     check_names("mixer", [name], list(mixers))
 
 
-def parse(text: str, mixers: Mapping[str, Mixer],
-          unavailable: Mapping[str, Mixer] | None = None) -> Variant:  # fmt: skip
+def parse(
+    text: str, mixers: Mapping[str, Mixer], unavailable: Mapping[str, Mixer] | None = None
+) -> Variant:
     """``text`` (a mixer name, or ``NAME[KEY=VALUE,...]``) checked against the registered mixers:
     unknown names, unknown options, bad values and malformed brackets are one-line errors."""
     text = text.strip()
@@ -83,8 +85,9 @@ def parse(text: str, mixers: Mapping[str, Mixer],
     return Variant(name, base, options)
 
 
-def bracketed(text: str, malformed: Callable[[str, str], UsageError],
-              noun: str) -> tuple[str, dict[str, str]]:  # fmt: skip
+def bracketed(
+    text: str, malformed: Callable[[str, str], UsageError], noun: str
+) -> tuple[str, dict[str, str]]:
     """``NAME[KEY=VALUE,...]`` -> ``(NAME, {KEY: VALUE})`` (text values as given; a name without
     brackets has none): the one parser of mixer and track variants. ``malformed(text, detail)``
     makes the one-line error; ``noun`` names a key in it (a mixer's option, a track's key)."""
@@ -105,8 +108,11 @@ def bracketed(text: str, malformed: Callable[[str, str], UsageError],
     return base, given
 
 
-def select(texts: Iterable[str], mixers: Mapping[str, Mixer],
-           unavailable: Mapping[str, Mixer] | None = None) -> list[Variant]:  # fmt: skip
+def select(
+    texts: Iterable[str],
+    mixers: Mapping[str, Mixer],
+    unavailable: Mapping[str, Mixer] | None = None,
+) -> list[Variant]:
     """Every name of ``--mixers`` as a :class:`Variant`, ``tag:NAME`` expanded to the mixers
     declaring that tag (by name). A mixer named twice (in any spelling) is an error; one that a
     tag selects again counts once."""
@@ -131,8 +137,9 @@ def expand_tag(tag: str, mixers: Mapping[str, Mixer]) -> list[Variant]:
     names = sorted(name for name, mixer in mixers.items() if tag in mixer.tags)
     if not names:
         declared = sorted({t for mixer in mixers.values() for t in mixer.tags})
-        raise UsageError(f"no mixer has the tag {tag!r}; declared tags: "
-                         f"{', '.join(declared) or '(none)'}")  # fmt: skip
+        raise UsageError(
+            f"no mixer has the tag {tag!r}; declared tags: {', '.join(declared) or '(none)'}"
+        )
     return [Variant(name, name) for name in names]
 
 
@@ -143,8 +150,10 @@ def variant_options(
     with ``--mixer-option BASE.KEY`` values, overlaid with the variant's own options."""
     for name in given:
         if "[" in name:
-            raise UsageError(f"option given for variant {name!r}: give a variant's options "
-                             f"inside its brackets, or to its mixer {base_of(name)!r}")  # fmt: skip
+            raise UsageError(
+                f"option given for variant {name!r}: give a variant's options "
+                f"inside its brackets, or to its mixer {base_of(name)!r}"
+            )
         if name not in mixers:
             hint = did_you_mean(name, mixers)
             raise UsageError(f"option given for unknown mixer {name!r}{hint}")

@@ -89,8 +89,11 @@ def sign_flips(diffs: dict[str, np.ndarray], seed: int) -> Flips:
         every = np.array(list(itertools.product((-1.0, 1.0), repeat=sum(sizes.values()))))
         cuts = np.cumsum([0, *sizes.values()])
         signs = {t: every[:, a:b] for t, a, b in zip(diffs, cuts[:-1], cuts[1:], strict=True)}
-        return Flips({t: (s * diffs[t]).mean(axis=1) for t, s in signs.items()},
-                     {t: s.mean(axis=1) for t, s in signs.items()}, exact=True)  # fmt: skip
+        return Flips(
+            {t: (s * diffs[t]).mean(axis=1) for t, s in signs.items()},
+            {t: s.mean(axis=1) for t, s in signs.items()},
+            exact=True,
+        )
     rng = np.random.default_rng(seed)
     effects: dict[str, list[np.ndarray]] = {t: [] for t in diffs}
     means: dict[str, list[np.ndarray]] = {t: [] for t in diffs}
@@ -100,12 +103,16 @@ def sign_flips(diffs: dict[str, np.ndarray], seed: int) -> Flips:
             flips = rng.choice((-1.0, 1.0), size=(size, len(d)))
             effects[track].append((flips * d).mean(axis=1))
             means[track].append(flips.mean(axis=1))
-    return Flips({t: np.concatenate(c) for t, c in effects.items()},
-                 {t: np.concatenate(c) for t, c in means.items()}, exact=False)  # fmt: skip
+    return Flips(
+        {t: np.concatenate(c) for t, c in effects.items()},
+        {t: np.concatenate(c) for t, c in means.items()},
+        exact=False,
+    )
 
 
-def suite_test(diffs: dict[str, np.ndarray], flips: Flips, tracks: list[str],
-               delta: float = 0.0) -> tuple[float, float]:  # fmt: skip
+def suite_test(
+    diffs: dict[str, np.ndarray], flips: Flips, tracks: list[str], delta: float = 0.0
+) -> tuple[float, float]:
     """The equal-weight suite effect over ``tracks`` and the two-sided stratified sign-flip p of
     the hypothesis that it is ``delta`` (every seed's difference shifted by ``delta`` is
     symmetric about 0): exact over every pattern, or Monte Carlo with the +1 of a valid p."""
@@ -119,8 +126,9 @@ def suite_test(diffs: dict[str, np.ndarray], flips: Flips, tracks: list[str],
     return effect, float((1 + extreme) / (1 + len(null)))
 
 
-def suite_interval(diffs: dict[str, np.ndarray], flips: Flips, tracks: list[str],
-                   alpha: float = 0.05) -> list[float]:  # fmt: skip
+def suite_interval(
+    diffs: dict[str, np.ndarray], flips: Flips, tracks: list[str], alpha: float = 0.05
+) -> list[float]:
     """The suite effect's 1 - ``alpha`` interval by inverting :func:`suite_test`: the shifts
     ``delta`` around the effect that the same test does not reject at ``alpha`` (each bound
     found by doubling a step outwards, then bisecting to 1e-9 of the data's spread); a bound no
@@ -232,14 +240,16 @@ def _ranks(means: dict[str, dict[str, float]], names: list[str], alpha: float) -
     return out
 
 
-def _bootstrap(pairs: dict[str, tuple[np.ndarray, np.ndarray]], rng: np.random.Generator,
-               n_boot: int) -> dict[str, np.ndarray]:  # fmt: skip
+def _bootstrap(
+    pairs: dict[str, tuple[np.ndarray, np.ndarray]], rng: np.random.Generator, n_boot: int
+) -> dict[str, np.ndarray]:
     """Per track, (n_boot, seeds) resampled seed indices (stratified by track)."""
     return {t: rng.integers(0, len(b), size=(n_boot, len(b))) for t, (b, _) in pairs.items()}
 
 
-def _mixer_entry(pairs: dict[str, tuple[np.ndarray, np.ndarray]], rng: np.random.Generator,
-                 n_boot: int) -> dict[str, Any]:  # fmt: skip
+def _mixer_entry(
+    pairs: dict[str, tuple[np.ndarray, np.ndarray]], rng: np.random.Generator, n_boot: int
+) -> dict[str, Any]:
     """The pooled figures of one mixer against the baseline on its tracks (scores paired), with
     stratified bootstrap intervals (the suite effect's own interval is the test's:
     :func:`suite_interval`)."""
@@ -330,12 +340,16 @@ def aggregate_across_tracks(
         if len(observed[name]) == 1:
             verdict = "one_track"  # a suite of one track: its table says it all
         mixers[name]["suite_test"] = {
-            "statistic": effect, "statistic_name": "suite_effect", "alternative": "two-sided",
+            "statistic": effect,
+            "statistic_name": "suite_effect",
+            "alternative": "two-sided",
             "direction": "better" if effect > 0 else "worse" if effect < 0 else "none",
-            "p_value": p, "p_method": "exact" if flips[name].exact else "monte_carlo",
-            "flips": len(flips[name].signs[next(iter(observed[name]))]), "mc_seed": seed,
+            "p_value": p,
+            "p_method": "exact" if flips[name].exact else "monte_carlo",
+            "flips": len(flips[name].signs[next(iter(observed[name]))]),
+            "mc_seed": seed,
             "p_holm": holm[name],
-        }  # fmt: skip
+        }
         mixers[name]["without_track"] = left_out[name]
         mixers[name]["robust_without_any_track"] = robust
         mixers[name]["verdict"] = verdict

@@ -61,9 +61,12 @@ def compare_cell(plan: Plan, track: str, mixer: str, base: Arm, arm: Arm) -> Cel
     base_vals = base.imputed(seeds, higher, caps)
     arm_vals = arm.imputed(seeds, higher, caps)
     comparison = stats.compare_paired(
-        base_vals, arm_vals, higher_is_better=higher, scale=facts.scale,
+        base_vals,
+        arm_vals,
+        higher_is_better=higher,
+        scale=facts.scale,
         margin_rel=plan.settings["margin"],
-    )  # fmt: skip
+    )
     reasons = [arm.reasons[s] for s in seeds]
     not_learned = sum(arm.not_learned[s] for s in seeds)
     stats.flag_comparison(
@@ -75,14 +78,18 @@ def compare_cell(plan: Plan, track: str, mixer: str, base: Arm, arm: Arm) -> Cel
         baseline_edge_of_grid=base.selection.edge_of_grid,
         indecisive_selection=arm.selection.indecisive,
     )
-    size = serial.build(Size, comparison_size(plan.cells[track][mixer].size, base.costs,
-                                              arm.costs))  # fmt: skip
+    size = serial.build(Size, comparison_size(plan.cells[track][mixer].size, base.costs, arm.costs))
     if flags.param_mismatch(size.params_ratio):
         comparison.flags.append("param_mismatch")
     both = stats.compare_both_converged(
-        base_raw, arm_raw, base_div, arm_div, higher, scale=facts.scale,
+        base_raw,
+        arm_raw,
+        base_div,
+        arm_div,
+        higher,
+        scale=facts.scale,
         margin_rel=plan.settings["margin"],
-    )  # fmt: skip
+    )
     return CellResult(
         comparison=comparison,
         seeds=seeds,
@@ -102,8 +109,9 @@ def compare_cell(plan: Plan, track: str, mixer: str, base: Arm, arm: Arm) -> Cel
     )
 
 
-def flag_undertrained(cell: CellResult, arms: dict[str, MixerResult], mixer: str,
-                      baseline: str) -> None:  # fmt: skip
+def flag_undertrained(
+    cell: CellResult, arms: dict[str, MixerResult], mixer: str, baseline: str
+) -> None:
     """Add ``undertrained`` (the mixer's curve) and ``baseline_undertrained`` to the flags."""
     for name, flag in ((mixer, "undertrained"), (baseline, "baseline_undertrained")):
         if name in arms and arms[name].undertrained:
@@ -117,10 +125,11 @@ def _track(plan: Plan, track: str, results: dict[str, RunRecord]) -> TrackResult
     arms = {m: cells_.arm(plan, track, m, results) for m in settings["mixers"] if m in planned}
     found = {m: a for m, a in arms.items() if a is not None}
     entry = TrackResult(
-        **dataclasses.asdict(facts), baseline=baseline,
+        **dataclasses.asdict(facts),
+        baseline=baseline,
         test_set=summaries.test_set([r for a in found.values() for r in a.records.values()]),
         scale_note=summaries.scale_note(settings.get("preset", ""), facts.budget),
-    )  # fmt: skip
+    )
     base = found.get(baseline)
     for mixer, arm in found.items():
         entry.mixers[mixer] = cells_.mixer_result(facts, arm)
@@ -133,8 +142,12 @@ def _track(plan: Plan, track: str, results: dict[str, RunRecord]) -> TrackResult
     return entry
 
 
-def analyse(plan: Plan, results: dict[str, RunRecord], failures: list[RunRecord],
-            inputs_digest: str | None = None) -> Analysis:  # fmt: skip
+def analyse(
+    plan: Plan,
+    results: dict[str, RunRecord],
+    failures: list[RunRecord],
+    inputs_digest: str | None = None,
+) -> Analysis:
     """The whole report of a run, from its plan and the stored records (``inputs_digest``: their
     :func:`report_digest`, when known)."""
     settings = plan.settings
@@ -142,8 +155,12 @@ def analyse(plan: Plan, results: dict[str, RunRecord], failures: list[RunRecord]
     tracks = {track: _track(plan, track, results) for track in plan.tracks}
     cells = [c for e in tracks.values() for c in e.comparisons.values()]
     family = [c.comparison for c in cells]
-    both_family = [c.both_converged for e in tracks.values() for c in e.comparisons.values()
-                   if c.both_converged is not None]  # fmt: skip
+    both_family = [
+        c.both_converged
+        for e in tracks.values()
+        for c in e.comparisons.values()
+        if c.both_converged is not None
+    ]
     size = max(plan.family(), len(family))
     stats.apply_holm(family, family=size)
     stats.apply_holm(both_family)
@@ -162,7 +179,10 @@ def analyse(plan: Plan, results: dict[str, RunRecord], failures: list[RunRecord]
         skipped=plan.skipped,
         scale=summaries.scale_summary(settings.get("preset", ""), tracks),
         design=summaries.design(
-            settings, size, sum(c.missing_seeds == 0 for c in cells), len(both_family),
+            settings,
+            size,
+            sum(c.missing_seeds == 0 for c in cells),
+            len(both_family),
             (sum(key in results for key in planned), len(planned)),
         ),
         selection=summaries.selection_summary(tracks),
@@ -180,9 +200,12 @@ def report_digest(plan: Plan, results: dict[str, RunRecord], failures: list[RunR
     """Hash of everything a report is made from (the plan, the results used, the failures, and
     the code of the results and output stages): a re-run with the same digest reuses it."""
     stages = Path(__file__).parent.parent
-    code = b"".join(path.read_bytes() for folder in ("results", "output")
-                    for path in sorted((stages / folder).rglob("*.*"))
-                    if path.suffix in (".py", ".j2"))  # fmt: skip
+    code = b"".join(
+        path.read_bytes()
+        for folder in ("results", "output")
+        for path in sorted((stages / folder).rglob("*.*"))
+        if path.suffix in (".py", ".j2")
+    )
     inputs = {key: value for key, value in plan.to_dict().items() if key != "environment"}
     inputs["results"] = sorted(results)
     inputs["failures"] = len(failures)
@@ -211,17 +234,21 @@ def _across(tracks: dict[str, TrackResult], plan: Plan, baseline: str) -> Across
         return None
     planned = {
         mixer: [track for track in sorted(plan.cells) if mixer in plan.cells[track]]
-        for mixer in plan.settings["mixers"] if mixer != baseline
-    }  # fmt: skip
+        for mixer in plan.settings["mixers"]
+        if mixer != baseline
+    }
     planned = {mixer: tracks for mixer, tracks in planned.items() if tracks}
-    across = serial.build(AcrossTracks, aggregate_across_tracks(
-        per_track, baseline_name=baseline, verdicts=verdicts, planned=planned))  # fmt: skip
+    across = serial.build(
+        AcrossTracks,
+        aggregate_across_tracks(
+            per_track, baseline_name=baseline, verdicts=verdicts, planned=planned
+        ),
+    )
     across.tracks_left_out = left_out(tracks, across, baseline)
     return across
 
 
-def left_out(tracks: dict[str, TrackResult], across: AcrossTracks,
-             baseline: str) -> dict[str, str]:  # fmt: skip
+def left_out(tracks: dict[str, TrackResult], across: AcrossTracks, baseline: str) -> dict[str, str]:
     """Tracks of the run that the across-track figures leave out, with the reason."""
     reasons = {}
     for name, entry in tracks.items():

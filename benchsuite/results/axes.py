@@ -104,6 +104,15 @@ def axis_groups(report: Analysis) -> list[AxisGroup]:
         mixers = list(dict.fromkeys(m for m, _ in rows))
         ordered = sorted(rows, key=lambda r: (mixers.index(r[0]), [_order(v) for v in r[1]]))
         first = report.tracks[next(iter(variants))]
-        groups.append(AxisGroup(base, first.metric, first.baseline, column, values, others,
-                                [rows[key] for key in ordered]))  # fmt: skip
+        groups.append(
+            AxisGroup(
+                base,
+                first.metric,
+                first.baseline,
+                column,
+                values,
+                others,
+                [rows[key] for key in ordered],
+            )
+        )
     return groups

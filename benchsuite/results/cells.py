@@ -41,8 +41,9 @@ def at_chance(values: dict[int, float], caps: dict[int, float | None], higher: b
     return not (gain.mean() > 0 and p_two_sided / 2 < AT_CHANCE_P)
 
 
-def sweep_rows(grid: list[dict], counts: list[int], records: dict[int, RunRecord],
-               metric: str) -> list[SweepRow]:  # fmt: skip
+def sweep_rows(
+    grid: list[dict], counts: list[int], records: dict[int, RunRecord], metric: str
+) -> list[SweepRow]:
     """Every grid config's validation value per seed, how many seeds chose it, and their mean."""
     rows = []
     for k, config in enumerate(grid):
@@ -51,8 +52,14 @@ def sweep_rows(grid: list[dict], counts: list[int], records: dict[int, RunRecord
             for seed in sorted(records)
             if len(records[seed].sweep) > k
         ]
-        rows.append(SweepRow(cfg=config, val=values, chosen_by=counts[k],
-                             mean=float(np.mean(values)) if values else math.nan))  # fmt: skip
+        rows.append(
+            SweepRow(
+                cfg=config,
+                val=values,
+                chosen_by=counts[k],
+                mean=float(np.mean(values)) if values else math.nan,
+            )
+        )
     return rows
 
 
@@ -78,8 +85,14 @@ def tied_choice(record: RunRecord, chosen: int, metric: str) -> bool:
     return sum(value == values[chosen] for value in values) > 1
 
 
-def selection(grid: list[dict], chosen: dict[int, int], records: dict[int, RunRecord],
-              metric: str, chance: bool = False, higher: bool = True) -> Selection:  # fmt: skip
+def selection(
+    grid: list[dict],
+    chosen: dict[int, int],
+    records: dict[int, RunRecord],
+    metric: str,
+    chance: bool = False,
+    higher: bool = True,
+) -> Selection:
     """How a cell's seeds chose: counts per config, the modal config (ties: best validation mean,
     then grid order), how many seeds agree with it, how many chose an end of the grid, and which
     seeds' own choice was an exact tie.
@@ -130,10 +143,12 @@ class Arm:
         cap (imputed), or at it within ``LEARNT_MIN`` of the way to the ideal."""
         return {
             seed: self.reasons[seed] == NO_BETTER_THAN_TRIVIAL
-            or (not self.reasons[seed]
-                and learnt_nothing(value, self.caps[seed], self.ideal, self.higher))
+            or (
+                not self.reasons[seed]
+                and learnt_nothing(value, self.caps[seed], self.ideal, self.higher)
+            )
             for seed, value in self.values.items()
-        }  # fmt: skip
+        }
 
     @property
     def diverged(self) -> dict[int, bool]:
@@ -151,16 +166,21 @@ class Arm:
         first = self.records[min(self.records)]
         return first.probes if first.job.get("measure") else {}
 
-    def imputed(self, seeds: list[int], higher: bool, caps: list[float] | None = None,
-                ) -> list[float]:  # fmt: skip
+    def imputed(
+        self,
+        seeds: list[int],
+        higher: bool,
+        caps: list[float] | None = None,
+    ) -> list[float]:
         """The test scores of ``seeds``, a diverged one replaced by its cap (``caps``: the caps
         to use, default this cell's own)."""
         fill = -math.inf if higher else math.inf
         if caps is None:
             caps = [fill if self.caps[s] is None else self.caps[s] for s in seeds]
         diverged = self.diverged
-        return stats.impute_diverged([self.values[s] for s in seeds],
-                                     [diverged[s] for s in seeds], caps)  # fmt: skip
+        return stats.impute_diverged(
+            [self.values[s] for s in seeds], [diverged[s] for s in seeds], caps
+        )
 
 
 def _reason(record: RunRecord, value: float, higher: bool) -> str:

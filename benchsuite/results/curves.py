@@ -71,8 +71,9 @@ def tail_figures(curve: np.ndarray) -> tuple[float, float] | None:
     return drop, share
 
 
-def learning_curve(records: Mapping[int, RunRecord], steps: int | None,
-                   learnt: Collection[int] | None = None) -> LearningCurve | None:  # fmt: skip
+def learning_curve(
+    records: Mapping[int, RunRecord], steps: int | None, learnt: Collection[int] | None = None
+) -> LearningCurve | None:
     """A cell's median curve over its seeds with its band and the ``undertrained`` verdict;
     a seed outside ``learnt`` (its model learnt nothing) does not count as converged, whatever
     its stopping rule said (None: every seed learnt)."""
@@ -116,13 +117,18 @@ def summary(tracks: Mapping[str, TrackResult]) -> CurvesSummary:
     """The rule, its thresholds, and every cell it flagged (``report.json`` →
     ``learning_curves``)."""
     flagged = [
-        Undertrained(track=track, mixer=mixer, tail_drop=curve.tail_drop,
-                     tail_share=curve.tail_share,
-                     reason=f"training loss still fell {curve.tail_drop:.1%} over the last "
-                     f"{TAIL:.0%} of the budget ({curve.tail_share:.0%} of its whole fall)")
+        Undertrained(
+            track=track,
+            mixer=mixer,
+            tail_drop=curve.tail_drop,
+            tail_share=curve.tail_share,
+            reason=f"training loss still fell {curve.tail_drop:.1%} over the last "
+            f"{TAIL:.0%} of the budget ({curve.tail_share:.0%} of its whole fall)",
+        )
         for track, entry in tracks.items()
         for mixer, arm in entry.mixers.items()
         if (curve := arm.learning_curve) and curve.undertrained
-    ]  # fmt: skip
-    return CurvesSummary(rule=RULE, tail_fraction=TAIL, min_drop=MIN_DROP, min_share=MIN_SHARE,
-                         undertrained=flagged)  # fmt: skip
+    ]
+    return CurvesSummary(
+        rule=RULE, tail_fraction=TAIL, min_drop=MIN_DROP, min_share=MIN_SHARE, undertrained=flagged
+    )

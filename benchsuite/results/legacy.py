@@ -22,14 +22,21 @@ def _chosen(track: dict[str, Any], keys: list[str], records: dict[str, RunRecord
     runs = [records[key] for key in keys if key in records]
     sweep = []
     for index, config in enumerate(track["grid"]):
-        values = [r.metrics.get(f"val.{track['metric']}", math.nan)
-                  for r in runs if r.job["config_index"] == index]  # fmt: skip
+        values = [
+            r.metrics.get(f"val.{track['metric']}", math.nan)
+            for r in runs
+            if r.job["config_index"] == index
+        ]
         if values:
-            sweep.append({
-                "index": index, "config": config, "val": values,
-                "diverged": [not math.isfinite(v) for v in values],
-                "higher_is_better": track["higher_is_better"],
-            })  # fmt: skip
+            sweep.append(
+                {
+                    "index": index,
+                    "config": config,
+                    "val": values,
+                    "diverged": [not math.isfinite(v) for v in values],
+                    "higher_is_better": track["higher_is_better"],
+                }
+            )
     return select_best_config(sweep)[0] if sweep else None
 
 
@@ -44,9 +51,11 @@ def manifest_to_plan(manifest: dict[str, Any], records: dict[str, RunRecord]) ->
             chosen = _chosen(manifest["tracks"][track], cell["sweep"], records)
             seeds = [str(records[k].job["seed"]) for k in cell["eval"] if k in records]
             cells.setdefault(track, {})[mixer] = {
-                "track": track, "mixer": mixer, "jobs": cell["eval"],
+                "track": track,
+                "mixer": mixer,
+                "jobs": cell["eval"],
                 "chosen": {} if chosen is None else dict.fromkeys(seeds, chosen),
-            }  # fmt: skip
+            }
     tracks = {
         name: {"scale": "difference", "ideal": None, **facts}
         for name, facts in manifest["tracks"].items()

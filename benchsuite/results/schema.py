@@ -188,8 +188,10 @@ class Design:
         """``partial: k of m comparisons, n of N jobs`` for a run not finished, else empty."""
         if not self.partial:
             return ""
-        return (f"partial: {self.finished} of {self.comparisons} comparisons, "
-                f"{self.jobs_finished} of {self.jobs} jobs")  # fmt: skip
+        return (
+            f"partial: {self.finished} of {self.comparisons} comparisons, "
+            f"{self.jobs_finished} of {self.jobs} jobs"
+        )
 
 
 @dataclass
@@ -309,8 +311,9 @@ class Analysis:
     def mixer_names(self) -> list[str]:
         """Every mixer of the run (the baseline first), then any other found in a track."""
         names = list(self.run_settings.mixers)
-        names = ([self.baseline] if self.baseline else []) + [n for n in names
-                                                              if n != self.baseline]  # fmt: skip
+        names = ([self.baseline] if self.baseline else []) + [
+            n for n in names if n != self.baseline
+        ]
         for entry in self.tracks.values():
             names += [n for n in entry.mixers if n not in names]
         return names

@@ -277,8 +277,9 @@ def holm(p_values: Sequence[float], family: int | None = None, alpha: float = 0.
     return [float(p) for p in multipletests(padded, alpha=alpha, method="holm")[1]][: len(p_values)]
 
 
-def apply_holm(comparisons: list[Comparison], alpha: float = 0.05,
-               family: int | None = None) -> None:  # fmt: skip
+def apply_holm(
+    comparisons: list[Comparison], alpha: float = 0.05, family: int | None = None
+) -> None:
     """Holm over the family (``family``: its planned size, default the comparisons given),
     separately on p_value and p_tost; sets p_holm, p_tost_holm, the verdict, and the MDE at
     Holm's most demanding step (alpha / family size), the power the verdicts actually have."""
@@ -327,8 +328,9 @@ def flag_comparison(
     comp.flags.extend(f for f in wanted if f not in comp.flags)
 
 
-def impute_diverged(values: Sequence[float], diverged: Sequence[bool],
-                    caps: Sequence[float]) -> list[float]:  # fmt: skip
+def impute_diverged(
+    values: Sequence[float], diverged: Sequence[bool], caps: Sequence[float]
+) -> list[float]:
     """Label-blind imputation: each diverged (or non-finite) run's metric becomes its seed's cap.
 
     Apply to both arms alike (the same caps: the seeds' trivial predictors) so the paired

@@ -265,16 +265,23 @@ class Store:
             self.db.execute(
                 "INSERT INTO results VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(key) DO UPDATE SET "
                 "record=excluded.record, created=excluded.created",
-                (record.key, job["track"], job["mixer"], STAGE, record.chosen, job["seed"],
-                 payload, time.time()),
-            )  # fmt: skip
+                (
+                    record.key,
+                    job["track"],
+                    job["mixer"],
+                    STAGE,
+                    record.chosen,
+                    job["seed"],
+                    payload,
+                    time.time(),
+                ),
+            )
         else:
             self.db.execute(
                 "INSERT INTO failures (key, track, mixer, stage, seed, record, created) "
                 "VALUES (?,?,?,?,?,?,?)",
-                (record.key, job["track"], job["mixer"], STAGE, job["seed"], payload,
-                 time.time()),
-            )  # fmt: skip
+                (record.key, job["track"], job["mixer"], STAGE, job["seed"], payload, time.time()),
+            )
 
     def results(self, keys: Iterable[str] | None = None) -> dict[str, RunRecord]:
         """Stored results by key (all of them, or those among ``keys``)."""

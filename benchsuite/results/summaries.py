@@ -25,17 +25,20 @@ ENVIRONMENT_KEYS = ("torch", "python", "threads", "device", "deterministic")
 def scale_note(preset: str, budget: dict[str, Any]) -> str:
     """One sentence naming the scale that produced a track's results: preset, width, depth and
     budget (a quick preset's verdicts describe that scale, not the mixers at large)."""
-    size = (f"{preset} preset: dim {budget.get('dim')}, depth {budget.get('depth')}, "
-            f"{budget.get('steps')} steps × batch {budget.get('batch_size')}")  # fmt: skip
+    size = (
+        f"{preset} preset: dim {budget.get('dim')}, depth {budget.get('depth')}, "
+        f"{budget.get('steps')} steps × batch {budget.get('batch_size')}"
+    )
     return f"{size} (verdicts describe this small scale)" if preset == "quick" else size
 
 
 def scale_summary(preset: str, tracks: Mapping[str, TrackResult]) -> Scale:
     """The run's scale (``report.json`` → ``scale``): each track's width, depth and budget, and
     the one sentence the page's head shows."""
-    budgets = {t: TrackScale(**{k: e.budget.get(k) for k in ("dim", "depth", "steps",
-                                                               "batch_size")})
-               for t, e in tracks.items()}  # fmt: skip
+    budgets = {
+        t: TrackScale(**{k: e.budget.get(k) for k in ("dim", "depth", "steps", "batch_size")})
+        for t, e in tracks.items()
+    }
     per_track = "; ".join(
         f"{t}: dim {b.dim}, depth {b.depth}, {b.steps} steps × batch {b.batch_size}"
         for t, b in budgets.items()
@@ -74,8 +77,11 @@ def previous_sd(out: Path) -> dict[str, float]:
         return {}
     found = {}
     for track, entry in report.tracks.items():
-        ratios = [c.comparison.sd_rel for c in entry.comparisons.values()
-                  if math.isfinite(c.comparison.sd_rel)]  # fmt: skip
+        ratios = [
+            c.comparison.sd_rel
+            for c in entry.comparisons.values()
+            if math.isfinite(c.comparison.sd_rel)
+        ]
         if ratios:
             found[track] = statistics.median(ratios)
     return found
@@ -93,8 +99,13 @@ def environment_warnings(records: list[RunRecord]) -> list[str]:
     return warnings
 
 
-def design(settings: dict, comparisons: int, finished: int | None = None,
-           both_converged: int = 0, jobs: tuple[int, int] = (0, 0)) -> Design:  # fmt: skip
+def design(
+    settings: dict,
+    comparisons: int,
+    finished: int | None = None,
+    both_converged: int = 0,
+    jobs: tuple[int, int] = (0, 0),
+) -> Design:
     """Whether the seed count can reach Holm significance for this family size; ``finished``:
     the comparisons with every planned seed (fewer than the family after an interruption: the
     tables are ``partial``); ``both_converged``: the size of the both-converged analyses' own
@@ -132,5 +143,10 @@ def test_set(records: list[RunRecord]) -> TestSet:
 def failure(record: RunRecord) -> Failure:
     """A failed job as the report lists it."""
     job = record.job
-    return Failure(track=job["track"], mixer=job["mixer"], seed=job["seed"],
-                   reason=record.error, traceback=record.traceback)  # fmt: skip
+    return Failure(
+        track=job["track"],
+        mixer=job["mixer"],
+        seed=job["seed"],
+        reason=record.error,
+        traceback=record.traceback,
+    )

@@ -32,10 +32,10 @@ def pareto(points: Mapping[str, tuple[float | None, float | None]]) -> list[str]
     are better), cheapest first; points missing either value take no part."""
     valid = {n: (c, s) for n, (c, s) in points.items() if c is not None and s is not None}
     front = [
-        name for name, (cost, score) in valid.items()
-        if not any(c <= cost and s >= score and (c < cost or s > score)
-                   for c, s in valid.values())
-    ]  # fmt: skip
+        name
+        for name, (cost, score) in valid.items()
+        if not any(c <= cost and s >= score and (c < cost or s > score) for c, s in valid.values())
+    ]
     return sorted(front, key=lambda name: (valid[name][0], -valid[name][1]))
 
 
@@ -51,8 +51,9 @@ def _interval(bounds: Sequence[float] | None) -> list[float | None] | None:
     return None if bounds is None else [_number(v) for v in bounds]
 
 
-def _with_fronts(points: dict[str, CostPoint], costs: tuple[str, ...], score: str,
-                 cost_scale: str | None = None) -> Tradeoff:  # fmt: skip
+def _with_fronts(
+    points: dict[str, CostPoint], costs: tuple[str, ...], score: str, cost_scale: str | None = None
+) -> Tradeoff:
     fronts = {k: pareto({n: (p.cost(k), p.score) for n, p in points.items()}) for k in costs}
     return Tradeoff(score=score, points=points, pareto=fronts, cost_scale=cost_scale)
 
@@ -79,8 +80,9 @@ def track_tradeoff(entry: TrackResult) -> Tradeoff | None:
     return _with_fronts(points, COSTS, score)
 
 
-def _relative_cost(tracks: Mapping[str, TrackResult], names: list[str], mixer: str,
-                   baseline: str, cost: str) -> float | None:  # fmt: skip
+def _relative_cost(
+    tracks: Mapping[str, TrackResult], names: list[str], mixer: str, baseline: str, cost: str
+) -> float | None:
     """Geometric mean over ``names`` of the mixer's cost over the baseline's."""
     logs = []
     for track in names:
@@ -96,19 +98,30 @@ def _relative_cost(tracks: Mapping[str, TrackResult], names: list[str], mixer: s
     return math.exp(sum(logs) / len(logs)) if logs else None
 
 
-def across_tradeoff(tracks: Mapping[str, TrackResult],
-                    across: AcrossTracks | None) -> Tradeoff | None:  # fmt: skip
+def across_tradeoff(
+    tracks: Mapping[str, TrackResult], across: AcrossTracks | None
+) -> Tradeoff | None:
     """Across tracks: suite effect against relative cost, per mixer, with the fronts."""
     if not across or not across.mixers:
         return None
     baseline = across.baseline
     measured = {
-        k: any(_positive(_costs(arm).get(k))
-               for t in across.tracks if (arm := tracks[t].mixers.get(baseline)))
+        k: any(
+            _positive(_costs(arm).get(k))
+            for t in across.tracks
+            if (arm := tracks[t].mixers.get(baseline))
+        )
         for k in COSTS
-    }  # fmt: skip
-    points = {baseline: CostPoint(score=0.0, ci95=None, verdict=None, tracks=across.tracks,
-                                  **{k: 1.0 if measured[k] else None for k in COSTS})}  # fmt: skip
+    }
+    points = {
+        baseline: CostPoint(
+            score=0.0,
+            ci95=None,
+            verdict=None,
+            tracks=across.tracks,
+            **{k: 1.0 if measured[k] else None for k in COSTS},
+        )
+    }
     for mixer, row in across.mixers.items():
         points[mixer] = CostPoint(
             score=row.suite_effect,
@@ -118,14 +131,16 @@ def across_tradeoff(tracks: Mapping[str, TrackResult],
             **{k: _relative_cost(tracks, row.tracks, mixer, baseline, k) for k in COSTS},
         )
     return _with_fronts(
-        points, COSTS,
+        points,
+        COSTS,
         "suite effect: mean over tracks of the paired score difference with the baseline",
         "relative to the baseline's cost, geometric mean over the mixer's tracks",
-    )  # fmt: skip
+    )
 
 
-def quality_vs_cost(tracks: Mapping[str, TrackResult],
-                    across: AcrossTracks | None) -> QualityVsCost:  # fmt: skip
+def quality_vs_cost(
+    tracks: Mapping[str, TrackResult], across: AcrossTracks | None
+) -> QualityVsCost:
     """``report.json`` → ``quality_vs_cost``: per track and across tracks."""
     per_track = {name: track_tradeoff(entry) for name, entry in tracks.items()}
     return QualityVsCost(

@@ -167,8 +167,9 @@ def _try_vmap(stack: Stack, loss: Loss) -> None:
             p.grad = None
 
 
-def train_stack(members: list[Member], loss: Loss, warmup_fraction: float,
-                clip: float = 0.0) -> Trace:  # fmt: skip
+def train_stack(
+    members: list[Member], loss: Loss, warmup_fraction: float, clip: float = 0.0
+) -> Trace:
     """Train the members as one stack, in place (each member's model ends with its own trained
     state); raises :class:`Unbatchable` before training when vmap cannot run the model. A member
     that stops (converged or diverged) leaves the stack: the others train on without it."""
@@ -203,9 +204,17 @@ def train_stack(members: list[Member], loss: Loss, warmup_fraction: float,
         stack.keep(still, dict(zip(stack.params, optimizer.params, strict=True)))
 
     stack.template.train()
-    trace = train_loop(optimizer, loss_at, members[0].order.shape[0], warmup_fraction,
-                       members[0].x.device, members=len(members), on_stop=on_stop,
-                       rule=_stop_rule(stack, snapshot), drop=drop)  # fmt: skip
+    trace = train_loop(
+        optimizer,
+        loss_at,
+        members[0].order.shape[0],
+        warmup_fraction,
+        members[0].x.device,
+        members=len(members),
+        on_stop=on_stop,
+        rule=_stop_rule(stack, snapshot),
+        drop=drop,
+    )
     for index, member in enumerate(members):
         _load(member.model, best.get(index) or frozen.get(index) or state(index))
     return trace
@@ -231,9 +240,14 @@ def _stop_rule(stack: Stack, snapshot: Callable[[int], None]) -> StopRule | None
         x = now[0].x if shared else torch.stack([s.x for s in now])
         stack.template.eval()
         with torch.inference_mode():
-            parts = [forward(stack.params, stack.buffers,
-                             x[start : start + size] if shared else x[:, start : start + size])
-                     for start in range(0, examples, size)]  # fmt: skip
+            parts = [
+                forward(
+                    stack.params,
+                    stack.buffers,
+                    x[start : start + size] if shared else x[:, start : start + size],
+                )
+                for start in range(0, examples, size)
+            ]
             prediction = torch.cat(parts, dim=1)
         stack.template.train()
         return [s.score(prediction[m]) for m, s in enumerate(now)]

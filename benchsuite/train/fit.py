@@ -69,8 +69,9 @@ class FusedAdamW:
     """torch's fused AdamW for one model at ``lr * factor``, gradients clipped to a norm of
     ``clip`` first (0: no clipping)."""
 
-    def __init__(self, parameters: Iterable[torch.Tensor], lr: float, weight_decay: float,
-                 clip: float = 0.0) -> None:  # fmt: skip
+    def __init__(
+        self, parameters: Iterable[torch.Tensor], lr: float, weight_decay: float, clip: float = 0.0
+    ) -> None:
         self.lr, self.clip, self.params = lr, clip, list(parameters)
         self.optimizer = torch.optim.AdamW(
             self.params, lr=lr, weight_decay=weight_decay, betas=BETAS, eps=EPS, fused=True
@@ -98,8 +99,13 @@ class StackedAdamW:
     have stopped.
     """
 
-    def __init__(self, parameters: Sequence[torch.Tensor], lrs: Sequence[float],
-                 weight_decays: Sequence[float], clip: float = 0.0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        parameters: Sequence[torch.Tensor],
+        lrs: Sequence[float],
+        weight_decays: Sequence[float],
+        clip: float = 0.0,
+    ) -> None:
         self.params, self.clip = list(parameters), clip
         self.lrs, self.decays = list(lrs), list(weight_decays)
         self.steps = 0
@@ -155,8 +161,9 @@ class StackedAdamW:
         self.decays = [self.decays[i] for i in positions]
         # new leaf tensors: autograd keeps a leaf's shape from its first use, so a parameter
         # cannot shrink in place
-        self.params = [torch.empty(0, dtype=v.dtype, device=v.device).requires_grad_()
-                       for v in values]  # fmt: skip
+        self.params = [
+            torch.empty(0, dtype=v.dtype, device=v.device).requires_grad_() for v in values
+        ]
         self._lay_out(values, *moments)
 
     def zero_grad(self) -> None:
@@ -220,8 +227,15 @@ class Trace:
             return {0: marks[index]} if index in marks else {}
 
         score = {0: self.best_score[index]} if index in self.best_score else {}
-        return Trace(self.losses[:, index], one(self.stopped), self.seconds_per_step,
-                     one(self.converged), one(self.best_step), one(self.pruned), score)  # fmt: skip
+        return Trace(
+            self.losses[:, index],
+            one(self.stopped),
+            self.seconds_per_step,
+            one(self.converged),
+            one(self.best_step),
+            one(self.pruned),
+            score,
+        )
 
     def curve(self, index: int, points: int = 64) -> list[float]:
         """The member's training loss, averaged over at most ``points`` equal windows."""
@@ -230,11 +244,17 @@ class Trace:
         return [float(w.mean()) for w in windows if len(w)]
 
 
-def train_loop(optimizer: Optimizer, loss_at: Callable[[int], torch.Tensor], steps: int,
-               warmup_fraction: float, device: torch.device, members: int = 0,
-               on_stop: Callable[[int, int], None] | None = None,
-               rule: StopRule | None = None,
-               drop: Callable[[list[int]], None] | None = None) -> Trace:  # fmt: skip
+def train_loop(
+    optimizer: Optimizer,
+    loss_at: Callable[[int], torch.Tensor],
+    steps: int,
+    warmup_fraction: float,
+    device: torch.device,
+    members: int = 0,
+    on_stop: Callable[[int, int], None] | None = None,
+    rule: StopRule | None = None,
+    drop: Callable[[list[int]], None] | None = None,
+) -> Trace:
     """Train in place: ``loss_at(step)`` gives the loss (a scalar, or one per member of a stack
     still training, in the order of the members).
 

@@ -41,8 +41,9 @@ log = logging.getLogger(__name__)
 
 
 @lru_cache(maxsize=64)
-def _cached_load(track: Track, options_json: str, preset: str, data_dir: str | None,
-                 salt: str, seed: int) -> TrackData:  # fmt: skip
+def _cached_load(
+    track: Track, options_json: str, preset: str, data_dir: str | None, salt: str, seed: int
+) -> TrackData:
     import json
 
     return track.load(Streams(salt, track.name, seed), json.loads(options_json), preset, data_dir)
@@ -62,8 +63,9 @@ def job_budget(job: Job) -> Budget:
     return Budget(**dict(job.budget), grid=())
 
 
-def build_model(track: Track, mixer: Mixer, data: TrackData, job: Job,
-                options: dict[str, Any] | None = None) -> Encoder:  # fmt: skip
+def build_model(
+    track: Track, mixer: Mixer, data: TrackData, job: Job, options: dict[str, Any] | None = None
+) -> Encoder:
     """The shared encoder with the job's mixer in every block, initialised from the init streams
     (``options``: the track options the data was loaded with; default the job's)."""
     budget = job_budget(job)
@@ -102,17 +104,19 @@ def fit(
     x, y, order = member.x, member.y, member.order
     criterion = loss or track.loss
     autocast = torch.autocast(
-        x.device.type, dtype=torch.bfloat16,
+        x.device.type,
+        dtype=torch.bfloat16,
         enabled=x.device.type == "cuda" and track.mixed_precision,
-    )  # fmt: skip
+    )
 
     def loss_at(step: int) -> torch.Tensor:
         index = order[step]
         with autocast:
             return criterion(model(x[index]), y[index])
 
-    optimizer = FusedAdamW(model.parameters(), member.config["lr"],
-                           member.config.get("weight_decay", 0.0), clip)  # fmt: skip
+    optimizer = FusedAdamW(
+        model.parameters(), member.config["lr"], member.config.get("weight_decay", 0.0), clip
+    )
     best: list[dict[str, torch.Tensor]] = []  # the state of the best validation check
     rule = None
     if (stopping := member.stopping) is not None:
@@ -155,8 +159,9 @@ def capture_mixer_inputs(model: Encoder, x: torch.Tensor) -> list[torch.Tensor]:
     return captured
 
 
-def measure_model(model: Encoder, mixer: Mixer, x_train: torch.Tensor, data: TrackData,
-                  costs: dict[str, float]) -> dict[str, float]:  # fmt: skip
+def measure_model(
+    model: Encoder, mixer: Mixer, x_train: torch.Tensor, data: TrackData, costs: dict[str, float]
+) -> dict[str, float]:
     """FLOPs per example (added to ``costs``) and the mechanism probes of a trained model."""
     from benchsuite.train.probes import measure, probes_for
 
@@ -225,19 +230,24 @@ def prepare(job: Job, track: Track, mixer: Mixer) -> Prepared:
         order = batch_order(streams.rng("order"), len(x), budget.steps, budget.batch_size)
         order = order.to(device)  # one tensor for every config: the stack sees shared batches
         stopping = (
-            stopping_of(budget, track, data, to_device(data.x_val, device),
-                        to_device(data.y_val, device))
-            if budget.eval_every else None
-        )  # fmt: skip
+            stopping_of(
+                budget, track, data, to_device(data.x_val, device), to_device(data.y_val, device)
+            )
+            if budget.eval_every
+            else None
+        )
         models = [model] + [copy.deepcopy(model) for _ in job.grid[1:]]
-        members = [Member(m, x, y, order, dict(config), stopping)
-                   for m, config in zip(models, job.grid, strict=True)]  # fmt: skip
+        members = [
+            Member(m, x, y, order, dict(config), stopping)
+            for m, config in zip(models, job.grid, strict=True)
+        ]
         rungs.append(Rung(options, data, members))
     return Prepared(job, budget, rungs)
 
 
-def _metrics(track: Track, data: TrackData, model: Encoder, split: str,
-             batch_size: int) -> dict[str, float]:  # fmt: skip
+def _metrics(
+    track: Track, data: TrackData, model: Encoder, split: str, batch_size: int
+) -> dict[str, float]:
     x, y = getattr(data, f"x_{split}"), getattr(data, f"y_{split}")
     device = next(model.parameters()).device
     prediction = predict(model, to_device(x, device), batch_size)
@@ -255,8 +265,9 @@ def _over_rungs(per_rung: list[dict[str, float]]) -> dict[str, float]:
     return merged
 
 
-def score(ready: Prepared, track: Track, mixer: Mixer, traces: list[list[Trace]],
-          seconds_per_step: float) -> dict[str, Any]:  # fmt: skip
+def score(
+    ready: Prepared, track: Track, mixer: Mixer, traces: list[list[Trace]], seconds_per_step: float
+) -> dict[str, Any]:
     """Choose the config with the best validation score (its mean over the rungs) and describe
     the job's result; ``traces[rung][config]``."""
     job, budget, rungs = ready.job, ready.budget, ready.rungs
@@ -264,25 +275,42 @@ def score(ready: Prepared, track: Track, mixer: Mixer, traces: list[list[Trace]]
     sweep = []
     for index, config in enumerate(job.grid):
         summaries = [traces[r][index].member(0) for r in range(len(rungs))]
-        val = _over_rungs([_metrics(track, rung.data, rung.members[index].model, "val",
-                                    budget.eval_batch_size) for rung in rungs])  # fmt: skip
+        val = _over_rungs(
+            [
+                _metrics(track, rung.data, rung.members[index].model, "val", budget.eval_batch_size)
+                for rung in rungs
+            ]
+        )
         curves = [traces[r][index].curve(0) for r in range(len(rungs))]
         curves = [curve[: min(map(len, curves))] for curve in curves]  # rungs may stop apart
-        sweep.append({
-            "index": index, "config": dict(config),
-            "metrics": {"train_loss": float(np.mean([loss for loss, _ in summaries])), **val},
-            "finite": all(finite for _, finite in summaries),
-            "curve": [float(v) for v in np.mean(curves, axis=0)] if curves[0] else [],
-            **stopping_fields([traces[r][index] for r in range(len(rungs))], budget),
-        })  # fmt: skip
-    chosen, _ = select_best_config([
-        {"index": row["index"], "config": row["config"],
-         "val": [row["metrics"][f"val.{metric.name}"]], "diverged": [not row["finite"]],
-         "higher_is_better": metric.higher_is_better}
-        for row in sweep
-    ])  # fmt: skip
-    test = _over_rungs([_metrics(track, rung.data, rung.members[chosen].model, "test",
-                                 budget.eval_batch_size) for rung in rungs])  # fmt: skip
+        sweep.append(
+            {
+                "index": index,
+                "config": dict(config),
+                "metrics": {"train_loss": float(np.mean([loss for loss, _ in summaries])), **val},
+                "finite": all(finite for _, finite in summaries),
+                "curve": [float(v) for v in np.mean(curves, axis=0)] if curves[0] else [],
+                **stopping_fields([traces[r][index] for r in range(len(rungs))], budget),
+            }
+        )
+    chosen, _ = select_best_config(
+        [
+            {
+                "index": row["index"],
+                "config": row["config"],
+                "val": [row["metrics"][f"val.{metric.name}"]],
+                "diverged": [not row["finite"]],
+                "higher_is_better": metric.higher_is_better,
+            }
+            for row in sweep
+        ]
+    )
+    test = _over_rungs(
+        [
+            _metrics(track, rung.data, rung.members[chosen].model, "test", budget.eval_batch_size)
+            for rung in rungs
+        ]
+    )
     metrics = {**sweep[chosen]["metrics"], **test}
     first = rungs[0]
     model = first.members[chosen].model
@@ -296,16 +324,19 @@ def score(ready: Prepared, track: Track, mixer: Mixer, traces: list[list[Trace]]
         costs["steps"] = float(sum(max(t.steps(0) for t in rung) for rung in traces))
     probes = (
         measure_model(model, mixer, first.members[chosen].x, first.data, costs)
-        if job.measure else {}
-    )  # fmt: skip
+        if job.measure
+        else {}
+    )
     caps = [rung.data.cap for rung in rungs]
     cap = None if None in caps else float(np.mean(caps))
-    reason = divergence(metrics[f"test.{metric.name}"], cap, metric.higher_is_better,
-                        sweep[chosen]["finite"])  # fmt: skip
+    reason = divergence(
+        metrics[f"test.{metric.name}"], cap, metric.higher_is_better, sweep[chosen]["finite"]
+    )
     described = first.data.description + (
         f" (and {len(rungs) - 1} harder rungs: the score is the mean over the ladder)"
-        if len(rungs) > 1 else ""
-    )  # fmt: skip
+        if len(rungs) > 1
+        else ""
+    )
     return {
         "metrics": metrics,
         "chosen": chosen,
@@ -321,8 +352,9 @@ def score(ready: Prepared, track: Track, mixer: Mixer, traces: list[list[Trace]]
     }
 
 
-def _train_rung(rung: Rung, track: Track, job: Job,
-                budget: Budget) -> tuple[list[Trace], float, bool]:  # fmt: skip
+def _train_rung(
+    rung: Rung, track: Track, job: Job, budget: Budget
+) -> tuple[list[Trace], float, bool]:
     """Every config of one rung, as one stack when vmap can run the model, else one by one: the
     traces, the seconds per step of one model, and whether they trained as one stack."""
     warmup, clip = budget.warmup_fraction, budget.clip
@@ -335,8 +367,9 @@ def _train_rung(rung: Rung, track: Track, job: Job,
         except Unbatchable as reason:  # raised before training: the models are untouched
             log.info("%s: configs trained one by one: %s", job.label, reason)
     marks: list[dict[int, HalvingMark]] = [{} for _ in rung.members]
-    traces = [fit(m.model, track, m, warmup, clip, loss, marks[i])
-              for i, m in enumerate(rung.members)]  # fmt: skip
+    traces = [
+        fit(m.model, track, m, warmup, clip, loss, marks[i]) for i, m in enumerate(rung.members)
+    ]
     halve_one_by_one(traces, marks, [m.model for m in rung.members])
     return traces, sum(t.seconds_per_step for t in traces) / len(traces), False
 
@@ -378,8 +411,9 @@ def run_jobs_batched(jobs: list[Job], track: Track, mixer: Mixer) -> list[dict[s
     results = []
     configs = len(jobs[0].grid)
     for position, ready in enumerate(prepared):
-        traces = [[trace.slice(position * configs + i) for i in range(configs)]
-                  for trace in per_rung]  # fmt: skip
+        traces = [
+            [trace.slice(position * configs + i) for i in range(configs)] for trace in per_rung
+        ]
         seconds = float(np.mean([t.seconds_per_step for t in per_rung]))
         result = score(ready, track, mixer, traces, seconds)
         result["costs"]["batched_seeds"] = float(len(jobs))

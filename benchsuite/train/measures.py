@@ -104,8 +104,9 @@ def activation_bytes(model: nn.Module, x: Tensor) -> float:
     return float(sum(saved.values()))
 
 
-def step_seconds(model: nn.Module, track: Track, x: Tensor, y: Tensor, lr: float,
-                 warmup: int = 2, steps: int = 5) -> float:  # fmt: skip
+def step_seconds(
+    model: nn.Module, track: Track, x: Tensor, y: Tensor, lr: float, warmup: int = 2, steps: int = 5
+) -> float:
     """Median seconds of an AdamW training step on ``(x, y)`` after ``warmup`` untimed steps."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)  # as in training
     model.train()

@@ -106,8 +106,9 @@ class Watch:
 Halving = Callable[[int, int, dict[int, Watch]], None]
 
 
-def converged_now(rule: StopRule, watches: list[Watch], done: int, scored: list[int],
-                  live: list[int]) -> list[int]:  # fmt: skip
+def converged_now(
+    rule: StopRule, watches: list[Watch], done: int, scored: list[int], live: list[int]
+) -> list[int]:
     """One validation check: ``rule.score()`` gives one value per member of ``scored`` (in that
     order); of those, the ``live`` ones (not stopped) are judged. Returns those that converged
     now."""
@@ -153,8 +154,9 @@ def halved_now(
     return sorted(halved)
 
 
-def stopping_of(budget: Budget, track: Track, data: TrackData, x_val: torch.Tensor,
-                y_val: torch.Tensor) -> Stopping:  # fmt: skip
+def stopping_of(
+    budget: Budget, track: Track, data: TrackData, x_val: torch.Tensor, y_val: torch.Tensor
+) -> Stopping:
     """The budget's early stopping on the validation split (already on the job's device), scored
     by the data's metric; the budget must check during training (``eval_every``)."""
     metric = data.metric or track.metric
@@ -163,9 +165,16 @@ def stopping_of(budget: Budget, track: Track, data: TrackData, x_val: torch.Tens
     def score(prediction: torch.Tensor) -> float:
         return sign * float(track.evaluate(prediction, y_val, data)[metric.name])
 
-    return Stopping(budget.eval_every, budget.patience, budget.min_delta,
-                    budget.checkpoint == "best", x_val, budget.eval_batch_size, score,
-                    budget.halve_at)  # fmt: skip
+    return Stopping(
+        budget.eval_every,
+        budget.patience,
+        budget.min_delta,
+        budget.checkpoint == "best",
+        x_val,
+        budget.eval_batch_size,
+        score,
+        budget.halve_at,
+    )
 
 
 def stopping_fields(traces: list[Stopped], budget: Budget) -> dict[str, Any]:
