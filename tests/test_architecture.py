@@ -14,7 +14,17 @@ import benchsuite
 PACKAGE = Path(benchsuite.__file__).parent
 # Each stage may import the ones before it (and itself); the package's __init__ is the facade.
 STAGES = ("base", "registry", "plan", "train", "execute", "results", "output", "commands", "top")
-BASE = {"errors", "specs", "budget", "seeds", "paths", "hookspecs", "settings", "contract_settings"}
+BASE = {
+    "errors",
+    "specs",
+    "budget",
+    "seeds",
+    "paths",
+    "hookspecs",
+    "settings",
+    "contract_settings",
+    "vocabulary",
+}
 
 
 def modules() -> dict[str, Path]:

@@ -108,3 +108,34 @@ def test_a_plan_read_back_keeps_the_runs_order(out):
         assert list(cells) == [m for m in asked if m in cells]
     assert list(plan.tracks) == [t for t in raw["settings"]["tracks"] if t in plan.tracks]
     assert list(plan.mixers) == [m for m in asked if m in plan.mixers]
+
+
+def test_the_report_speaks_the_vocabulary_and_its_values_are_the_old_strings(out):
+    """Verdicts, suite verdicts and flags are defined once (benchsuite.vocabulary, string enums)
+    with the very strings report.json has always held; a real run's report uses no other, and no
+    module but the vocabulary spells a verdict out."""
+    from pathlib import Path
+
+    import benchsuite
+    from benchsuite.vocabulary import Flag, SuiteVerdict, Verdict
+
+    assert [v.value for v in Verdict] == [
+        "significant_win", "significant_win_below_margin", "equivalent_within_margin",
+        "inconclusive", "significant_loss_below_margin", "significant_loss",
+    ]  # fmt: skip  # the JSON values: readers of report.json depend on them
+    assert {v.value for v in SuiteVerdict} == {"better", "worse", "mixed", "inconclusive",
+                                                "one_track"}  # fmt: skip
+    raw = json.loads((out / "report.json").read_text())
+    for entry in raw["tracks"].values():
+        for cell in entry["comparisons"].values():
+            assert cell["comparison"]["verdict"] in set(Verdict)
+            assert set(cell["comparison"]["flags"]) <= set(Flag)
+    for row in raw["across_tracks"]["mixers"].values():
+        assert row["verdict"] in set(SuiteVerdict)
+    package = Path(benchsuite.__file__).parent
+    spelled = [
+        path.name
+        for path in package.rglob("*.py")
+        if path.name != "vocabulary.py" and '"significant_' in path.read_text()
+    ]
+    assert spelled == []

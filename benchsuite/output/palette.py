@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from benchsuite.vocabulary import Verdict as Word
+
 BASELINE = ("#000000", "o")
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7")
 MARKERS = ("s", "^", "D", "v", "P", "X", "o")
@@ -54,12 +56,12 @@ class Verdict:
 
 
 VERDICTS = {
-    "significant_win": Verdict("#2c7bb6", "^", False, "▲", "win", "bold blue"),
-    "significant_win_below_margin": Verdict("#abd9e9", "^", True, "△", "small win", "blue"),
-    "equivalent_within_margin": Verdict("#c2a5cf", "D", False, "=", "equivalent", "magenta"),
-    "inconclusive": Verdict("#ffffbf", "o", False, "?", "inconclusive", "yellow"),
-    "significant_loss_below_margin": Verdict("#fdae61", "v", True, "▽", "small loss", "red"),
-    "significant_loss": Verdict("#d7191c", "v", False, "▼", "loss", "bold red"),
+    Word.SIGNIFICANT_WIN: Verdict("#2c7bb6", "^", False, "▲", "win", "bold blue"),
+    Word.SIGNIFICANT_WIN_BELOW_MARGIN: Verdict("#abd9e9", "^", True, "△", "small win", "blue"),
+    Word.EQUIVALENT: Verdict("#c2a5cf", "D", False, "=", "equivalent", "magenta"),
+    Word.INCONCLUSIVE: Verdict("#ffffbf", "o", False, "?", "inconclusive", "yellow"),
+    Word.SIGNIFICANT_LOSS_BELOW_MARGIN: Verdict("#fdae61", "v", True, "▽", "small loss", "red"),
+    Word.SIGNIFICANT_LOSS: Verdict("#d7191c", "v", False, "▼", "loss", "bold red"),
 }
 UNKNOWN = Verdict("#eeeeee", "o", True, "·", "–", "")
 VERDICT_COLOURS = {name: verdict.colour for name, verdict in VERDICTS.items()}

@@ -37,6 +37,7 @@ from benchsuite.output.palette import (
 )
 from benchsuite.results.cell_schema import TrackResult
 from benchsuite.results.schema import AcrossTracks, Analysis
+from benchsuite.vocabulary import Verdict
 
 SCALING_PREFIX = "scaling-"  # benchsuite scale's figures (output/scaling.py)
 
@@ -192,7 +193,7 @@ def heatmap_figure(report: Analysis) -> Figure | None:
             value = finite(cell.comparison.improvement_rel_pct) if cell else None
             symbol = verdict(name).symbol
             text = numbers.MISSING if value is None else f"{symbol} {numbers.pct(value)}"
-            dark = name in ("significant_win", "significant_loss")
+            dark = name in (Verdict.SIGNIFICANT_WIN, Verdict.SIGNIFICANT_LOSS)
             ax.text(
                 col + 0.5,
                 row + 0.5,

@@ -39,9 +39,7 @@ from benchsuite.output.track_tables import (
 from benchsuite.output.widths import FirstFitting, fit
 from benchsuite.results.axes import axis_groups
 from benchsuite.results.schema import AcrossMixer, AcrossTracks, Analysis, RunComparison
-
-BETTER = ("significant_win", "significant_win_below_margin")
-WORSE = ("significant_loss", "significant_loss_below_margin")
+from benchsuite.vocabulary import Flag, SuiteVerdict, Verdict
 
 
 @dataclass
@@ -73,16 +71,17 @@ def headline(report: Analysis) -> list[Line]:
         for mixer, cell in entry.comparisons.items():
             line = lines.setdefault(mixer, Line(mixer))
             verdict = cell.comparison.verdict
+            verdict = Verdict(verdict)
             group = (
                 line.better
-                if verdict in BETTER
+                if verdict.better
                 else line.worse
-                if verdict in WORSE
+                if verdict.worse
                 else line.equivalent
-                if verdict == "equivalent_within_margin"
+                if verdict == Verdict.EQUIVALENT
                 else line.inconclusive
             )
-            learnt_nothing = "no_better_than_trivial" in cell.comparison.flags
+            learnt_nothing = Flag.NO_BETTER_THAN_TRIVIAL in cell.comparison.flags
             group.append(f"{track} (learnt nothing)" if learnt_nothing else track)
     across = report.across_tracks
     costs = report.quality_vs_cost.across
@@ -104,10 +103,10 @@ def tracks_text(tracks: list[str]) -> str:
 
 
 SUITE_STYLE = {
-    "better": "bold blue",
-    "worse": "bold red",
-    "mixed": "magenta",
-    "inconclusive": "yellow",
+    SuiteVerdict.BETTER: "bold blue",
+    SuiteVerdict.WORSE: "bold red",
+    SuiteVerdict.MIXED: "magenta",
+    SuiteVerdict.INCONCLUSIVE: "yellow",
 }
 PROBLEMS = "[bold red]skipped, failed and undertrained[/]"
 

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from benchsuite.results.stats import excludes_zero, holm
+from benchsuite.vocabulary import SuiteVerdict, Verdict
 
 TrackInput = Mapping[str, Any]
 FLIPS = 20_000  # Monte Carlo sign flips: p resolves to 1/20001, far below alpha/(mixers)
@@ -191,10 +192,10 @@ def _percentile_ci(samples: np.ndarray) -> list[float]:
 def _count_verdicts(verdicts: Mapping[str, Mapping[str, str]], name: str) -> dict[str, int]:
     found = [v[name] for v in verdicts.values() if name in v]
     return {
-        "tracks_won": sum(v.startswith("significant_win") for v in found),
-        "tracks_lost": sum(v.startswith("significant_loss") for v in found),
-        "tracks_equivalent": sum(v == "equivalent_within_margin" for v in found),
-        "tracks_inconclusive": sum(v == "inconclusive" for v in found),
+        "tracks_won": sum(Verdict(v).better for v in found),
+        "tracks_lost": sum(Verdict(v).worse for v in found),
+        "tracks_equivalent": sum(v == Verdict.EQUIVALENT for v in found),
+        "tracks_inconclusive": sum(v == Verdict.INCONCLUSIVE for v in found),
     }
 
 
@@ -336,9 +337,15 @@ def aggregate_across_tracks(
         if not excludes_zero(mixers[name]["suite_effect_ci95"]):
             direction = "none"  # a p not monotone in the shift: not significant
         robust = bool(left_out[name]) and all(d == direction for d in left_out[name].values())
-        verdict = "inconclusive" if direction == "none" else direction if robust else "mixed"
+        verdict = (
+            SuiteVerdict.INCONCLUSIVE
+            if direction == "none"
+            else SuiteVerdict(direction)
+            if robust
+            else SuiteVerdict.MIXED
+        )
         if len(observed[name]) == 1:
-            verdict = "one_track"  # a suite of one track: its table says it all
+            verdict = SuiteVerdict.ONE_TRACK  # a suite of one track: its table says it all
         mixers[name]["suite_test"] = {
             "statistic": effect,
             "statistic_name": "suite_effect",

@@ -37,6 +37,7 @@ from benchsuite.results.schema import REPORT_VERSION, AcrossTracks, Analysis
 from benchsuite.results.store import Store
 from benchsuite.results.tradeoffs import quality_vs_cost
 from benchsuite.specs import Signature
+from benchsuite.vocabulary import Flag
 
 
 def _signature(signature: dict | None, arm: Arm, base: Arm) -> SignatureCheck | None:
@@ -80,7 +81,7 @@ def compare_cell(plan: Plan, track: str, mixer: str, base: Arm, arm: Arm) -> Cel
     )
     size = serial.build(Size, comparison_size(plan.cells[track][mixer].size, base.costs, arm.costs))
     if flags.param_mismatch(size.params_ratio):
-        comparison.flags.append("param_mismatch")
+        comparison.flags.append(Flag.PARAM_MISMATCH)
     both = stats.compare_both_converged(
         base_raw,
         arm_raw,
@@ -113,7 +114,7 @@ def flag_undertrained(
     cell: CellResult, arms: dict[str, MixerResult], mixer: str, baseline: str
 ) -> None:
     """Add ``undertrained`` (the mixer's curve) and ``baseline_undertrained`` to the flags."""
-    for name, flag in ((mixer, "undertrained"), (baseline, "baseline_undertrained")):
+    for name, flag in ((mixer, Flag.UNDERTRAINED), (baseline, Flag.BASELINE_UNDERTRAINED)):
         if name in arms and arms[name].undertrained:
             cell.comparison.flags.append(flag)
 

@@ -16,6 +16,7 @@ from benchsuite.plan.matching import within_band
 from benchsuite.results import curves
 from benchsuite.results.cell_schema import CellResult, MixerResult
 from benchsuite.results.stats import PARAM_TOLERANCE, UNSTABLE_RATE
+from benchsuite.vocabulary import Flag
 
 INDECISIVE_STEPS = 2.0  # interquartile range of the seeds' choices, in grid steps: flagged
 
@@ -70,20 +71,22 @@ def reasons(cell: CellResult, arm: MixerResult, base: MixerResult) -> dict[str, 
     spread = arm.selection.spread
     ratio = cell.param_ratio
     text = {
-        "unstable": f"{counts.get('non_finite', 0)} of {n} seeds diverged "
+        Flag.UNSTABLE: f"{counts.get('non_finite', 0)} of {n} seeds diverged "
         f"(threshold {UNSTABLE_RATE:.0%})",
-        "no_better_than_trivial": f"{cell.divergence.mixer_not_learned} of {n} seeds learnt "
+        Flag.NO_BETTER_THAN_TRIVIAL: f"{cell.divergence.mixer_not_learned} of {n} seeds learnt "
         f"nothing: no better than the trivial predictor (threshold {UNSTABLE_RATE:.0%})",
-        "edge_of_grid": f"chosen {_config(arm.best_cfg)} is an end of the grid",
-        "baseline_edge_of_grid": f"baseline's {_config(base.best_cfg)} is an end of the grid",
-        "indecisive_selection": f"middle half of the seeds' choices spans "
+        Flag.EDGE_OF_GRID: f"chosen {_config(arm.best_cfg)} is an end of the grid",
+        Flag.BASELINE_EDGE_OF_GRID: f"baseline's {_config(base.best_cfg)} is an end of the grid",
+        Flag.INDECISIVE_SELECTION: f"middle half of the seeds' choices spans "
         f"{spread.steps:g} grid steps of {spread.axis} "
         f"(threshold {INDECISIVE_STEPS:g})",
-        "param_mismatch": f"{ratio:.2f}× the baseline's parameters (allowed ±{PARAM_TOLERANCE:.0%})"
-        if ratio is not None
-        else "",
-        "undertrained": _curve_reason(arm),
-        "baseline_undertrained": "baseline's " + _curve_reason(base),
+        Flag.PARAM_MISMATCH: (
+            f"{ratio:.2f}× the baseline's parameters (allowed ±{PARAM_TOLERANCE:.0%})"
+            if ratio is not None
+            else ""
+        ),
+        Flag.UNDERTRAINED: _curve_reason(arm),
+        Flag.BASELINE_UNDERTRAINED: "baseline's " + _curve_reason(base),
     }
     return {flag: text.get(flag, "") for flag in cell.comparison.flags}
 

@@ -15,6 +15,7 @@ from benchsuite.plan.plan import MixerFacts, Skip
 from benchsuite.results import serial
 from benchsuite.results.cell_schema import TrackResult
 from benchsuite.results.stats import Comparison
+from benchsuite.vocabulary import SuiteVerdict
 
 OMIT_NONE = {"omit_none": True}
 # 4: the across-tracks verdict one_track and its CI the sign-flip test inverted; 3: no param_ratio
@@ -66,9 +67,9 @@ class AcrossMixer:
     def shown_verdict(self) -> str:
         """The verdict; ``mixed`` with the direction its effect tested; a one-track suite sends
         the reader to its table; tracks the plan had that lack results are named."""
-        if self.verdict == "one_track":
+        if self.verdict == SuiteVerdict.ONE_TRACK:
             shown = "one track: see its table"
-        elif self.verdict == "mixed" and self.suite_test.direction:
+        elif self.verdict == SuiteVerdict.MIXED and self.suite_test.direction:
             shown = f"mixed ({self.suite_test.direction})"
         else:
             shown = self.verdict

@@ -17,6 +17,7 @@ import numpy as np
 
 from benchsuite.plan.matching import TOLERANCE
 from benchsuite.plan.power import dz_star, min_sign_flip_p
+from benchsuite.vocabulary import Flag, Verdict
 
 MAX_EXACT = 100_000
 """Largest number of sign patterns enumerated exactly; beyond it, this many Monte Carlo flips."""
@@ -75,7 +76,7 @@ class Comparison:
     detectable: bool = True
     p_holm: float = math.nan
     p_tost_holm: float = math.nan
-    verdict: str = "inconclusive"
+    verdict: str = Verdict.INCONCLUSIVE
     flags: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -155,22 +156,22 @@ def excludes_zero(interval: Sequence[float | None]) -> bool:
     return lo is not None and hi is not None and (lo > 0 or hi < 0)
 
 
-def _verdict(c: Comparison) -> str:
+def _verdict(c: Comparison) -> Verdict:
     """Significant: Holm p below alpha and the 95% CI of the same mean excludes 0 (when the
     sign-flip p and the t interval disagree, the verdict is not significant)."""
     if c.n < 2:
-        return "inconclusive"
+        return Verdict.INCONCLUSIVE
     p = c.p_value if math.isnan(c.p_holm) else c.p_holm
     p_tost = c.p_tost if math.isnan(c.p_tost_holm) else c.p_tost_holm
     if p < c.alpha and excludes_zero(c.ci95):
-        verdict = "significant_win" if c.improvement > 0 else "significant_loss"
         lo, hi = c.ci95
-        if -c.margin < lo and hi < c.margin:
-            verdict += "_below_margin"
-        return verdict
-    if p_tost < c.alpha and "no_better_than_trivial" not in c.flags:
-        return "equivalent_within_margin"  # never to a model that learnt nothing
-    return "inconclusive"
+        small = -c.margin < lo and hi < c.margin
+        if c.improvement > 0:
+            return Verdict.SIGNIFICANT_WIN_BELOW_MARGIN if small else Verdict.SIGNIFICANT_WIN
+        return Verdict.SIGNIFICANT_LOSS_BELOW_MARGIN if small else Verdict.SIGNIFICANT_LOSS
+    if p_tost < c.alpha and Flag.NO_BETTER_THAN_TRIVIAL not in c.flags:
+        return Verdict.EQUIVALENT  # never to a model that learnt nothing
+    return Verdict.INCONCLUSIVE
 
 
 def _t_interval(d: np.ndarray) -> tuple[float, tuple[float, float]]:
@@ -316,15 +317,15 @@ def flag_comparison(
     """
     wanted = []
     if n > 0 and non_finite / n >= UNSTABLE_RATE:
-        wanted.append("unstable")
+        wanted.append(Flag.UNSTABLE)
     if n > 0 and no_better_than_trivial / n >= UNSTABLE_RATE:
-        wanted.append("no_better_than_trivial")
+        wanted.append(Flag.NO_BETTER_THAN_TRIVIAL)
     if edge_of_grid:
-        wanted.append("edge_of_grid")
+        wanted.append(Flag.EDGE_OF_GRID)
     if baseline_edge_of_grid:
-        wanted.append("baseline_edge_of_grid")
+        wanted.append(Flag.BASELINE_EDGE_OF_GRID)
     if indecisive_selection:
-        wanted.append("indecisive_selection")
+        wanted.append(Flag.INDECISIVE_SELECTION)
     comp.flags.extend(f for f in wanted if f not in comp.flags)
 
 

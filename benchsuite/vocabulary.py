@@ -1,0 +1,52 @@
+"""The words a report is written in, each defined once: verdicts (per track and across tracks),
+flags and the reasons a result is imputed. String enums: a member is its JSON value, so
+report.json reads as it always has (docs/statistics.md, docs/results.md say what each means).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Verdict(StrEnum):
+    """A comparison's verdict on one track (docs/statistics.md, "Verdicts")."""
+
+    SIGNIFICANT_WIN = "significant_win"
+    SIGNIFICANT_WIN_BELOW_MARGIN = "significant_win_below_margin"
+    EQUIVALENT = "equivalent_within_margin"
+    INCONCLUSIVE = "inconclusive"
+    SIGNIFICANT_LOSS_BELOW_MARGIN = "significant_loss_below_margin"
+    SIGNIFICANT_LOSS = "significant_loss"
+
+    @property
+    def better(self) -> bool:
+        """A significant win (below the margin or not)."""
+        return self in (Verdict.SIGNIFICANT_WIN, Verdict.SIGNIFICANT_WIN_BELOW_MARGIN)
+
+    @property
+    def worse(self) -> bool:
+        """A significant loss (below the margin or not)."""
+        return self in (Verdict.SIGNIFICANT_LOSS, Verdict.SIGNIFICANT_LOSS_BELOW_MARGIN)
+
+
+class SuiteVerdict(StrEnum):
+    """A mixer's verdict across tracks (docs/statistics.md, "Across tracks")."""
+
+    BETTER = "better"
+    WORSE = "worse"
+    MIXED = "mixed"
+    INCONCLUSIVE = "inconclusive"
+    ONE_TRACK = "one_track"
+
+
+class Flag(StrEnum):
+    """A comparison's flags (docs/results.md, "Flags": each one's threshold and why)."""
+
+    UNSTABLE = "unstable"
+    NO_BETTER_THAN_TRIVIAL = "no_better_than_trivial"
+    EDGE_OF_GRID = "edge_of_grid"
+    BASELINE_EDGE_OF_GRID = "baseline_edge_of_grid"
+    INDECISIVE_SELECTION = "indecisive_selection"
+    PARAM_MISMATCH = "param_mismatch"
+    UNDERTRAINED = "undertrained"
+    BASELINE_UNDERTRAINED = "baseline_undertrained"
