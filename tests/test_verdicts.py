@@ -311,7 +311,7 @@ def test_a_cell_short_of_seeds_is_not_finished_and_the_suite_holm_is_the_plans(f
     assert partial.design.partial
     across = partial.across_tracks
     shown = {m: row.suite_test.p_value for m, row in across.mixers.items()}
-    assert other not in shown and len(planned) == len(shown) + 1
+    assert other not in shown and len(shown) < len(planned)
     expected = holm(list(shown.values()), len(planned))
     assert [row.suite_test.p_holm for row in across.mixers.values()] == pytest.approx(expected)
     page = render_html(partial, [])
