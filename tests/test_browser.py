@@ -189,3 +189,41 @@ def test_the_first_screen_holds_the_headline_and_the_verdict_matrix(
     for name in used:
         hex_ = verdict(name).colour.lstrip("#")
         assert tuple(int(hex_[i : i + 2], 16) for i in (0, 2, 4)) in colours, name
+
+
+PARTIAL_GEOMETRY = """<script>
+const box = document.getElementById("partial").getBoundingClientRect();
+const head = document.getElementById("headline").getBoundingClientRect();
+const out = document.createElement("pre"); out.id = "geometry";
+out.textContent = JSON.stringify({partial: [box.top, box.bottom], headline: head.top});
+document.body.appendChild(out);
+</script>"""
+
+
+def test_an_interrupted_runs_first_screen_says_partial(chromium, finished_run, tmp_path):
+    """After an interruption (one cell's jobs missing) the page's first screen (1400×900) says
+    so above the headline: ``partial: k of m comparisons, n of N jobs``."""
+    from benchsuite.plan.plan import Plan
+    from benchsuite.results.analysis import analyse
+    from benchsuite.results.store import Store
+
+    store = Store(finished_run / "benchsuite.sqlite")
+    plan = Plan.from_dict(store.last_plan())
+    results = store.results(plan.keys())
+    store.close()
+    track = next(iter(plan.cells))
+    mixer = next(m for m in plan.cells[track] if m != plan.settings["baseline"])
+    missing = set(plan.cells[track][mixer].jobs)
+    partial = analyse(plan, {k: r for k, r in results.items() if k not in missing}, [])
+    page = write_html(partial, tmp_path / "partial")
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.read_text().replace("</body>", PARTIAL_GEOMETRY + "</body>"))
+    dom, requested = browse(
+        chromium, probe, tmp_path / "probe", "--dump-dom", "--window-size=1400,900"
+    )
+    assert requested == []
+    start = dom.index('<pre id="geometry">') + len('<pre id="geometry">')
+    box = json.loads(html.unescape(dom[start : dom.index("</pre>", start)]))
+    top, bottom = box["partial"]
+    assert 0 <= top < bottom < box["headline"] < 900
+    assert partial.design.banner() in html.unescape(page.read_text())

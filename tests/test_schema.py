@@ -120,11 +120,20 @@ def test_the_report_speaks_the_vocabulary_and_its_values_are_the_old_strings(out
     from benchsuite.vocabulary import Flag, SuiteVerdict, Verdict
 
     assert [v.value for v in Verdict] == [
-        "significant_win", "significant_win_below_margin", "equivalent_within_margin",
-        "inconclusive", "significant_loss_below_margin", "significant_loss",
-    ]  # fmt: skip  # the JSON values: readers of report.json depend on them
-    assert {v.value for v in SuiteVerdict} == {"better", "worse", "mixed", "inconclusive",
-                                                "one_track"}  # fmt: skip
+        "significant_win",
+        "significant_win_below_margin",
+        "equivalent_within_margin",
+        "inconclusive",
+        "significant_loss_below_margin",
+        "significant_loss",
+    ]  # the JSON values: readers of report.json depend on them
+    assert {v.value for v in SuiteVerdict} == {
+        "better",
+        "worse",
+        "mixed",
+        "inconclusive",
+        "one_track",
+    }
     raw = json.loads((out / "report.json").read_text())
     for entry in raw["tracks"].values():
         for cell in entry["comparisons"].values():
