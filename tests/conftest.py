@@ -244,6 +244,20 @@ def _train_finished_run(base: Path) -> None:
     (out / "html-written-by-run").write_text(str((out / "report.html").exists()))
 
 
+def stored_run(out: Path) -> tuple:
+    """A finished run's plan and its stored records, read back from its store (to change and
+    re-analyse)."""
+    from benchsuite.plan.plan import Plan
+    from benchsuite.results.store import Store
+
+    store = Store(out / "benchsuite.sqlite")
+    try:
+        plan = Plan.from_dict(store.last_plan())
+        return plan, store.results(plan.keys())
+    finally:
+        store.close()
+
+
 class Page(HTMLParser):
     """The parts of a page the tests look at: tags, attributes, table cells, heading ids."""
 

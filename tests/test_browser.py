@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import Page
+from conftest import Page, stored_run
 
 from benchsuite import api
 from benchsuite.output.html import write_html
@@ -150,6 +150,19 @@ out.textContent = JSON.stringify(found); document.body.appendChild(out);
 </script>"""
 
 
+def geometry(chromium: str, page: Path, script: str, folder: Path) -> dict:
+    """What ``script`` (appended to a copy of ``page``) measured of the page laid out at
+    1400×900, offline; the page may request nothing."""
+    probe = folder / "probe.html"
+    probe.write_text(page.read_text().replace("</body>", script + "</body>"))
+    dom, requested = browse(
+        chromium, probe, folder / "probe", "--dump-dom", "--window-size=1400,900"
+    )
+    assert requested == []
+    start = dom.index('<pre id="geometry">') + len('<pre id="geometry">')
+    return json.loads(html.unescape(dom[start : dom.index("</pre>", start)]))
+
+
 def test_the_first_screen_holds_the_headline_and_the_verdict_matrix(
     chromium, report, report_html, tmp_path
 ):
@@ -158,14 +171,7 @@ def test_the_first_screen_holds_the_headline_and_the_verdict_matrix(
     screenshot shows every verdict colour the matrix uses within that first screen."""
     from PIL import Image
 
-    probe = tmp_path / "probe.html"
-    probe.write_text(report_html.read_text().replace("</body>", GEOMETRY + "</body>"))
-    dom, requested = browse(
-        chromium, probe, tmp_path / "probe", "--dump-dom", "--window-size=1400,900"
-    )
-    assert requested == []
-    start = dom.index('<pre id="geometry">') + len('<pre id="geometry">')
-    box = json.loads(html.unescape(dom[start : dom.index("</pre>", start)]))
+    box = geometry(chromium, report_html, GEOMETRY, tmp_path)
     assert box["viewport"][0] == 1400  # the layout's width (its height is the window's less
     # the browser's frame here; the screenshot below is the 1400×900 viewport itself)
     headline, table = box["headline"], box["headline_table"]
@@ -203,27 +209,15 @@ document.body.appendChild(out);
 def test_an_interrupted_runs_first_screen_says_partial(chromium, finished_run, tmp_path):
     """After an interruption (one cell's jobs missing) the page's first screen (1400×900) says
     so above the headline: ``partial: k of m comparisons, n of N jobs``."""
-    from benchsuite.plan.plan import Plan
     from benchsuite.results.analysis import analyse
-    from benchsuite.results.store import Store
 
-    store = Store(finished_run / "benchsuite.sqlite")
-    plan = Plan.from_dict(store.last_plan())
-    results = store.results(plan.keys())
-    store.close()
+    plan, results = stored_run(finished_run)
     track = next(iter(plan.cells))
     mixer = next(m for m in plan.cells[track] if m != plan.settings["baseline"])
     missing = set(plan.cells[track][mixer].jobs)
     partial = analyse(plan, {k: r for k, r in results.items() if k not in missing}, [])
     page = write_html(partial, tmp_path / "partial")
-    probe = tmp_path / "probe.html"
-    probe.write_text(page.read_text().replace("</body>", PARTIAL_GEOMETRY + "</body>"))
-    dom, requested = browse(
-        chromium, probe, tmp_path / "probe", "--dump-dom", "--window-size=1400,900"
-    )
-    assert requested == []
-    start = dom.index('<pre id="geometry">') + len('<pre id="geometry">')
-    box = json.loads(html.unescape(dom[start : dom.index("</pre>", start)]))
+    box = geometry(chromium, page, PARTIAL_GEOMETRY, tmp_path)
     top, bottom = box["partial"]
     assert 0 <= top < bottom < box["headline"] < 900
     assert partial.design.banner() in html.unescape(page.read_text())

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import invoke
+from conftest import invoke, stored_run
 from rich.console import Console
 from scipy import stats as sps
 
@@ -27,7 +27,6 @@ from benchsuite.plan.plan import Plan
 from benchsuite.results.aggregate import normalised
 from benchsuite.results.analysis import analyse
 from benchsuite.results.stats import excludes_zero, holm
-from benchsuite.results.store import Store
 
 PLUGIN = """
 from benchsuite import hookimpl
@@ -257,10 +256,7 @@ def test_captions_state_the_alpha_scale_and_family_of_report_json(seven_seed_rep
 
 def test_partial_tables_use_the_planned_family_and_say_so(out, report):
     """One more cell's jobs missing, as after an interruption: Holm still over the whole family."""
-    store = Store(out / "benchsuite.sqlite")
-    plan = Plan.from_dict(store.last_plan())
-    results = store.results(plan.keys())
-    store.close()
+    plan, results = stored_run(out)
     track, _, mixer, _ = _cells(report)[0]
     missing = set(plan.cells[track][mixer].jobs)
     partial = analyse(plan, {k: r for k, r in results.items() if k not in missing}, [])
@@ -284,11 +280,7 @@ def test_partial_tables_use_the_planned_family_and_say_so(out, report):
 
 def _stored(out) -> tuple[dict, Plan, dict]:
     """A finished run's report.json, its plan and its stored records (to change and re-analyse)."""
-    store = Store(out / "benchsuite.sqlite")
-    plan = Plan.from_dict(store.last_plan())
-    results = store.results(plan.keys())
-    store.close()
-    return json.loads((out / "report.json").read_text()), plan, results
+    return (json.loads((out / "report.json").read_text()), *stored_run(out))
 
 
 def test_a_cell_short_of_seeds_is_not_finished_and_the_suite_holm_is_the_plans(finished_run):

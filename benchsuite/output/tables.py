@@ -53,7 +53,8 @@ class Line:
     inconclusive: list[str] = field(default_factory=list)
     suite_effect: float | None = None
     suite_ci95: tuple[float | None, float | None] = (None, None)
-    suite_verdict: str = ""
+    suite_verdict: str = ""  # as shown ("mixed (worse)", "better (without x)")
+    suite_style: str = ""  # the rich style of the verdict itself
     params_ratio: float | None = None
     time_ratio: float | None = None
 
@@ -91,6 +92,7 @@ def headline(report: Analysis) -> list[Line]:
             line.suite_effect = row.suite_effect
             line.suite_ci95 = (row.suite_effect_ci95[0], row.suite_effect_ci95[1])
             line.suite_verdict = row.shown_verdict()
+            line.suite_style = SUITE_STYLE.get(row.verdict, "")
         point = costs.points.get(mixer) if costs else None
         if point is not None:
             line.params_ratio, line.time_ratio = point.params, point.seconds_per_step
@@ -305,14 +307,13 @@ def headline_tables(report: Analysis, narrow: bool = False) -> list[Table]:
                 ratio(line.time_ratio),
             )
             continue
-        style = SUITE_STYLE.get(line.suite_verdict.split(" ")[0], "")
         table.add_row(
             escape(line.mixer),
             escape(tracks_text(line.better)),
             escape(tracks_text(line.worse)),
             escape(tracks_text(line.equivalent)),
             effect,
-            styled(line.suite_verdict or "–", style),
+            styled(line.suite_verdict or "–", line.suite_style),
             ratio(line.params_ratio),
             ratio(line.time_ratio),
         )

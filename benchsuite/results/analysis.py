@@ -69,7 +69,8 @@ def compare_cell(plan: Plan, track: str, mixer: str, base: Arm, arm: Arm) -> Cel
         margin_rel=plan.settings["margin"],
     )
     reasons = [arm.reasons[s] for s in seeds]
-    not_learned = sum(arm.not_learned[s] for s in seeds)
+    learnt_nothing = arm.not_learned  # per seed, computed once
+    not_learned = sum(learnt_nothing[s] for s in seeds)
     stats.flag_comparison(
         comparison,
         non_finite=reasons.count(NON_FINITE),
