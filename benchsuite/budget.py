@@ -42,10 +42,13 @@ class Budget:
     # early stopping, the same for every mixer (docs/protocol.md, "Training length"): every
     # ``eval_every`` steps (0: never) each config's validation score is read; a config whose score
     # has not improved by more than ``min_delta`` (relative) for ``patience`` checks in a row
-    # (0: never) stops; ``steps`` is the most any config trains
+    # (0: never) stops, but never before ``min_steps`` and never while its best score is still at
+    # the trivial predictor's level (a config that has learnt nothing has not converged);
+    # ``steps`` is the most any config trains
     eval_every: int = 0
     patience: int = 0
     min_delta: float = 0.0
+    min_steps: int = 0
     # successive halving inside each seed (docs/protocol.md, "Pruning the grid"): at the first
     # check at or after each of these steps, the configs still training are ranked by their best
     # validation score so far and only the better half (rounded up) trains on; () never prunes
@@ -64,6 +67,13 @@ class Budget:
         halvings = tuple(int(step) for step in self.halve_at)  # a list after a JSON round trip
         if any(step < 1 for step in halvings) or list(halvings) != sorted(set(halvings)):
             raise ValueError(f"budget halve_at {list(halvings)}: expected increasing steps ≥ 1")
+        if self.min_steps < 0:
+            raise ValueError(f"budget min_steps {self.min_steps}: expected a whole number ≥ 0")
+        if halvings and halvings[0] < self.min_steps:
+            raise ValueError(
+                f"budget halve_at {list(halvings)}: the first halving comes before min_steps "
+                f"{self.min_steps} (pruning slow starters early favours fast learners)"
+            )
         object.__setattr__(self, "halve_at", halvings)
 
     def training(self) -> dict[str, Any]:

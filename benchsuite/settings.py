@@ -123,8 +123,8 @@ class RunSettings:
     budget: Mapping[str, Any] = setting(
         {},
         "override the preset's steps, batch_size, dim or depth (whole numbers ≥ 1) on every "
-        "track, or its early stopping (docs/protocol.md, Training length): eval_every and "
-        "patience (whole numbers ≥ 0), min_delta (a number ≥ 0), checkpoint (last or best), "
+        "track, or its early stopping (docs/protocol.md, Training length): eval_every, patience "
+        "and min_steps (whole numbers ≥ 0), min_delta (a number ≥ 0), checkpoint (last or best), "
         "halve_at (increasing steps such as 120,240, or none: each seed's grid halved there, "
         "docs/protocol.md, Pruning the grid)",
         PAIRS,

@@ -283,7 +283,8 @@ class TrackData:
 
     ``x_*``/``y_*`` are numpy arrays (converted to tensors by the trainer). ``info`` carries what
     the tokenizer and head need (feature counts, classes, token count ...), ``description`` names
-    the data actually used, ``cap`` is the trivial predictor's test score (divergence cap);
+    the data actually used, ``cap`` is the trivial predictor's test score (divergence cap) and
+    ``val_cap`` its validation score (a config still there has not converged, docs/protocol.md);
     ``metric`` replaces the track's metric for this data (a table's task decides it).
     """
 
@@ -298,6 +299,7 @@ class TrackData:
     info: dict[str, Any] = field(default_factory=dict)
     cap: float | None = None
     identity: str = ""
+    val_cap: float | None = None
     verified: bool = True
     metric: Metric | None = None  # how this data is scored, when not the track's ``metric``
     # a fixed pool's test examples, as row numbers in it (with ``identity``, they name the test

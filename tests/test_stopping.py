@@ -1,6 +1,7 @@
 """Early stopping on the validation score (``Budget.eval_every``, ``patience``, ``min_delta``,
-``checkpoint``): one rule for every mixer of a cell, the steps each config trained recorded, the
-best check's state scored, stacked and one-by-one training deciding alike, bad settings refused."""
+``checkpoint``, ``min_steps``, the trivial level): one rule for every mixer of a cell, the steps
+each config trained recorded, the best check's state scored, stacked and one-by-one training
+deciding alike, bad settings refused."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ from benchsuite import api
 from benchsuite.errors import UsageError
 from benchsuite.plan.jobs import Job, cell_jobs, grid_of
 from benchsuite.plan.resolve import resolve
+from benchsuite.plan.selection import LEARNT_MIN
 from benchsuite.registry import Registry
 from benchsuite.results.store import Store
 from benchsuite.settings import RunSettings
+from benchsuite.specs import Metric
 from benchsuite.train.batched import train_stack
 from benchsuite.train.job import fit, predict, prepare, run_job
+from benchsuite.train.stopping import Stopping, Watch, converged_now, trivial_level
 
 TINY = {"series": 24, "length": 64}
 RULE = {"eval_every": 10, "patience": 2, "min_delta": 0.01, "checkpoint": "best"}
@@ -138,3 +142,58 @@ def test_every_mixer_of_a_run_follows_the_same_rule(tmp_path, registry):
 def test_bad_stopping_settings_are_one_line_errors(registry, budget, message):
     with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
         jobs_of(registry, "dense", budget)
+
+
+def test_patience_stops_no_config_before_min_steps(registry):
+    """With ``min_steps``, a config whose patience ran out earlier trains on until then: every
+    config that converged trained at least ``min_steps`` steps (and some did converge)."""
+    job = jobs_of(registry, "dense", {**RULE, "min_steps": 120})[0]
+    rows = run_job(job, registry.tracks["sequence"], registry.mixers["dense"])["sweep"]
+    assert any(row["converged"] for row in rows)
+    assert all(row["steps"] >= 120 for row in rows)
+    early = run_job(
+        jobs_of(registry, "dense", RULE)[0], registry.tracks["sequence"], registry.mixers["dense"]
+    )["sweep"]
+    assert any(row["converged"] and row["steps"] < 120 for row in early)
+
+
+def test_a_config_that_learnt_nothing_has_not_converged(registry):
+    """A config that cannot learn (a learning rate of 1e-9: its predictions stay at the
+    initialisation's, no better than the training mean) runs out of patience at once but trains
+    to the most steps, recorded as not converged; its neighbour in the grid converges."""
+    settings = resolve(
+        RunSettings(
+            tracks=("sequence",),
+            mixers=("dense",),
+            baseline="fnet",
+            seeds=2,
+            budget={"steps": 200, **RULE},
+            track_options={"sequence": TINY},
+            grids={"sequence": {"lr": (1e-9, 0.01)}},
+        ),
+        registry,
+    )
+    track, mixer = registry.tracks["sequence"], registry.mixers["dense"]
+    job = cell_jobs(settings, track, mixer, grid_of(track, settings), "test-data")[0]
+    frozen, learning = run_job(job, track, mixer)["sweep"]
+    assert frozen["steps"] == 200 and not frozen["converged"]
+    assert learning["converged"] and learning["steps"] < 200
+
+
+def test_the_trivial_level_is_the_learnt_nothing_threshold_on_the_signed_scale():
+    """``trivial_level`` puts the validation cap on the stopping rule's scale (higher is
+    better), ``LEARNT_MIN`` of the way to the ideal above it; a rule with it keeps a stale member
+    at that level training, and one above it stops; no cap, no level."""
+    accuracy, mse = Metric("accuracy", True, ideal=1.0), Metric("mse", False, ideal=0.0)
+    assert trivial_level(accuracy, 0.2) == pytest.approx(0.2 + LEARNT_MIN * 0.8)
+    assert trivial_level(mse, 1.0) == pytest.approx(-1.0 + LEARNT_MIN)
+    assert trivial_level(mse, None) is None
+    settings = Stopping(10, 1, 0.0, False, torch.zeros(1), 1, float, (), 0, -1.0 + LEARNT_MIN)
+    rule = settings.rule(lambda: [-1.0, -0.5], lambda member: None)
+    watches = [Watch(best=-1.0, best_step=10), Watch(best=-0.5, best_step=10)]
+    assert converged_now(rule, watches, 20, [0, 1], [0, 1]) == [1]
+
+
+def test_min_steps_never_comes_after_the_first_halving(registry):
+    with pytest.raises(UsageError, match="the first halving comes before min_steps 150"):
+        jobs_of(registry, "dense", {**RULE, "min_steps": 150, "halve_at": "100"})

@@ -298,6 +298,7 @@ class DynamicsTrack(ForecastTrack):
             },
             cap=normalised_mse(np.zeros_like(y_test), y_test),  # predicting the training mean
             identity=f"{_cache_path(name, initial, size.steps).stem} (solve_ivp DOP853)",
+            val_cap=normalised_mse(np.zeros_like(y_val), y_val),
         )
 
     def criterion(self, data: TrackData, options: dict) -> Callable[[Tensor, Tensor], Tensor]:

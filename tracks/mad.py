@@ -142,11 +142,12 @@ class MadTrack(Track):
             info={"vocab": vocab, "classes": classes, "targets": y.shape[1]},
             cap=self._trivial(frequency, targets),
             identity="generated",
+            val_cap=self._trivial(frequency, y_val[y_val != IGNORE]),
         )
 
     def _trivial(self, frequency: np.ndarray, targets: np.ndarray) -> float:
-        """The test score of predicting the training targets' frequencies at every position:
-        the majority class's accuracy, or the cross-entropy of the frequencies."""
+        """The score on ``targets`` of predicting the training targets' frequencies at every
+        position: the majority class's accuracy, or the cross-entropy of the frequencies."""
         if self.metric.name == "accuracy":
             return float(np.mean(targets == frequency.argmax()))
         return float(-np.mean(np.log(np.maximum(frequency[targets], 1e-12))))

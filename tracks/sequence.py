@@ -162,6 +162,7 @@ class SequenceTrack(ForecastTrack):
             info={"channels": options["channels"], "horizon": horizon},
             cap=cap,
             identity="generated",
+            val_cap=float(np.mean(yva**2)),
         )
 
     def evaluate(self, prediction: Tensor, target: Tensor, data: TrackData) -> dict[str, float]:

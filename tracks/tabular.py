@@ -365,11 +365,13 @@ class TabularTrack(Track):
             y_train, y_val, y_test = ((y - mean) / std for y in (y_train, y_val, y_test))
             y_train, y_val, y_test = (y.astype(np.float32) for y in (y_train, y_val, y_test))
             info["target_std"] = float(std)
-            cap, metric = 1.0, RELATIVE_LOSS  # the trivial predictor's relative loss is 1
+            cap = val_cap = 1.0  # the trivial predictor's relative loss
+            metric = RELATIVE_LOSS
         else:
             counts = np.bincount(y_train, minlength=table.classes) + 1.0  # Laplace smoothing
             info["prior"] = (counts / counts.sum()).tolist()
             cap, metric = float(np.mean(y_test == np.argmax(counts))), ACCURACY
+            val_cap = float(np.mean(y_val == np.argmax(counts)))
         tokens = 1 + x_train.shape[1]
         return TrackData(
             x_train,
@@ -386,6 +388,7 @@ class TabularTrack(Track):
             info=info,
             cap=cap,
             identity=table.identity,
+            val_cap=val_cap,
             metric=metric,
             test_rows=parts[2],
         )

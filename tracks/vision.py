@@ -261,6 +261,7 @@ class VisionTrack(Track):
             ),
             info={"patch_features": x_train.shape[2], "classes": classes, "patch": patch},
             cap=float(np.mean(y_test == majority)),
+            val_cap=float(np.mean(y_val == majority)),
             identity=identity,
             verified=verified,
             test_rows=test_rows,

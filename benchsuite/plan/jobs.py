@@ -22,7 +22,14 @@ from benchsuite.settings import RunSettings
 from benchsuite.specs import Mixer, Track, provenance
 
 OVERRIDABLE = ("steps", "batch_size", "dim", "depth")
-STOPPING = ("eval_every", "patience", "min_delta", "checkpoint", "halve_at")  # also --budget keys
+STOPPING = (
+    "eval_every",
+    "patience",
+    "min_steps",
+    "min_delta",
+    "checkpoint",
+    "halve_at",
+)  # also --budget keys
 GRID_AXES = ("lr", "weight_decay")  # the hyperparameters the training loop understands
 
 

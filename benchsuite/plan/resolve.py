@@ -183,8 +183,8 @@ def check_track_options(track: Track, options: dict, preset: str) -> None:
 
 
 def budget_overrides(given: Any) -> dict[str, Any]:
-    """``--budget`` overrides parsed: sizes as whole numbers >= 1, ``eval_every`` and
-    ``patience`` whole numbers >= 0, ``min_delta`` a number >= 0, ``checkpoint`` last or best,
+    """``--budget`` overrides parsed: sizes as whole numbers >= 1, ``eval_every``, ``patience`` and
+    ``min_steps`` whole numbers >= 0, ``min_delta`` a number >= 0, ``checkpoint`` last or best,
     ``halve_at`` increasing steps (``120,240``; ``none``: no pruning) (an unknown key is an
     error)."""
     overrides: dict[str, Any] = {}

@@ -1,14 +1,15 @@
 """Early stopping on the validation score, the same rule for every mixer and config.
 
-A budget with ``eval_every`` reads each model's validation score every ``eval_every`` steps (and
-at the last step); a model whose score has not improved by more than ``min_delta`` (relative to
-its best so far) for ``patience`` checks in a row has converged and stops; with ``checkpoint =
-"best"`` the state of its best check is the one scored. With ``halve_at``, at the first check at
-or after each of those steps the grid is ranked and configs outside its better half (a quarter
-at the second, ...) stop (pruned: successive halving inside the seed). :func:`stopping_of`
-builds a model's :class:`Stopping` from its budget and validation split, the training loop applies a
-:class:`StopRule` (the same settings with the loop's callbacks), and :func:`stopping_fields` says
-in a record what it did. docs/protocol.md, "Training length".
+A budget with ``eval_every`` reads each model's validation score every ``eval_every`` steps (and at
+the last step); a model whose score has not improved by more than ``min_delta`` (relative to its
+best so far) for ``patience`` checks in a row has converged and stops, once it has trained
+``min_steps`` and left the trivial predictor's level (one that has learnt nothing trains on); with
+``checkpoint = "best"`` the state of its best check is the one scored. With ``halve_at``, at the
+first check at or after each of those steps the grid is ranked and configs outside its better half
+(a quarter at the second, ...) stop (pruned: successive halving inside the seed).
+:func:`stopping_of` builds a model's :class:`Stopping` from its budget and validation split, the
+training loop applies a :class:`StopRule` (the same settings with the loop's callbacks), and
+:func:`stopping_fields` says in a record what it did. docs/protocol.md, "Training length".
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 import torch
 
 from benchsuite.budget import Budget
+from benchsuite.plan.selection import LEARNT_MIN
 
 if TYPE_CHECKING:
-    from benchsuite.specs import Track, TrackData
+    from benchsuite.specs import Metric, Track, TrackData
 
 
 class Stopped(Protocol):
@@ -42,7 +44,10 @@ class Stopping:
 
     ``score(prediction)`` scores a prediction of ``x`` (the validation inputs) so that higher is
     better; predictions are made in batches of ``batch_size``. ``halve_at``: the steps after
-    which the grid is halved (the budget's, :func:`halved_now`).
+    which the grid is halved (the budget's, :func:`halved_now`). Patience stops no model before
+    ``min_steps``, nor one whose best score is still at or below ``trivial`` (the trivial
+    predictor's validation score on the same scale, within ``LEARNT_MIN``: it has learnt nothing,
+    so it has not converged; None: no such level is known).
     """
 
     every: int
@@ -53,6 +58,8 @@ class Stopping:
     batch_size: int
     score: Callable[[torch.Tensor], float]
     halve_at: tuple[int, ...] = ()
+    min_steps: int = 0
+    trivial: float | None = None
 
     def rule(
         self,
@@ -111,8 +118,8 @@ def converged_now(
 ) -> list[int]:
     """One validation check: ``rule.score()`` gives one value per member of ``scored`` (in that
     order); of those, the ``live`` ones (not stopped) are judged. Returns those that converged
-    now."""
-    converged = []
+    now (patience ran out, at or after ``min_steps``, above the trivial level)."""
+    settings, converged = rule.settings, []
     for member, value in zip(scored, rule.score(), strict=True):
         if member not in live:
             continue
@@ -123,7 +130,9 @@ def converged_now(
                 rule.snapshot(member)
             continue
         watch.stale += 1
-        if rule.settings.patience and watch.stale >= rule.settings.patience:
+        learnt = settings.trivial is None or watch.best > settings.trivial
+        ran_out = settings.patience and watch.stale >= settings.patience
+        if ran_out and done >= settings.min_steps and learnt:
             converged.append(member)
     return converged
 
@@ -154,6 +163,18 @@ def halved_now(
     return sorted(halved)
 
 
+def trivial_level(metric: Metric, val_cap: float | None) -> float | None:
+    """The signed validation score (higher is better) at or below which a model has learnt
+    nothing: the trivial predictor's ``val_cap`` plus ``LEARNT_MIN`` of the way to the metric's
+    ideal (:func:`benchsuite.plan.selection.learnt_nothing`); None without a ``val_cap``."""
+    if val_cap is None or not math.isfinite(val_cap):
+        return None
+    sign = 1.0 if metric.higher_is_better else -1.0
+    ideal = metric.ideal
+    span = abs(ideal - val_cap) if ideal is not None and math.isfinite(ideal) else abs(val_cap)
+    return sign * val_cap + LEARNT_MIN * span
+
+
 def stopping_of(
     budget: Budget, track: Track, data: TrackData, x_val: torch.Tensor, y_val: torch.Tensor
 ) -> Stopping:
@@ -174,6 +195,8 @@ def stopping_of(
         budget.eval_batch_size,
         score,
         budget.halve_at,
+        budget.min_steps,
+        trivial_level(metric, data.val_cap),
     )
 
 
