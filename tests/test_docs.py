@@ -168,6 +168,8 @@ def test_the_presets_table_is_the_tracks_budgets():
                 if budget.eval_every
                 else "—"
             )
+            if budget.min_steps:
+                rule += f", at least {budget.min_steps}"
             if budget.halve_at:
                 rule += f"; grid halved at {', '.join(map(str, budget.halve_at))}"
             assert stopping == rule, name

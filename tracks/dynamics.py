@@ -242,7 +242,18 @@ class DynamicsTrack(ForecastTrack):
         ),
     )
     budgets = {
-        "quick": Budget(steps=150, batch_size=16, dim=16, depth=2, grid=QUICK_GRID, clip=1.0),
+        "quick": Budget(
+            steps=1000,
+            batch_size=32,
+            dim=16,
+            depth=2,
+            grid=QUICK_GRID,
+            clip=1.0,
+            eval_every=25,
+            patience=4,
+            min_steps=200,
+            checkpoint="best",
+        ),
         "full": Budget(steps=5000, batch_size=128, dim=128, depth=4, grid=FULL_GRID, clip=1.0),
     }
 

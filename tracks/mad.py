@@ -49,6 +49,7 @@ QUICK_BUDGET = Budget(
     grid=QUICK_GRID,
     eval_every=25,
     patience=3,
+    min_steps=100,
     checkpoint="best",
     halve_at=(100, 200),
 )

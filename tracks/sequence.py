@@ -98,7 +98,18 @@ class SequenceTrack(ForecastTrack):
     planning_sd = 0.03  # median sd of paired log-ratios, measured (quick, 13 seeds): 0.029
     options = _options(lookback=16, horizon=8, series=96, length=128, noise=0.1, periods=(8, 32))
     budgets = {
-        "quick": Budget(steps=120, batch_size=16, dim=16, depth=2, grid=QUICK_GRID, clip=1.0),
+        "quick": Budget(
+            steps=1000,
+            batch_size=32,
+            dim=16,
+            depth=2,
+            grid=QUICK_GRID,
+            clip=1.0,
+            eval_every=25,
+            patience=4,
+            min_steps=200,
+            checkpoint="best",
+        ),
         "full": Budget(steps=4000, batch_size=128, dim=128, depth=4, grid=FULL_GRID, clip=1.0),
     }
 

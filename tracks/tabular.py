@@ -304,7 +304,18 @@ class TabularTrack(Track):
         ),
     )
     budgets = {
-        "quick": Budget(steps=100, batch_size=16, dim=16, depth=2, grid=QUICK_GRID, clip=1.0),
+        "quick": Budget(
+            steps=400,
+            batch_size=16,
+            dim=16,
+            depth=2,
+            grid=QUICK_GRID,
+            clip=1.0,
+            eval_every=25,
+            patience=4,
+            min_steps=100,
+            checkpoint="best",
+        ),
         "full": Budget(steps=4000, batch_size=256, dim=192, depth=3, grid=FULL_GRID, clip=1.0),
     }
 
