@@ -48,7 +48,8 @@ def child() -> None:
         track, mixer = registry.tracks[name], registry.mixers[mixer_name]
         job = cell_jobs(settings, track, mixer, grid_of(track, settings), "ab")[int(seed)]
         wall, cpu = time.perf_counter(), time.process_time()
-        metrics = run_job(job, track, mixer)["metrics"]
+        result = run_job(job, track, mixer)
+        metrics = result["metrics"] if isinstance(result, dict) else result.metrics  # older: dicts
         seconds = [time.perf_counter() - wall, time.process_time() - cpu]
         print(json.dumps([*seconds, metrics]), flush=True)
 

@@ -74,15 +74,15 @@ def main() -> None:
             "best_step": row.get("best_step"),
             "train_loss_curve": row["curve"],
         }
-        for row in result["sweep"]
+        for row in result.sweep
     ]
-    chosen = result["sweep"][result["chosen"]]["config"]["lr"]
+    chosen = result.sweep[result.chosen]["config"]["lr"]
     report = {
         "mixer": args.mixer,
         "steps": args.steps,
         "seconds": seconds,
         "chosen_lr": chosen,
-        "test_accuracy": result["metrics"].get("test.accuracy"),
+        "test_accuracy": result.metrics.get("test.accuracy"),
         "configs": rows,
     }
     with open(args.out, "w") as file:

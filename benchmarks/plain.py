@@ -14,7 +14,7 @@ from benchsuite.registry import Registry
 from benchsuite.seeds import Streams
 from benchsuite.specs import Mixer, Track, TrackData
 from benchsuite.train.fit import batch_order
-from benchsuite.train.job import job_budget, load_data
+from benchsuite.train.job import load_data
 
 
 @dataclass
@@ -34,7 +34,7 @@ class Plain:
 def plain(job: Job, registry: Registry) -> Plain:
     """The job's data and minibatch order (the suite's own, so both sides see the same batches)."""
     track, mixer = registry.tracks[job.track], registry.mixers[job.mixer]
-    data, budget = load_data(track, job), job_budget(job)
+    data, budget = load_data(track, job), job.budget
     x, y = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)
     order = batch_order(
         Streams(job.salt, job.track, job.seed).rng("order"), len(x), budget.steps, budget.batch_size

@@ -21,11 +21,11 @@ from benchsuite.errors import RunError
 from benchsuite.execute.events import Events
 from benchsuite.execute.executors import Executor
 from benchsuite.execute.leases import POLL_SECONDS, Heartbeat, Owner, waiting_message
-from benchsuite.execute.record import RunRecord
 from benchsuite.execute.worker import Cell, Worker
 from benchsuite.plan.cost import CostModel, JobCost, job_units, longest_first
 from benchsuite.plan.jobs import Job
 from benchsuite.plan.plan import Plan
+from benchsuite.records import RunRecord
 from benchsuite.results.store import Claim, Store, renew_leases
 
 

@@ -173,6 +173,14 @@ class RunSettings:
         """Plain JSON-able values (tuples as lists, mappings as dicts)."""
         return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
+    @classmethod
+    def from_dict(cls, saved: Mapping[str, Any]) -> RunSettings:
+        """Settings read back from :meth:`to_dict`'s values (a saved plan or report): lists
+        become tuples again; a key this version does not know is ignored, one it added takes its
+        default."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{key: _frozen(value) for key, value in saved.items() if key in known})
+
     def replace(self, **changes: Any) -> RunSettings:
         """A copy with ``changes`` (names are checked)."""
         return dataclasses.replace(self, **changes)
@@ -183,6 +191,14 @@ def _plain(value: Any) -> Any:
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, tuple | list):
         return [_plain(v) for v in value]
+    return value
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _frozen(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
     return value
 
 

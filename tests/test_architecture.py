@@ -24,6 +24,7 @@ BASE = {
     "settings",
     "contract_settings",
     "vocabulary",
+    "records",
 }
 
 

@@ -213,7 +213,7 @@ def test_an_interrupted_runs_first_screen_says_partial(chromium, finished_run, t
 
     plan, results = stored_run(finished_run)
     track = next(iter(plan.cells))
-    mixer = next(m for m in plan.cells[track] if m != plan.settings["baseline"])
+    mixer = next(m for m in plan.cells[track] if m != plan.settings.baseline)
     missing = set(plan.cells[track][mixer].jobs)
     partial = analyse(plan, {k: r for k, r in results.items() if k not in missing}, [])
     page = write_html(partial, tmp_path / "partial")

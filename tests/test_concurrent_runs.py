@@ -20,7 +20,7 @@ from functools import partial
 from pathlib import Path
 
 from benchsuite.execute.leases import Heartbeat, Owner
-from benchsuite.execute.record import RunRecord
+from benchsuite.records import RunRecord
 from benchsuite.results.store import Store, renew_leases
 
 RUN = [

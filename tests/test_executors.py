@@ -20,10 +20,10 @@ import pytest
 
 from benchsuite import UsageError
 from benchsuite.execute.executors import make_executor
-from benchsuite.execute.record import RunRecord
 from benchsuite.execute.worker import Cell, Worker
 from benchsuite.plan.jobs import Job, cell_jobs
 from benchsuite.plan.resolve import check_executor, resolve
+from benchsuite.records import RunRecord
 from benchsuite.registry import Registry, load_registry
 from benchsuite.settings import RunSettings
 

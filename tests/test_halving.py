@@ -48,7 +48,7 @@ def test_each_halving_keeps_the_better_half_by_validation_score(registry):
     pruning, which no survivor's best score is worse than (MSE: lower is better)."""
     job = jobs_of(registry, HALVING)[0]
     result = run_job(job, registry.tracks["sequence"], registry.mixers["dense"])
-    rows = result["sweep"]
+    rows = result.sweep
     assert [row["pruned_at"] for row in rows].count([20]) == 2
     assert [row["pruned_at"] for row in rows].count([40]) == 1
     assert [row["pruned_at"] for row in rows].count([None]) == 2
@@ -59,8 +59,8 @@ def test_each_halving_keeps_the_better_half_by_validation_score(registry):
         survivors = [other for other in rows if pruned and (other["pruned_at"][0] or 61) > pruned]
         for other in survivors:
             assert other["metrics"]["val.mse"] <= row["metrics"]["val.mse"]
-    assert rows[result["chosen"]]["pruned_at"] == [None]
-    assert result["costs"]["steps"] == 60
+    assert rows[result.chosen]["pruned_at"] == [None]
+    assert result.costs["steps"] == 60
 
 
 def test_a_halving_ranks_the_whole_grid_converged_configs_included():
@@ -117,18 +117,18 @@ def test_seeds_trained_as_one_stack_are_halved_each_on_its_own(registry):
     track, mixer = registry.tracks["sequence"], registry.mixers["dense"]
     batched = run_jobs_batched(jobs, track, mixer)
     single = [run_job(job, track, mixer) for job in jobs]
-    assert [b["costs"]["batched_seeds"] for b in batched] == [3.0] * 3
+    assert [b.costs["batched_seeds"] for b in batched] == [3.0] * 3
     for b, s in zip(batched, single, strict=True):
-        assert [row["pruned_at"] for row in b["sweep"]] == [row["pruned_at"] for row in s["sweep"]]
-        assert [row["pruned_at"] for row in b["sweep"]].count([None]) == 2
-        assert b["chosen"] == s["chosen"]
-        assert math.isclose(b["metrics"]["test.mse"], s["metrics"]["test.mse"], rel_tol=1e-3)
+        assert [row["pruned_at"] for row in b.sweep] == [row["pruned_at"] for row in s.sweep]
+        assert [row["pruned_at"] for row in b.sweep].count([None]) == 2
+        assert b.chosen == s.chosen
+        assert math.isclose(b.metrics["test.mse"], s.metrics["test.mse"], rel_tol=1e-3)
 
 
 @pytest.mark.parametrize(("given", "expected"), [("20,40", (20, 40)), ("none", ()), ([30], (30,))])
 def test_halve_at_is_a_budget_key(registry, given, expected):
     job = jobs_of(registry, {**HALVING, "halve_at": given})[0]
-    assert tuple(job.budget["halve_at"]) == expected
+    assert job.budget.halve_at == expected
 
 
 @pytest.mark.parametrize(

@@ -92,7 +92,7 @@ def test_an_oversized_mixer_is_brought_within_ten_percent_by_the_mlp_width(regis
     assert abs(real_params(registry, plan, "wide") / target - 1) <= 0.10
     assert cell["params"] == real_params(registry, plan, "wide")  # meta count = the real model
     job = plan.jobs[plan.cells["sequence"]["wide"].jobs[0]]
-    declared = job.budget["mlp_ratio"] * BUDGET["dim"]
+    declared = job.budget.mlp_ratio * BUDGET["dim"]
     assert declared / 2 <= job.mlp_hidden == cell["set"]["mlp_hidden"] < declared  # narrower
     assert job.key not in set(planned(registry, ("wide",), match="none").jobs)
 

@@ -8,10 +8,10 @@ import io
 import pytest
 from rich.console import Console
 
-from benchsuite.execute.record import RunRecord
 from benchsuite.output import progress
 from benchsuite.output.progress import Phase, progress_events
 from benchsuite.plan.cost import CostModel, JobCost
+from benchsuite.records import RunRecord
 
 # also run at the lowest declared dependency versions (make test-min)
 pytestmark = pytest.mark.floors

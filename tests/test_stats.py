@@ -14,7 +14,6 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestPower
 
-from benchsuite.execute.record import RunRecord
 from benchsuite.plan.power import (
     default_seeds,
     design_warning,
@@ -23,6 +22,7 @@ from benchsuite.plan.power import (
     planned_mde,
 )
 from benchsuite.plan.selection import divergence, learnt_nothing, select_best_config
+from benchsuite.records import RunRecord
 from benchsuite.results.cells import at_chance, selection
 from benchsuite.results.stats import (
     Comparison,

@@ -51,7 +51,7 @@ def test_stopping_records_steps_and_stops_before_the_budget(registry):
     least one config of the grid stops early, and the job's cost counts the longest config."""
     job = jobs_of(registry, "dense", RULE)[0]
     result = run_job(job, registry.tracks["sequence"], registry.mixers["dense"])
-    rows = result["sweep"]
+    rows = result.sweep
     assert {"steps", "converged", "best_step"} <= set(rows[0])
     for row in rows:
         (best,) = row["best_step"]
@@ -61,7 +61,7 @@ def test_stopping_records_steps_and_stops_before_the_budget(registry):
         else:
             assert row["steps"] == 200
     assert any(row["converged"] for row in rows)
-    assert result["costs"]["steps"] == max(row["steps"] for row in rows)
+    assert result.costs["steps"] == max(row["steps"] for row in rows)
 
 
 def test_best_checkpoint_scores_at_least_as_well_as_the_last_state(registry):
@@ -73,7 +73,7 @@ def test_best_checkpoint_scores_at_least_as_well_as_the_last_state(registry):
     for checkpoint in ("last", "best"):
         budget = {"eval_every": 20, "checkpoint": checkpoint}
         job = jobs_of(registry, "dense", budget if checkpoint == "best" else {})[0]
-        rows = run_job(job, track, mixer)["sweep"]
+        rows = run_job(job, track, mixer).sweep
         scores[checkpoint] = [row["metrics"]["val.mse"] for row in rows]
     lower_is_better = not track.metric.higher_is_better
     assert lower_is_better
@@ -148,12 +148,12 @@ def test_patience_stops_no_config_before_min_steps(registry):
     """With ``min_steps``, a config whose patience ran out earlier trains on until then: every
     config that converged trained at least ``min_steps`` steps (and some did converge)."""
     job = jobs_of(registry, "dense", {**RULE, "min_steps": 120})[0]
-    rows = run_job(job, registry.tracks["sequence"], registry.mixers["dense"])["sweep"]
+    rows = run_job(job, registry.tracks["sequence"], registry.mixers["dense"]).sweep
     assert any(row["converged"] for row in rows)
     assert all(row["steps"] >= 120 for row in rows)
     early = run_job(
         jobs_of(registry, "dense", RULE)[0], registry.tracks["sequence"], registry.mixers["dense"]
-    )["sweep"]
+    ).sweep
     assert any(row["converged"] and row["steps"] < 120 for row in early)
 
 
@@ -175,7 +175,7 @@ def test_a_config_that_learnt_nothing_has_not_converged(registry):
     )
     track, mixer = registry.tracks["sequence"], registry.mixers["dense"]
     job = cell_jobs(settings, track, mixer, grid_of(track, settings), "test-data")[0]
-    frozen, learning = run_job(job, track, mixer)["sweep"]
+    frozen, learning = run_job(job, track, mixer).sweep
     assert frozen["steps"] == 200 and not frozen["converged"]
     assert learning["converged"] and learning["steps"] < 200
 

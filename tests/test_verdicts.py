@@ -290,10 +290,10 @@ def test_a_cell_short_of_seeds_is_not_finished_and_the_suite_holm_is_the_plans(f
     headline."""
     report, plan, results = _stored(finished_run)
     track, _, mixer, _ = _cells(report)[0]
-    baseline = plan.settings["baseline"]
+    baseline = plan.settings.baseline
     planned = [
         m
-        for m in plan.settings["mixers"]
+        for m in plan.settings.mixers
         if m != baseline and any(m in cells for cells in plan.cells.values())
     ]
     other = next(m for m in planned if m != mixer)

@@ -22,8 +22,9 @@ from benchsuite.plan.plan import TrackFacts
 from benchsuite.results import stats
 from benchsuite.results.analysis import last_plan, open_store
 from benchsuite.results.cells import arm
-from benchsuite.results.schema import CompareRow, RunComparison, RunSettingsView, read_settings
+from benchsuite.results.schema import CompareRow, RunComparison
 from benchsuite.results.store import FILENAME
+from benchsuite.settings import RunSettings
 
 
 @dataclass
@@ -38,20 +39,15 @@ class StoredTrack:
 class StoredRun:
     """What ``compare`` reads of a run: its settings and its tracks' per-seed scores."""
 
-    settings: dict[str, Any]
+    settings: RunSettings
     tracks: dict[str, StoredTrack]
-
-    @property
-    def run_settings(self) -> RunSettingsView:
-        """The saved settings, typed."""
-        return read_settings(self.settings)
 
 
 def budget_terms(run: StoredRun, track: str) -> dict[str, Any]:
     """The settings a track's budget signature covers, read back from a run (the terms of
     :func:`benchsuite.plan.jobs.budget_terms`)."""
     facts = run.tracks[track].facts
-    settings = run.run_settings
+    settings = run.settings
     return {
         "grid": facts.grid,
         **facts.budget,
@@ -84,7 +80,7 @@ def _check_comparable(a: StoredRun, b: StoredRun, track: str) -> None:
             "compared seed by seed"
         )
     for key in ("seeds", "salt", "preset"):
-        ours, theirs = getattr(a.run_settings, key), getattr(b.run_settings, key)
+        ours, theirs = getattr(a.settings, key), getattr(b.settings, key)
         if ours != theirs:
             raise UsageError(
                 f"the runs differ in {key} ({ours!r} vs {theirs!r}) and cannot be compared seed "
@@ -111,7 +107,7 @@ def compare_runs(a: StoredRun, b: StoredRun, *, mixers: list[str] | None = None)
                 [after[mixer][s] for s in seeds],
                 higher_is_better=facts.higher_is_better,
                 scale=facts.scale,
-                margin_rel=a.run_settings.margin,
+                margin_rel=a.settings.margin,
             )
             family.append(comparison)
             rows.append(
@@ -120,7 +116,7 @@ def compare_runs(a: StoredRun, b: StoredRun, *, mixers: list[str] | None = None)
     if not rows:
         raise UsageError("the two runs share no (track, mixer) with the same seeds")
     stats.apply_holm(family)
-    return RunComparison(a=a.settings, b=b.settings, rows=rows)
+    return RunComparison(a=a.settings.to_dict(), b=b.settings.to_dict(), rows=rows)
 
 
 def load_run(path: Path | str) -> StoredRun:

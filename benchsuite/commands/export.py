@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from benchsuite.errors import UsageError
-from benchsuite.execute.record import RunRecord
+from benchsuite.records import RunRecord
 
 FORMATS = ("csv", "parquet", "json")  # the first is the default
 CORE = (

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from benchsuite.execute.record import RunRecord
 from benchsuite.plan.cost import CostModel
+from benchsuite.records import RunRecord
 
 
 @dataclass

@@ -15,9 +15,9 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
-from benchsuite.execute.record import RunRecord
 from benchsuite.execute.worker import Cell, Worker
 from benchsuite.plan.jobs import Job
+from benchsuite.records import RunRecord
 
 
 class Executor(Protocol):

@@ -23,9 +23,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from benchsuite.errors import UsageError, one_line
-from benchsuite.execute.record import RunRecord
 from benchsuite.execute.worker import Worker, failure_record
 from benchsuite.plan.jobs import Job
+from benchsuite.records import RunRecord
 
 _SET_UP: dict[tuple[str | None, int], Worker] = {}  # per Ray worker process
 

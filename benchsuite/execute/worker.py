@@ -13,12 +13,12 @@ import os
 import time
 import traceback
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from benchsuite.errors import PluginError, one_line
-from benchsuite.execute.record import RunRecord
 from benchsuite.plan.jobs import Job
+from benchsuite.records import RunRecord
 from benchsuite.registry.variants import base_of, lookup
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def failure_record(job: Job, reason: str, details: str, seconds: float) -> RunRe
     """A failed job's record: a one-line ``reason`` and the ``details`` (traceback or account)."""
     return RunRecord(
         key=job.key,
-        job=asdict(job),
+        job=job.to_dict(),
         status="failed",
         error=reason,
         traceback=details,
@@ -128,18 +128,12 @@ class Worker:
 
         start = time.perf_counter()
         try:
-            fields = run_job(job, *self._parts(job))
+            result = run_job(job, *self._parts(job))
         except Exception as error:  # a failing mixer or track must not take the run down
             details = traceback.format_exc()
             return failure_record(job, one_line(error), details, time.perf_counter() - start)
-        return RunRecord(
-            key=job.key,
-            job=asdict(job),
-            status="ok",
-            seconds=time.perf_counter() - start,
-            environment=environment(job),
-            **fields,
-        )
+        seconds = time.perf_counter() - start
+        return RunRecord.finished(job.key, job.to_dict(), result, seconds, environment(job))
 
     def failure(
         self, job: Job | Cell, reason: str, details: str, seconds: float, timed_out: bool = False
@@ -174,13 +168,12 @@ class Worker:
             return [self(job) for job in jobs]
         seconds = (time.perf_counter() - start) / len(jobs)
         return [
-            RunRecord(
-                key=job.key,
-                job=asdict(job),
-                status="ok",
-                seconds=seconds,
-                environment={**environment(job), "batched": fields["costs"]["batched_seeds"] > 1},
-                **fields,
+            RunRecord.finished(
+                job.key,
+                job.to_dict(),
+                result,
+                seconds,
+                {**environment(job), "batched": result.costs["batched_seeds"] > 1},
             )
-            for job, fields in zip(jobs, results, strict=True)
+            for job, result in zip(jobs, results, strict=True)
         ]

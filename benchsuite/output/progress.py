@@ -25,9 +25,9 @@ from rich.progress import (
 from rich.progress import Progress as RichProgress
 
 from benchsuite.execute.events import Events
-from benchsuite.execute.record import RunRecord
 from benchsuite.output.numbers import num, pct
 from benchsuite.plan.cost import CostModel
+from benchsuite.records import RunRecord
 
 
 def print_design(design: dict, console: Console) -> None:

@@ -29,7 +29,7 @@ FIT_ROUNDS = 25  # alternating least-squares rounds of the track and mixer effec
 
 def job_units(job: Job, tokens: int) -> float:
     """The job's cost in units: steps × configs × (1 + tokens × batch / OVERHEAD_TOKENS)."""
-    steps, batch = job.budget["steps"], job.budget["batch_size"]
+    steps, batch = job.budget.steps, job.budget.batch_size
     return float(steps * len(job.grid) * (1 + tokens * batch / OVERHEAD_TOKENS))
 
 

@@ -44,7 +44,7 @@ class Job:
     seed: int
     grid: tuple[Mapping[str, float], ...]
     preset: str
-    budget: Mapping[str, Any]  # Budget.training() of the preset, after overrides
+    budget: Budget  # the preset's, after overrides; its grid is ``grid``, not repeated here
     track_options: Mapping[str, Any]
     mixer_options: Mapping[str, Any]
     data_dir: str | None
@@ -56,6 +56,11 @@ class Job:
     mlp_hidden: int | None = None  # the channel MLPs' width the equal-size rule chose (None: ratio)
     fingerprint: Mapping[str, str] = field(default_factory=dict)  # versions, code, data
 
+    def to_dict(self) -> dict[str, Any]:
+        """The job as plain JSON-able values (as a record stores it: the budget's training
+        fields, :meth:`Budget.training`)."""
+        return {**dataclasses.asdict(self), "budget": self.budget.training()}
+
     @property
     def key(self) -> str:
         """Content hash of everything that determines this job's result.
@@ -63,7 +68,7 @@ class Job:
         ``data_dir`` is left out: where the data lies does not matter, what it is does, and that
         is in ``fingerprint["data"]`` (the track's data key: checksums, file hashes, options).
         """
-        fields = dataclasses.asdict(self)
+        fields = self.to_dict()
         del fields["data_dir"]
         payload = json.dumps(fields, sort_keys=True, default=str)
         return hashlib.sha256(payload.encode()).hexdigest()[:24]
@@ -172,7 +177,7 @@ def cell_jobs(
             seed=seed,
             grid=tuple(dict(config) for config in grid),
             preset=settings.preset,
-            budget=effective_budget(track, settings).training(),
+            budget=dataclasses.replace(effective_budget(track, settings), grid=()),
             track_options=dict(settings.track_options.get(track.name, {})),
             mixer_options={**settings.mixer_options.get(mixer.name, {}), **size},
             data_dir=settings.data_dir,

@@ -88,7 +88,7 @@ class Skip:
 class Plan:
     """A run's plan; ``jobs`` and ``templates`` (the Job objects) live in memory only."""
 
-    settings: dict[str, Any]
+    settings: RunSettings  # the resolved run settings
     environment: dict[str, Any]
     mixers: dict[str, MixerFacts]
     tracks: dict[str, TrackFacts]
@@ -109,13 +109,13 @@ class Plan:
     def family(self) -> int:
         """The Holm family: every planned (track, mixer) cell besides the baseline's, on tracks
         where the baseline has a cell (finished or not)."""
-        baseline = self.settings["baseline"]
+        baseline = self.settings.baseline
         return sum(len(cells) - 1 for cells in self.cells.values() if baseline in cells)
 
     def to_dict(self) -> dict[str, Any]:
         """The plan as plain JSON-able data (without the in-memory Job objects)."""
         return {
-            "settings": self.settings,
+            "settings": self.settings.to_dict(),
             "environment": self.environment,
             "mixers": {n: dataclasses.asdict(m) for n, m in self.mixers.items()},
             "tracks": {n: dataclasses.asdict(t) for n, t in self.tracks.items()},
@@ -133,10 +133,10 @@ class Plan:
         """A plan read back from the store (no Job objects), its tracks and mixers in the order
         the run listed them (the store keeps its mappings sorted), so that ``report`` prints the
         tables in the run's order."""
-        settings = raw["settings"]
+        settings = RunSettings.from_dict(raw["settings"])
 
         def listed(mapping: dict[str, Any], key: str) -> list[str]:
-            order = {name: i for i, name in enumerate(settings.get(key) or [])}
+            order = {name: i for i, name in enumerate(getattr(settings, key) or ())}
             return sorted(mapping, key=lambda name: order.get(name, len(order)))
 
         tracks, cells = raw["tracks"], raw["cells"]
@@ -250,7 +250,7 @@ def plan_run(
     options)``, when given, checks every cell's mixer at each rung's shape before any job: a
     reason skips the cell as an error."""
     plan = Plan(
-        settings=settings.to_dict(),
+        settings=settings,
         environment=describe(settings.device, settings.threads),
         mixers={name: mixer_facts(lookup(mixers, name)) for name in settings.mixers or ()},
         tracks={},
@@ -293,7 +293,7 @@ def plan_run(
                 if mixer_name == settings.baseline:
                     size, target = _baseline_size(counts)
                 elif target is not None:
-                    width = jobs[0].budget["mlp_ratio"] * facts.budget["dim"]
+                    width = jobs[0].budget.mlp_ratio * facts.budget["dim"]
                     try:
                         size = matching.match(
                             mixer, mixer_name, jobs[0].mixer_options, target, width, counts

@@ -16,10 +16,10 @@ import math
 from pathlib import Path
 
 from benchsuite.errors import UsageError
-from benchsuite.execute.record import RunRecord
 from benchsuite.plan.matching import comparison_size
 from benchsuite.plan.plan import Plan
 from benchsuite.plan.selection import NO_BETTER_THAN_TRIVIAL, NON_FINITE
+from benchsuite.records import RunRecord
 from benchsuite.results import cells as cells_
 from benchsuite.results import curves, flags, serial, stats, summaries
 from benchsuite.results.aggregate import aggregate_across_tracks
@@ -66,7 +66,7 @@ def compare_cell(plan: Plan, track: str, mixer: str, base: Arm, arm: Arm) -> Cel
         arm_vals,
         higher_is_better=higher,
         scale=facts.scale,
-        margin_rel=plan.settings["margin"],
+        margin_rel=plan.settings.margin,
     )
     reasons = [arm.reasons[s] for s in seeds]
     learnt_nothing = arm.not_learned  # per seed, computed once
@@ -90,7 +90,7 @@ def compare_cell(plan: Plan, track: str, mixer: str, base: Arm, arm: Arm) -> Cel
         arm_div,
         higher,
         scale=facts.scale,
-        margin_rel=plan.settings["margin"],
+        margin_rel=plan.settings.margin,
     )
     return CellResult(
         comparison=comparison,
@@ -123,14 +123,15 @@ def flag_undertrained(
 def _track(plan: Plan, track: str, results: dict[str, RunRecord]) -> TrackResult:
     """A track's mixers and comparisons (Holm and the flags' reasons come later)."""
     facts, settings = plan.tracks[track], plan.settings
-    baseline, planned = settings["baseline"], plan.cells.get(track, {})
-    arms = {m: cells_.arm(plan, track, m, results) for m in settings["mixers"] if m in planned}
+    baseline, planned = settings.baseline, plan.cells.get(track, {})
+    mixers = [m for m in settings.mixers or () if m in planned]
+    arms = {m: cells_.arm(plan, track, m, results) for m in mixers}
     found = {m: a for m, a in arms.items() if a is not None}
     entry = TrackResult(
         **dataclasses.asdict(facts),
         baseline=baseline,
         test_set=summaries.test_set([r for a in found.values() for r in a.records.values()]),
-        scale_note=summaries.scale_note(settings.get("preset", ""), facts.budget),
+        scale_note=summaries.scale_note(settings.preset, facts.budget),
     )
     base = found.get(baseline)
     for mixer, arm in found.items():
@@ -153,7 +154,7 @@ def analyse(
     """The whole report of a run, from its plan and the stored records (``inputs_digest``: their
     :func:`report_digest`, when known)."""
     settings = plan.settings
-    baseline = settings["baseline"]
+    baseline = settings.baseline
     tracks = {track: _track(plan, track, results) for track in plan.tracks}
     cells = [c for e in tracks.values() for c in e.comparisons.values()]
     family = [c.comparison for c in cells]
@@ -174,14 +175,14 @@ def analyse(
     return Analysis(
         report_version=REPORT_VERSION,
         warnings=summaries.environment_warnings([results[k] for k in planned if k in results]),
-        settings=settings,
+        settings=settings.to_dict(),
         environment=plan.environment,
         mixers=plan.mixers,
         tracks=tracks,
         skipped=plan.skipped,
-        scale=summaries.scale_summary(settings.get("preset", ""), tracks),
+        scale=summaries.scale_summary(settings.preset, tracks),
         design=summaries.design(
-            settings,
+            settings.seeds or 0,
             size,
             sum(c.missing_seeds == 0 for c in cells),
             len(both_family),
@@ -236,7 +237,7 @@ def _across(tracks: dict[str, TrackResult], plan: Plan, baseline: str) -> Across
         return None
     planned = {
         mixer: [track for track in sorted(plan.cells) if mixer in plan.cells[track]]
-        for mixer in plan.settings["mixers"]
+        for mixer in plan.settings.mixers or ()
         if mixer != baseline
     }
     planned = {mixer: tracks for mixer, tracks in planned.items() if tracks}

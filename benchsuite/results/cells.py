@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from benchsuite.execute.record import RunRecord
 from benchsuite.plan.plan import Plan, TrackFacts
 from benchsuite.plan.selection import (
     NO_BETTER_THAN_TRIVIAL,
@@ -23,6 +22,7 @@ from benchsuite.plan.selection import (
     learnt_nothing,
     on_edge,
 )
+from benchsuite.records import RunRecord
 from benchsuite.results import curves, flags, stats
 from benchsuite.results.cell_schema import Full, MixerResult, Selection, Spread, Summary, SweepRow
 

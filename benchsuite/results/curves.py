@@ -25,7 +25,7 @@ from collections.abc import Collection, Mapping
 
 import numpy as np
 
-from benchsuite.execute.record import RunRecord
+from benchsuite.records import RunRecord
 from benchsuite.results.cell_schema import LearningCurve, TrackResult
 from benchsuite.results.schema import CurvesSummary, Undertrained
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from benchsuite.execute.record import RunRecord
 from benchsuite.plan.selection import select_best_config
+from benchsuite.records import RunRecord
 
 RENAMED = {"margin_rel": "margin", "budget_overrides": "budget"}
 

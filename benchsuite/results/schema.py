@@ -15,6 +15,7 @@ from benchsuite.plan.plan import MixerFacts, Skip
 from benchsuite.results import serial
 from benchsuite.results.cell_schema import TrackResult
 from benchsuite.results.stats import Comparison
+from benchsuite.settings import RunSettings
 from benchsuite.vocabulary import SuiteVerdict
 
 OMIT_NONE = {"omit_none": True}
@@ -254,27 +255,6 @@ class RunEnvironment:
 
 
 @dataclass
-class RunSettingsView:
-    """The resolved run settings a report is read by (every field of ``RunSettings`` is in
-    ``Analysis.settings``; these are the ones output and ``compare`` use)."""
-
-    tracks: list[str] = field(default_factory=list)
-    mixers: list[str] = field(default_factory=list)
-    baseline: str = ""
-    seeds: int | None = None
-    preset: str = ""
-    salt: Any = None
-    margin: float = 0.05
-    budget: dict[str, Any] = field(default_factory=dict)
-    track_options: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-def read_settings(settings: dict[str, Any]) -> RunSettingsView:
-    """The typed view of a run's saved settings."""
-    return serial.build(RunSettingsView, settings)
-
-
-@dataclass
 class Analysis:
     """The whole report of a run (``report.json``)."""
 
@@ -295,9 +275,9 @@ class Analysis:
     inputs_digest: str | None = None
 
     @property
-    def run_settings(self) -> RunSettingsView:
+    def run_settings(self) -> RunSettings:
         """The saved settings, typed (``settings`` is written as saved)."""
-        return read_settings(self.settings)
+        return RunSettings.from_dict(self.settings)
 
     @property
     def run_environment(self) -> RunEnvironment:
@@ -311,7 +291,7 @@ class Analysis:
 
     def mixer_names(self) -> list[str]:
         """Every mixer of the run (the baseline first), then any other found in a track."""
-        names = list(self.run_settings.mixers)
+        names = list(self.run_settings.mixers or ())
         names = ([self.baseline] if self.baseline else []) + [
             n for n in names if n != self.baseline
         ]

@@ -23,7 +23,7 @@ from typing import Any
 
 from benchsuite.errors import RunError, UsageError
 from benchsuite.execute.leases import Lease, Owner
-from benchsuite.execute.record import RunRecord
+from benchsuite.records import RunRecord
 from benchsuite.results.legacy import manifest_to_plan
 
 SCHEMA_VERSION = 3

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from benchsuite.execute.record import RunRecord
 from benchsuite.plan.power import design_warning, min_seeds_for_significance
+from benchsuite.records import RunRecord
 from benchsuite.results.cell_schema import TestSet, TrackResult
 from benchsuite.results.schema import Analysis, Design, Failure, Scale, SelectionSummary, TrackScale
 
@@ -100,13 +100,13 @@ def environment_warnings(records: list[RunRecord]) -> list[str]:
 
 
 def design(
-    settings: dict,
+    seeds: int,
     comparisons: int,
     finished: int | None = None,
     both_converged: int = 0,
     jobs: tuple[int, int] = (0, 0),
 ) -> Design:
-    """Whether the seed count can reach Holm significance for this family size; ``finished``:
+    """Whether ``seeds`` can reach Holm significance for this family size; ``finished``:
     the comparisons with every planned seed (fewer than the family after an interruption: the
     tables are ``partial``); ``both_converged``: the size of the both-converged analyses' own
     family; ``jobs``: (finished, planned)."""
@@ -121,9 +121,9 @@ def design(
         alpha=0.05,
         verdict_alpha=0.05 / max(comparisons, 1),
         both_converged_comparisons=both_converged,
-        seeds=settings["seeds"],
+        seeds=seeds,
         min_seeds_for_significance=needed,
-        warning=design_warning(settings["seeds"], max(comparisons, 1)),
+        warning=design_warning(seeds, max(comparisons, 1)),
     )
 
 

@@ -11,7 +11,6 @@ same job gives bit-identical metrics on any executor.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import hashlib
 import logging
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ import torch
 from benchsuite.budget import Budget
 from benchsuite.errors import PluginError
 from benchsuite.plan.selection import divergence, select_best_config
+from benchsuite.records import JobResult
 from benchsuite.seeds import Streams
 from benchsuite.specs import Mixer, Track, TrackData
 from benchsuite.train.batched import Loss, Member, Unbatchable, train_stack
@@ -58,17 +58,12 @@ def load_data(track: Track, job: Job, options: dict[str, Any] | None = None) -> 
     return _cached_load(track, given, job.preset, job.data_dir, job.salt, job.seed)
 
 
-def job_budget(job: Job) -> Budget:
-    """The training budget the job carries."""
-    return Budget(**dict(job.budget), grid=())
-
-
 def build_model(
     track: Track, mixer: Mixer, data: TrackData, job: Job, options: dict[str, Any] | None = None
 ) -> Encoder:
     """The shared encoder with the job's mixer in every block, initialised from the init streams
     (``options``: the track options the data was loaded with; default the job's)."""
-    budget = job_budget(job)
+    budget = job.budget
     streams = Streams(job.salt, job.track, job.seed)
     build = mixer.builder()
     options = dict(job.track_options) if options is None else options
@@ -217,7 +212,7 @@ def prepare(job: Job, track: Track, mixer: Mixer) -> Prepared:
     minibatch order."""
     torch.set_num_threads(job.threads)
     device = torch.device(job.device)
-    budget = job_budget(job)
+    budget = job.budget
     rungs = []
     for options in track.ladder(dict(job.track_options), job.preset):
         data = load_data(track, job, options)
@@ -267,7 +262,7 @@ def _over_rungs(per_rung: list[dict[str, float]]) -> dict[str, float]:
 
 def score(
     ready: Prepared, track: Track, mixer: Mixer, traces: list[list[Trace]], seconds_per_step: float
-) -> dict[str, Any]:
+) -> JobResult:
     """Choose the config with the best validation score (its mean over the rungs) and describe
     the job's result; ``traces[rung][config]``."""
     job, budget, rungs = ready.job, ready.budget, ready.rungs
@@ -337,19 +332,19 @@ def score(
         if len(rungs) > 1
         else ""
     )
-    return {
-        "metrics": metrics,
-        "chosen": chosen,
-        "sweep": sweep,
-        "diverged": bool(reason),
-        "divergence": reason,
-        "probes": probes,
-        "costs": costs,
-        "data_description": described,
-        "data_verified": all(rung.data.verified for rung in rungs),
-        "cap": cap,
-        "test_digest": digest(*[a for r in rungs for a in identity_of_test_set(r.data)]),
-    }
+    return JobResult(
+        metrics=metrics,
+        chosen=chosen,
+        sweep=sweep,
+        diverged=bool(reason),
+        divergence=reason,
+        probes=probes,
+        costs=costs,
+        data_description=described,
+        data_verified=all(rung.data.verified for rung in rungs),
+        cap=cap,
+        test_digest=digest(*[a for r in rungs for a in identity_of_test_set(r.data)]),
+    )
 
 
 def _train_rung(
@@ -374,20 +369,20 @@ def _train_rung(
     return traces, sum(t.seconds_per_step for t in traces) / len(traces), False
 
 
-def run_job(job: Job, track: Track, mixer: Mixer) -> dict[str, Any]:
+def run_job(job: Job, track: Track, mixer: Mixer) -> JobResult:
     """Train every config of the job's grid on its seed (every rung), choose on validation, score
-    the choice; returns the result fields of a RunRecord (raises on failure)."""
+    the choice (raises on failure)."""
     ready = prepare(job, track, mixer)
     trained = [_train_rung(rung, track, job, ready.budget) for rung in ready.rungs]
     seconds = float(np.mean([s for _, s, _ in trained]))
     result = score(ready, track, mixer, [traces for traces, _, _ in trained], seconds)
     stacked = all(together for _, _, together in trained)
-    result["costs"]["members"] = float(len(job.grid)) if stacked else 1.0
+    result.costs["members"] = float(len(job.grid)) if stacked else 1.0
     return result
 
 
-def run_jobs_batched(jobs: list[Job], track: Track, mixer: Mixer) -> list[dict[str, Any]]:
-    """The result fields of each job (in order), training every seed x config of the jobs as one
+def run_jobs_batched(jobs: list[Job], track: Track, mixer: Mixer) -> list[JobResult]:
+    """The result of each job (in order), training every seed x config of the jobs as one
     stack per rung; ``jobs`` must differ only in ``seed`` (and ``measure``). Falls back to
     training each job on its own (as :func:`run_job`) when vmap cannot run the model or the
     seeds' data differ in shape; ``costs["batched_seeds"]`` says how many seeds trained together
@@ -406,7 +401,7 @@ def run_jobs_batched(jobs: list[Job], track: Track, mixer: Mixer) -> list[dict[s
     except Unbatchable:
         results = [run_job(job, track, mixer) for job in jobs]
         for result in results:
-            result["costs"]["batched_seeds"] = 1.0
+            result.costs["batched_seeds"] = 1.0
         return results
     results = []
     configs = len(jobs[0].grid)
@@ -416,14 +411,14 @@ def run_jobs_batched(jobs: list[Job], track: Track, mixer: Mixer) -> list[dict[s
         ]
         seconds = float(np.mean([t.seconds_per_step for t in per_rung]))
         result = score(ready, track, mixer, traces, seconds)
-        result["costs"]["batched_seeds"] = float(len(jobs))
+        result.costs["batched_seeds"] = float(len(jobs))
         results.append(result)
     return results
 
 
 def _check_same_cell(jobs: list[Job]) -> None:
     def cell(job: Job) -> dict[str, Any]:
-        return {**dataclasses.asdict(job), "seed": None, "measure": None}
+        return {**job.to_dict(), "seed": None, "measure": None}
 
     if any(cell(job) != cell(jobs[0]) for job in jobs[1:]):
         raise ValueError("batched jobs must differ only in their seed")
