@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchsuite.vocabulary import Status
+
 
 @dataclass
 class JobResult:
@@ -34,7 +36,7 @@ class RunRecord:
 
     key: str
     job: dict[str, Any]
-    status: str  # "ok" or "failed"
+    status: Status
     metrics: dict[str, float] = field(default_factory=dict)  # of the chosen config
     chosen: int | None = None  # grid index chosen on the seed's validation split
     sweep: list[dict[str, Any]] = field(default_factory=list)  # every config: metrics, curve
@@ -63,7 +65,7 @@ class RunRecord:
         """The record of a job that trained: its result, as the trainer gave it."""
         fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
         return cls(
-            key=key, job=job, status="ok", seconds=seconds, environment=environment, **fields
+            key=key, job=job, status=Status.OK, seconds=seconds, environment=environment, **fields
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from benchsuite.plan.jobs import Job
 from benchsuite.plan.plan import Plan
 from benchsuite.records import RunRecord
 from benchsuite.results.store import Claim, Store, renew_leases
+from benchsuite.vocabulary import Status
 
 
 @dataclass
@@ -92,20 +93,20 @@ class Runner:
 
     def _keep(self, record: RunRecord) -> None:
         """Store a record this run produced (giving back its lease) and count it."""
-        if record.status != "ok":
+        if record.status != Status.OK:
             self._save_traceback(record)
             self.counts["failed"] += 1
         else:
             self.counts["trained"] += 1
         self.store.put(record, self.owner)
         self._pending.pop(record.key, None)
-        self.outlook.finish(record.key, record.seconds if record.status == "ok" else 0.0)
+        self.outlook.finish(record.key, record.seconds if record.status == Status.OK else 0.0)
         self.events.advance(record, False)
 
     def _reused(self, key: str) -> None:
         self.outlook.finish(key, 0.0)
         self.counts["reused"] += 1
-        self.events.advance(RunRecord(key=key, job={}, status="ok"), True)
+        self.events.advance(RunRecord(key=key, job={}, status=Status.OK), True)
 
     def _lease(self, jobs: list[Job]) -> Claim:
         """Lease those of ``jobs`` nobody else is training; a job another run finished meanwhile

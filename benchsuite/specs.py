@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchsuite.budget import Budget
 from benchsuite.errors import PluginError, UsageError, did_you_mean
+from benchsuite.vocabulary import Direction, Scale
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import numpy as np
@@ -268,13 +269,13 @@ class Metric:
     positive: bool = False
 
     @property
-    def direction(self) -> str:
-        return "higher is better" if self.higher_is_better else "lower is better"
+    def direction(self) -> Direction:
+        return Direction.HIGHER if self.higher_is_better else Direction.LOWER
 
     @property
-    def scale(self) -> str:
-        """``"log"`` (paired log-ratios) or ``"difference"`` (paired differences)."""
-        return "log" if self.positive and not self.higher_is_better else "difference"
+    def scale(self) -> Scale:
+        """Paired log-ratios (a positive lower-is-better metric) or paired differences."""
+        return Scale.LOG if self.positive and not self.higher_is_better else Scale.DIFFERENCE
 
 
 @dataclass

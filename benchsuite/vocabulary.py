@@ -1,5 +1,5 @@
 """The words a report is written in, each defined once: verdicts (per track and across tracks),
-flags and the reasons a result is imputed. String enums: a member is its JSON value, so
+flags, statuses, scales and directions. String enums: a member is its JSON value, so
 report.json reads as it always has (docs/statistics.md, docs/results.md say what each means).
 """
 
@@ -50,3 +50,34 @@ class Flag(StrEnum):
     PARAM_MISMATCH = "param_mismatch"
     UNDERTRAINED = "undertrained"
     BASELINE_UNDERTRAINED = "baseline_undertrained"
+
+
+class Status(StrEnum):
+    """A stored job record's status."""
+
+    OK = "ok"
+    FAILED = "failed"
+
+
+class PointStatus(StrEnum):
+    """A point of ``benchsuite scale`` (one mixer at one length): measured, or why not."""
+
+    OK = "ok"
+    OVER_BUDGET = "over budget"
+    UNSUPPORTED = "unsupported"
+    FAILED = "failed"
+
+
+class Scale(StrEnum):
+    """The scale a comparison is analysed on (docs/statistics.md): paired log-ratios, for a
+    positive lower-is-better metric, or paired differences."""
+
+    LOG = "log"
+    DIFFERENCE = "difference"
+
+
+class Direction(StrEnum):
+    """Which way a metric improves."""
+
+    HIGHER = "higher is better"
+    LOWER = "lower is better"

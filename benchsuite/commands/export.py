@@ -19,6 +19,7 @@ from typing import Any
 
 from benchsuite.errors import UsageError
 from benchsuite.records import RunRecord
+from benchsuite.vocabulary import Status
 
 FORMATS = ("csv", "parquet", "json")  # the first is the default
 CORE = (
@@ -103,7 +104,7 @@ def flatten(record: RunRecord, created: float | None = None) -> list[dict[str, A
             "status": record.status,
             **{k: job.get(k) for k in ("track", "mixer", "seed")},
             "config_index": run["index"],
-            "chosen": chosen if record.status == "ok" else None,
+            "chosen": chosen if record.status == Status.OK else None,
             "finite": run["finite"],
             "preset": job.get("preset"),
             "diverged": record.diverged if chosen else None,

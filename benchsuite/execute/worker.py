@@ -20,6 +20,7 @@ from benchsuite.errors import PluginError, one_line
 from benchsuite.plan.jobs import Job
 from benchsuite.records import RunRecord
 from benchsuite.registry.variants import base_of, lookup
+from benchsuite.vocabulary import Status
 
 if TYPE_CHECKING:
     from benchsuite.registry import Registry
@@ -47,7 +48,7 @@ def failure_record(job: Job, reason: str, details: str, seconds: float) -> RunRe
     return RunRecord(
         key=job.key,
         job=job.to_dict(),
-        status="failed",
+        status=Status.FAILED,
         error=reason,
         traceback=details,
         seconds=seconds,

@@ -6,17 +6,18 @@ docs/report.md explains each section at more length.
 from __future__ import annotations
 
 from benchsuite.results.curves import RULE
+from benchsuite.vocabulary import Scale
 
 SCALE_NOTE = {
-    "log": "improvement, CI and MDE on the log-ratio scale, shown as 1 − the geometric-mean "
+    Scale.LOG: "improvement, CI and MDE on the log-ratio scale, shown as 1 − the geometric-mean "
     "ratio mixer/baseline in % (never beyond +100%)",
-    "difference": "improvement, CI and MDE on the difference scale, shown as % of the "
+    Scale.DIFFERENCE: "improvement, CI and MDE on the difference scale, shown as % of the "
     "baseline's mean",
 }
 PAGE_SCALE = {
-    "log": "improvement, CI and MDE from paired log-ratios, shown as 1 − the geometric-mean "
+    Scale.LOG: "improvement, CI and MDE from paired log-ratios, shown as 1 − the geometric-mean "
     "ratio mixer/baseline in % (never beyond +100%)",
-    "difference": "improvement, CI and MDE from paired differences, as % of the baseline mean",
+    Scale.DIFFERENCE: "improvement, CI and MDE from paired differences, as % of the baseline mean",
 }
 POINTS_NOTE = "Δ pt: the same paired difference in percentage points, with its 95% CI"
 CONFIG_NOTE = (

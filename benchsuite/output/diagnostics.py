@@ -19,6 +19,7 @@ from benchsuite.output.palette import Style, verdict
 from benchsuite.results.cell_schema import LearningCurve, TrackResult
 from benchsuite.results.schema import CostPoint, Tradeoff
 from benchsuite.results.stats import Comparison
+from benchsuite.vocabulary import Scale
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.axes import Axes
@@ -117,7 +118,7 @@ def margin_band(comparison: Comparison) -> tuple[float, float] | None:
     margin = finite(comparison.margin)
     if margin is None:
         return None
-    if comparison.scale == "log":
+    if comparison.scale == Scale.LOG:
         return 100 * (1 - math.exp(margin)), 100 * (1 - math.exp(-margin))
     base = finite(comparison.baseline_mean)
     return (-100 * margin / abs(base), 100 * margin / abs(base)) if base else None
@@ -165,7 +166,7 @@ def forest_figure(track: str, entry: TrackResult) -> Figure | None:
         ax.annotate(text, (1.01, y), xycoords=("axes fraction", "data"), va="center", fontsize=7)
     ax.set_yticks(range(len(rows)), labels=[mixer for mixer, _ in rows])
     ax.set_ylim(-0.7, len(rows) - 0.3)
-    scale = "1 − geometric-mean ratio, %" if entry.scale == "log" else "% of its mean"
+    scale = "1 − geometric-mean ratio, %" if entry.scale == Scale.LOG else "% of its mean"
     ax.set_xlabel(f"improvement over {entry.baseline} ({scale}; > 0 is better) with 95% CI")
     used = dict.fromkeys(c.verdict for _, c in rows)
     handles = [

@@ -26,6 +26,7 @@ from benchsuite.output.tables import Line, by_suite_effect, headline, ratio, tra
 from benchsuite.output.track_tables import axes_section, rows_by_effect
 from benchsuite.results.cell_schema import TrackResult
 from benchsuite.results.schema import Analysis
+from benchsuite.vocabulary import Scale
 
 FILENAME = "report.html"
 SCALING_PAGE = "scaling.html"  # written by benchsuite scale (output/scaling.py)
@@ -59,8 +60,12 @@ def render(template: str, **context: Any) -> str:
 
 def scale_text(entry: TrackResult) -> str:
     """How the improvement, CI and MDE columns of a track are scaled."""
-    text = captions.PAGE_SCALE["log" if entry.scale == "log" else "difference"]
-    return f"{text}; {captions.POINTS_NOTE}" if entry.scale != "log" and entry.in_points() else text
+    text = captions.PAGE_SCALE[Scale(entry.scale)]
+    return (
+        f"{text}; {captions.POINTS_NOTE}"
+        if entry.scale != Scale.LOG and entry.in_points()
+        else text
+    )
 
 
 def family_text(report: Analysis) -> str:

@@ -28,6 +28,7 @@ from benchsuite.execute.events import Events
 from benchsuite.output.numbers import num, pct
 from benchsuite.plan.cost import CostModel
 from benchsuite.records import RunRecord
+from benchsuite.vocabulary import Scale, Status
 
 
 def print_design(design: dict, console: Console) -> None:
@@ -50,7 +51,7 @@ def print_design(design: dict, console: Console) -> None:
     if design["warning"]:
         console.print(f"[yellow]warning:[/] {design['warning']}")
     for track, plan in design["tracks"].items():
-        scale = "geometric-mean ratio" if plan.get("scale") == "log" else "of the baseline mean"
+        scale = "geometric-mean ratio" if plan.get("scale") == Scale.LOG else "of the baseline mean"
         mde = (
             f"planned MDE {pct(plan['planned_mde_rel_pct'], signed=False)} ({scale}) at that alpha"
             if plan["planned_mde_rel_pct"] is not None
@@ -84,7 +85,7 @@ def job_line(record: RunRecord) -> str:
     """One job run now (not reused from the store), as ``--verbose`` prints it."""
     job = record.job
     where = f"{job.get('track')}/{job.get('mixer')} seed {job.get('seed')}"
-    if record.status != "ok":
+    if record.status != Status.OK:
         return f"failed {where}: {record.error}"
     return f"trained {where} in {record.seconds:.1f} s"
 
@@ -168,7 +169,7 @@ def progress_events(
         phase.trained += not reused
         job = record.job
         note = "" if reused else f"{job.get('track')}/{job.get('mixer')}"
-        if record.status != "ok":
+        if record.status != Status.OK:
             note = f"[red]failed {note}[/]"
         bar.update(tasks[phase.name], advance=1, note=note, eta=phase.eta(now))
         due = phase.done % LINE_JOBS == 0 or now - printed["at"] >= LINE_SECONDS

@@ -30,6 +30,7 @@ from benchsuite.plan.power import (
 )
 from benchsuite.settings import RunSettings
 from benchsuite.specs import Track
+from benchsuite.vocabulary import Scale
 
 
 def design_check(
@@ -47,7 +48,7 @@ def design_check(
         measured = name in previous
         sd = previous[name] if measured else tracks[name].planning_sd
         mde = planned_mde(seeds, sd, alpha)
-        log_scale = tracks[name].metric.scale == "log"
+        log_scale = tracks[name].metric.scale == Scale.LOG
         planned[name] = {
             "planning_sd_rel": sd,
             "scale": tracks[name].metric.scale,

@@ -26,6 +26,7 @@ from benchsuite.registry.variants import lookup
 from benchsuite.seeds import Streams, evaluation_seeds
 from benchsuite.settings import RunSettings
 from benchsuite.specs import Mixer, Track, TrackData, provenance
+from benchsuite.vocabulary import Scale
 
 Counter = Callable[[Track, Mixer, TrackData, Job], int]
 Preflight = Callable[[Mixer, int, int, dict], "str | None"]  # (mixer, tokens, dim, options)
@@ -39,7 +40,7 @@ class TrackFacts:
     metric: str
     higher_is_better: bool
     direction: str
-    scale: str  # "log" (paired log-ratios) or "difference"
+    scale: Scale
     ideal: float | None  # the metric's best possible value
     dataset: str
     verified: bool

@@ -14,6 +14,7 @@ from typing import Any
 
 from benchsuite.plan.selection import select_best_config
 from benchsuite.records import RunRecord
+from benchsuite.vocabulary import Scale
 
 RENAMED = {"margin_rel": "margin", "budget_overrides": "budget"}
 
@@ -57,7 +58,7 @@ def manifest_to_plan(manifest: dict[str, Any], records: dict[str, RunRecord]) ->
                 "chosen": {} if chosen is None else dict.fromkeys(seeds, chosen),
             }
     tracks = {
-        name: {"scale": "difference", "ideal": None, **facts}
+        name: {"scale": Scale.DIFFERENCE, "ideal": None, **facts}
         for name, facts in manifest["tracks"].items()
     }
     return {

@@ -17,7 +17,7 @@ import numpy as np
 
 from benchsuite.plan.matching import TOLERANCE
 from benchsuite.plan.power import dz_star, min_sign_flip_p
-from benchsuite.vocabulary import Flag, Verdict
+from benchsuite.vocabulary import Flag, Scale, Verdict
 
 MAX_EXACT = 100_000
 """Largest number of sign patterns enumerated exactly; beyond it, this many Monte Carlo flips."""
@@ -85,7 +85,7 @@ class Comparison:
 
     def relative(self, value: float) -> float:
         """An analysis-scale effect as a percentage of the baseline."""
-        if self.scale == "log":
+        if self.scale == Scale.LOG:
             return 100.0 * (1.0 - math.exp(-value)) if math.isfinite(value) else math.nan
         return _rel(value, self.baseline_mean)
 
@@ -189,7 +189,7 @@ def compare_paired(
     mixer: Sequence[float],
     higher_is_better: bool = False,
     *,
-    scale: str = "difference",
+    scale: Scale = Scale.DIFFERENCE,
     margin_rel: float = 0.05,
     alpha: float = 0.05,
     mc_seed: int = 0,
@@ -212,19 +212,19 @@ def compare_paired(
     n = base.size
     if n == 0:
         raise ValueError("no paired seeds to compare")
-    if scale not in ("log", "difference"):
+    if scale not in tuple(Scale):
         raise ValueError(f"unknown scale {scale!r}; valid: log, difference")
-    if scale == "log" and (higher_is_better or not (np.all(base > 0) and np.all(mix > 0))):
-        scale = "difference"
+    if scale == Scale.LOG and (higher_is_better or not (np.all(base > 0) and np.all(mix > 0))):
+        scale = Scale.DIFFERENCE
     sign = 1.0 if higher_is_better else -1.0
     raw = mix - base
     d_diff = sign * raw
-    d = np.log(base / mix) if scale == "log" else d_diff
+    d = np.log(base / mix) if scale == Scale.LOG else d_diff
     base_mean = float(base.mean())
     sd_d = float(d.std(ddof=1)) if n >= 2 else math.nan
     half, ci = _t_interval(d)
     p, p_method, seed_used = sign_flip_p(d, mc_seed)
-    margin = math.log1p(margin_rel) if scale == "log" else margin_rel * abs(base_mean)
+    margin = math.log1p(margin_rel) if scale == Scale.LOG else margin_rel * abs(base_mean)
     comp = Comparison(
         n=n,
         higher_is_better=higher_is_better,
@@ -246,7 +246,7 @@ def compare_paired(
         ci95_diff=_t_interval(d_diff)[1],
         ci_half_width=half,
         sd_diff=sd_d,
-        sd_rel=sd_d if scale == "log" else sd_d / abs(base_mean) if base_mean else math.nan,
+        sd_rel=sd_d if scale == Scale.LOG else sd_d / abs(base_mean) if base_mean else math.nan,
         wins=int(np.sum(d > 0)),
         ties=int(np.sum(d == 0)),
         losses=int(np.sum(d < 0)),

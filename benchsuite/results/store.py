@@ -25,6 +25,7 @@ from benchsuite.errors import RunError, UsageError
 from benchsuite.execute.leases import Lease, Owner
 from benchsuite.records import RunRecord
 from benchsuite.results.legacy import manifest_to_plan
+from benchsuite.vocabulary import Status
 
 SCHEMA_VERSION = 3
 FILENAME = "benchsuite.sqlite"
@@ -261,7 +262,7 @@ class Store:
     def _put(self, record: RunRecord) -> None:
         job = record.job
         payload = json.dumps(record.to_dict(), sort_keys=True)
-        if record.status == "ok":
+        if record.status == Status.OK:
             self.db.execute(
                 "INSERT INTO results VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(key) DO UPDATE SET "
                 "record=excluded.record, created=excluded.created",
