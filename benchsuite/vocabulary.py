@@ -52,6 +52,18 @@ class Flag(StrEnum):
     BASELINE_UNDERTRAINED = "baseline_undertrained"
 
 
+class Split(StrEnum):
+    """The held-out splits a result is scored on."""
+
+    VAL = "val"
+    TEST = "test"
+
+
+def metric_key(split: Split, name: str) -> str:
+    """How a result's ``metrics`` name a split's score of metric ``name``: ``"val.accuracy"``."""
+    return f"{split}.{name}"
+
+
 class Status(StrEnum):
     """A stored job record's status."""
 

@@ -37,7 +37,7 @@ from benchsuite.output.palette import (
 )
 from benchsuite.results.cell_schema import TrackResult
 from benchsuite.results.schema import AcrossTracks, Analysis
-from benchsuite.vocabulary import Verdict
+from benchsuite.vocabulary import Split, Verdict, metric_key
 
 SCALING_PREFIX = "scaling-"  # benchsuite scale's figures (output/scaling.py)
 
@@ -45,8 +45,8 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.figure import Figure
 
 
-def _metric_label(entry: TrackResult, split: str) -> str:
-    return f"{split}.{entry.metric} ({entry.direction})"
+def _metric_label(entry: TrackResult, split: Split) -> str:
+    return f"{metric_key(split, entry.metric)} ({entry.direction})"
 
 
 def seeds_figure(track: str, entry: TrackResult) -> Figure | None:
@@ -101,7 +101,7 @@ def seeds_figure(track: str, entry: TrackResult) -> Figure | None:
             ax.scatter([x + 0.2] * len(mixes), mixes, color="0.15", zorder=3, s=22)
     ax.set_xticks(range(len(names)), labels=names, rotation=20 if len(names) > 5 else 0)
     ax.set_xlim(-0.6, len(names) - 0.4)
-    ax.set_ylabel(_metric_label(entry, "test"))
+    ax.set_ylabel(_metric_label(entry, Split.TEST))
     note = f"; {omitted} non-finite omitted" if omitted else ""
     ax.set_title(
         titled(
@@ -155,7 +155,7 @@ def sweep_figure(track: str, entry: TrackResult, styles: dict[str, Style]) -> Fi
         ([row.cfg for row in rows] for rows in sweeps.values() if len(rows) == grid), []
     )
     ax.set_xticks(range(grid), labels=[numbers.config(c, "\n") for c in configs[:grid]], fontsize=7)
-    ax.set_ylabel(_metric_label(entry, "val"))
+    ax.set_ylabel(_metric_label(entry, Split.VAL))
     ax.set_title(
         titled(fig, f"{track}: sweep", "(mean over the seeds; ring = the config most seeds chose)"),
         fontsize=9,

@@ -25,6 +25,7 @@ from benchsuite.plan.selection import (
 from benchsuite.records import RunRecord
 from benchsuite.results import curves, flags, stats
 from benchsuite.results.cell_schema import Full, MixerResult, Selection, Spread, Summary, SweepRow
+from benchsuite.vocabulary import Split, metric_key
 
 AT_CHANCE_P = 0.05  # one-sided level of "better than the trivial predictor"
 
@@ -48,7 +49,7 @@ def sweep_rows(
     rows = []
     for k, config in enumerate(grid):
         values = [
-            float(records[seed].sweep[k]["metrics"].get(f"val.{metric}", math.nan))
+            float(records[seed].sweep[k]["metrics"].get(metric_key(Split.VAL, metric), math.nan))
             for seed in sorted(records)
             if len(records[seed].sweep) > k
         ]
@@ -79,7 +80,7 @@ def _modal(counts: list[int], rows: list[SweepRow], higher: bool) -> tuple[int, 
 def tied_choice(record: RunRecord, chosen: int, metric: str) -> bool:
     """Whether a seed's choice was an exact tie: another config of its grid scored the very same
     finite validation value, so the tie rule (fewer diverged runs, then grid order) decided."""
-    values = [row["metrics"].get(f"val.{metric}", math.nan) for row in record.sweep]
+    values = [row["metrics"].get(metric_key(Split.VAL, metric), math.nan) for row in record.sweep]
     if chosen >= len(values) or not math.isfinite(values[chosen]):
         return False
     return sum(value == values[chosen] for value in values) > 1
@@ -204,7 +205,7 @@ def arm(plan: Plan, track: str, mixer: str, results: dict[str, RunRecord]) -> Ar
         for seed, record in records.items()
         if cell.chosen.get(str(seed), record.chosen) is not None
     }
-    metric = f"test.{facts.metric}"
+    metric = metric_key(Split.TEST, facts.metric)
     values = {seed: r.metrics.get(metric, math.nan) for seed, r in records.items()}
     caps = {seed: r.cap for seed, r in records.items()}
     higher = facts.higher_is_better

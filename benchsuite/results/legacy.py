@@ -14,7 +14,7 @@ from typing import Any
 
 from benchsuite.plan.selection import select_best_config
 from benchsuite.records import RunRecord
-from benchsuite.vocabulary import Scale
+from benchsuite.vocabulary import Scale, Split, metric_key
 
 RENAMED = {"margin_rel": "margin", "budget_overrides": "budget"}
 
@@ -24,7 +24,7 @@ def _chosen(track: dict[str, Any], keys: list[str], records: dict[str, RunRecord
     sweep = []
     for index, config in enumerate(track["grid"]):
         values = [
-            r.metrics.get(f"val.{track['metric']}", math.nan)
+            r.metrics.get(metric_key(Split.VAL, track["metric"]), math.nan)
             for r in runs
             if r.job["config_index"] == index
         ]

@@ -33,6 +33,7 @@ from benchsuite.train.halving import HalvingMark, halve_one_by_one, recorder
 from benchsuite.train.measures import forward_flops, parameter_counts
 from benchsuite.train.preflight import check_mixer
 from benchsuite.train.stopping import stopping_fields, stopping_of
+from benchsuite.vocabulary import Split, metric_key
 
 if TYPE_CHECKING:
     from benchsuite.plan.jobs import Job
@@ -241,13 +242,13 @@ def prepare(job: Job, track: Track, mixer: Mixer) -> Prepared:
 
 
 def _metrics(
-    track: Track, data: TrackData, model: Encoder, split: str, batch_size: int
+    track: Track, data: TrackData, model: Encoder, split: Split, batch_size: int
 ) -> dict[str, float]:
     x, y = getattr(data, f"x_{split}"), getattr(data, f"y_{split}")
     device = next(model.parameters()).device
     prediction = predict(model, to_device(x, device), batch_size)
     scores = track.evaluate(prediction, to_device(y, device), data)
-    return {f"{split}.{name}": float(value) for name, value in scores.items()}
+    return {metric_key(split, name): float(value) for name, value in scores.items()}
 
 
 def _over_rungs(per_rung: list[dict[str, float]]) -> dict[str, float]:
@@ -272,7 +273,9 @@ def score(
         summaries = [traces[r][index].member(0) for r in range(len(rungs))]
         val = _over_rungs(
             [
-                _metrics(track, rung.data, rung.members[index].model, "val", budget.eval_batch_size)
+                _metrics(
+                    track, rung.data, rung.members[index].model, Split.VAL, budget.eval_batch_size
+                )
                 for rung in rungs
             ]
         )
@@ -293,7 +296,7 @@ def score(
             {
                 "index": row["index"],
                 "config": row["config"],
-                "val": [row["metrics"][f"val.{metric.name}"]],
+                "val": [row["metrics"][metric_key(Split.VAL, metric.name)]],
                 "diverged": [not row["finite"]],
                 "higher_is_better": metric.higher_is_better,
             }
@@ -302,7 +305,9 @@ def score(
     )
     test = _over_rungs(
         [
-            _metrics(track, rung.data, rung.members[chosen].model, "test", budget.eval_batch_size)
+            _metrics(
+                track, rung.data, rung.members[chosen].model, Split.TEST, budget.eval_batch_size
+            )
             for rung in rungs
         ]
     )
@@ -325,7 +330,10 @@ def score(
     caps = [rung.data.cap for rung in rungs]
     cap = None if None in caps else float(np.mean(caps))
     reason = divergence(
-        metrics[f"test.{metric.name}"], cap, metric.higher_is_better, sweep[chosen]["finite"]
+        metrics[metric_key(Split.TEST, metric.name)],
+        cap,
+        metric.higher_is_better,
+        sweep[chosen]["finite"],
     )
     described = first.data.description + (
         f" (and {len(rungs) - 1} harder rungs: the score is the mean over the ladder)"
