@@ -10,6 +10,7 @@ ignored when read; a field with ``metadata={"omit_none": True}`` is not written 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 import numbers
 import types
@@ -77,6 +78,8 @@ def from_plain(kind: Any, value: Any) -> Any:
         return math.nan if kind is float else None
     if dataclasses.is_dataclass(kind):
         return build(kind, value)
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):
+        return kind(value)
     if origin is list:
         return [from_plain(args[0] if args else Any, v) for v in value]
     if origin is tuple:

@@ -42,7 +42,7 @@ class Comparison:
 
     n: int
     higher_is_better: bool
-    scale: str
+    scale: Scale
     alpha: float
     margin_rel: float
     baseline_mean: float
