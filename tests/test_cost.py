@@ -8,9 +8,10 @@ from benchsuite.plan.jobs import cell_jobs, grid_of
 from benchsuite.plan.resolve import resolve
 from benchsuite.settings import RunSettings
 
-# measured job-seconds of dense on the quick tracks (issue 31, 2-core machine): the units must
-# put them in this order
-MEASURED_ORDER = ["vision", "recall", "dynamics", "sequence", "tabular"]
+# measured job-seconds of dense on the quick tracks (issue 31, 2-core machine, 2026-12-03, the
+# presets stopping by the rule: sequence 5.0, dynamics 4.7, vision 3.2, recall 2.0, tabular 1.0
+# s a job): the units must put them in this order
+MEASURED_ORDER = ["sequence", "dynamics", "vision", "recall", "tabular"]
 
 
 def test_units_rank_the_quick_tracks_as_their_jobs_measured(registry):
@@ -28,11 +29,11 @@ def test_units_rank_the_quick_tracks_as_their_jobs_measured(registry):
 
 def test_the_costliest_jobs_go_first_and_every_mixer_starts_early(registry):
     settings = resolve(
-        RunSettings(tracks=("sequence", "recall"), mixers=("dense", "identity"), seeds=3), registry
+        RunSettings(tracks=("tabular", "recall"), mixers=("dense", "identity"), seeds=3), registry
     )
     jobs = [
         job
-        for name in ("sequence", "recall")
+        for name in ("tabular", "recall")
         for mixer in ("dense", "identity")
         for job in cell_jobs(
             settings,
@@ -42,11 +43,11 @@ def test_the_costliest_jobs_go_first_and_every_mixer_starts_early(registry):
             "",
         )
     ]
-    tokens = {"sequence": 16, "recall": 128}
+    tokens = {"tabular": 9, "recall": 128}
     costs = {
         job.key: JobCost(job.track, job.mixer, job_units(job, tokens[job.track])) for job in jobs
     }
     order = [(job.track, job.mixer, job.seed) for job in longest_first(jobs, costs)]
     seeds = sorted({job.seed for job in jobs})
-    assert [track for track, _, _ in order] == ["recall"] * 6 + ["sequence"] * 6
+    assert [track for track, _, _ in order] == ["recall"] * 6 + ["tabular"] * 6
     assert [(m, s) for _, m, s in order[:2]] == [("dense", seeds[0]), ("identity", seeds[0])]

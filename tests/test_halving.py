@@ -22,7 +22,14 @@ from benchsuite.train.stopping import Watch, halved_now
 
 TINY = {"series": 24, "length": 64}
 LRS = (0.0003, 0.001, 0.003, 0.01, 0.03)
-HALVING = {"steps": 60, "eval_every": 10, "checkpoint": "best", "halve_at": (20, 40)}
+HALVING = {
+    "steps": 60,
+    "eval_every": 10,
+    "patience": 0,
+    "min_steps": 0,
+    "checkpoint": "best",
+    "halve_at": (20, 40),
+}
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -136,7 +143,10 @@ def test_halve_at_is_a_budget_key(registry, given, expected):
     [
         ({"halve_at": "40,20"}, "budget halve_at: expected increasing steps ≥ 1, got '40,20'"),
         ({"halve_at": "soon"}, "budget halve_at: expected steps such as 120,240 or none"),
-        ({"steps": 60, "halve_at": "20"}, "budget patience, halve_at and checkpoint='best' need"),
+        (
+            {**HALVING, "eval_every": 0, "checkpoint": "last", "halve_at": "20"},
+            "budget patience, halve_at and checkpoint='best' need",
+        ),
     ],
 )
 def test_bad_halving_settings_are_one_line_errors(registry, budget, message):

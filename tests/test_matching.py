@@ -142,7 +142,7 @@ def test_a_mixer_that_cannot_be_matched_says_so_with_its_ratio(registry, mixer):
         size["reason"],
     )
     budget = plan.jobs[plan.cells["sequence"][mixer].jobs[0]].budget
-    assert found and int(found[1]) == budget["mlp_ratio"] * BUDGET["dim"] / 2  # the narrowest
+    assert found and int(found[1]) == budget.mlp_ratio * BUDGET["dim"] / 2  # the narrowest
 
 
 def test_an_unknown_match_is_a_one_line_error_and_a_bad_size_option_skips_its_mixer(registry):

@@ -23,6 +23,7 @@ from benchsuite.train.stopping import Stopping, Watch, converged_now, trivial_le
 
 TINY = {"series": 24, "length": 64}
 RULE = {"eval_every": 10, "patience": 2, "min_delta": 0.01, "checkpoint": "best"}
+NO_RULE = {"eval_every": 0, "patience": 0, "min_steps": 0, "checkpoint": "last"}  # not the preset's
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -35,7 +36,7 @@ def jobs_of(registry: Registry, mixer: str, budget: dict, seeds: int = 2) -> lis
             mixers=(mixer,),
             baseline="fnet",
             seeds=seeds,
-            budget={"steps": 200, **budget},
+            budget={"steps": 200, **NO_RULE, **budget},
             track_options={"sequence": TINY},
             grids={"sequence": {"lr": (0.001, 0.01, 0.1)}},
         ),
@@ -111,7 +112,7 @@ def test_every_mixer_of_a_run_follows_the_same_rule(tmp_path, registry):
         mixers=("dense", "identity", "mlp"),
         seeds=2,
         out=str(tmp_path),
-        budget={"steps": 200, **RULE},
+        budget={"steps": 200, **NO_RULE, **RULE},
         track_options={"sequence": TINY},
         executor="local",
     )
@@ -167,7 +168,7 @@ def test_a_config_that_learnt_nothing_has_not_converged(registry):
             mixers=("dense",),
             baseline="fnet",
             seeds=2,
-            budget={"steps": 200, **RULE},
+            budget={"steps": 200, **NO_RULE, **RULE},
             track_options={"sequence": TINY},
             grids={"sequence": {"lr": (1e-9, 0.01)}},
         ),
