@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from benchsuite.errors import UsageError, one_line
 from benchsuite.execute.events import Events
 from benchsuite.execute.executors import check_available, make_executor
+from benchsuite.execute.runner import Runner
 from benchsuite.execute.worker import Worker
 from benchsuite.output.numbers import num
 from benchsuite.plan.code import changed_modules
@@ -31,9 +32,8 @@ from benchsuite.plan.plan import Plan, Skip, plan_run, recipe
 from benchsuite.plan.power import holm_first_alpha
 from benchsuite.plan.resolve import check_executor, resolve
 from benchsuite.registry import Registry, load_registry
-from benchsuite.results.store import FILENAME, Store
-from benchsuite.runner import Runner
 from benchsuite.settings import RunSettings
+from benchsuite.store.store import FILENAME, Store
 from benchsuite.train.preflight import check_mixer
 from benchsuite.train.size import parameter_count
 

@@ -248,7 +248,7 @@ def stored_run(out: Path) -> tuple:
     """A finished run's plan and its stored records, read back from its store (to change and
     re-analyse)."""
     from benchsuite.plan.plan import Plan
-    from benchsuite.results.store import Store
+    from benchsuite.store.store import Store
 
     store = Store(out / "benchsuite.sqlite")
     try:

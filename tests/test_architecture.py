@@ -13,7 +13,18 @@ import benchsuite
 
 PACKAGE = Path(benchsuite.__file__).parent
 # Each stage may import the ones before it (and itself); the package's __init__ is the facade.
-STAGES = ("base", "registry", "plan", "train", "execute", "results", "output", "commands", "top")
+STAGES = (
+    "base",
+    "registry",
+    "plan",
+    "train",
+    "store",
+    "execute",
+    "results",
+    "output",
+    "commands",
+    "top",
+)
 BASE = {
     "errors",
     "specs",
@@ -101,9 +112,11 @@ def test_stages_import_only_the_stages_before_them():
     assert not wrong
 
 
-def test_no_folder_holds_more_than_15_python_modules():
+def test_no_folder_holds_more_than_20_python_modules():
+    """A smoke alarm, not the architect: folders are concepts (docs/architecture.md), and one
+    that outgrows 20 modules probably holds two."""
     for folder in [PACKAGE, *[p for p in PACKAGE.rglob("*") if p.is_dir()]]:
-        assert len(list(folder.glob("*.py"))) <= 15, folder
+        assert len(list(folder.glob("*.py"))) <= 20, folder
 
 
 def test_the_plugin_author_surface_is_what_the_docs_name_and_imports_no_torch():

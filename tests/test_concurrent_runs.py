@@ -19,9 +19,9 @@ import time
 from functools import partial
 from pathlib import Path
 
-from benchsuite.execute.leases import Heartbeat, Owner
 from benchsuite.records import RunRecord
-from benchsuite.results.store import Store, renew_leases
+from benchsuite.store.leases import Heartbeat, Owner
+from benchsuite.store.store import Store, renew_leases
 
 RUN = [
     "run",

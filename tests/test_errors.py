@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from conftest import TINY, invoke
 
-from benchsuite.results.store import SCHEMA_VERSION
+from benchsuite.store.store import SCHEMA_VERSION
 
 BASE = ["run", "--tracks", "sequence", "--seeds", "2", "--executor", "local", *TINY]
 

@@ -24,8 +24,8 @@ from benchsuite.plan.plan import Plan
 from benchsuite.results import curves
 from benchsuite.results.analysis import analyse
 from benchsuite.results.schema import Analysis
-from benchsuite.results.store import Store
 from benchsuite.results.tradeoffs import COSTS, pareto
+from benchsuite.store.store import Store
 
 # also run at the lowest declared dependency versions (make test-min)
 pytestmark = pytest.mark.floors

@@ -96,7 +96,7 @@ def test_a_plan_read_back_keeps_the_runs_order(out):
     order the run listed them (dense, butterfly, attention: not sorted), so ``report`` prints its
     tables as the run did."""
     from benchsuite.plan.plan import Plan
-    from benchsuite.results.store import Store
+    from benchsuite.store.store import Store
 
     store = Store(out / "benchsuite.sqlite")
     raw = store.last_plan()

@@ -14,9 +14,9 @@ from benchsuite.plan.jobs import Job, cell_jobs, grid_of
 from benchsuite.plan.resolve import resolve
 from benchsuite.plan.selection import LEARNT_MIN
 from benchsuite.registry import Registry
-from benchsuite.results.store import Store
 from benchsuite.settings import RunSettings
 from benchsuite.specs import Metric
+from benchsuite.store.store import Store
 from benchsuite.train.batched import train_stack
 from benchsuite.train.job import fit, predict, prepare, run_job
 from benchsuite.train.stopping import Stopping, Watch, converged_now, trivial_level

@@ -118,7 +118,7 @@ def _parser() -> argparse.ArgumentParser:
 def _log_traceback(args: Any) -> Path | None:
     """Save the traceback of an unexpected error in the run's own output folder: only a folder
     that already holds a run's store (nothing is created, no other folder is written)."""
-    from benchsuite.results.store import FILENAME
+    from benchsuite.store.store import FILENAME
 
     out = getattr(args, "out", None)
     if not out or not (Path(out) / FILENAME).is_file():

@@ -23,8 +23,8 @@ from benchsuite.results import stats
 from benchsuite.results.analysis import last_plan, open_store
 from benchsuite.results.cells import arm
 from benchsuite.results.schema import CompareRow, RunComparison
-from benchsuite.results.store import FILENAME
 from benchsuite.settings import RunSettings
+from benchsuite.store.store import FILENAME
 
 
 @dataclass

@@ -143,7 +143,7 @@ def columns(rows: list[dict[str, Any]]) -> list[str]:
 
 def export_rows(out: Path | str, include_failures: bool = False) -> list[dict[str, Any]]:
     """One row per stored training run of ``OUT`` (oldest first); failed runs when asked."""
-    from benchsuite.results.store import FILENAME, Store  # numpy: not at import (--help)
+    from benchsuite.store.store import FILENAME, Store  # numpy: not at import (--help)
 
     path = Path(out) / FILENAME
     if not path.exists():

@@ -1,1 +1,2 @@
-"""Executing jobs: the worker callable and the executors that run it (local, process, ray)."""
+"""Executing jobs: the runner that carries a plan's jobs through the store and an executor, the
+worker callable and the executors that run it (local, process, ray)."""

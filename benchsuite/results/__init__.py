@@ -1,1 +1,1 @@
-"""Results: the store, the paired statistics, the across-track aggregate and the analysis."""
+"""Results: the paired statistics, the across-track aggregate and the analysis of a stored run."""

@@ -34,9 +34,9 @@ from benchsuite.results.cell_schema import (
 )
 from benchsuite.results.cells import Arm
 from benchsuite.results.schema import REPORT_VERSION, AcrossTracks, Analysis
-from benchsuite.results.store import Store
 from benchsuite.results.tradeoffs import quality_vs_cost
 from benchsuite.specs import Signature
+from benchsuite.store.store import Store
 from benchsuite.vocabulary import Flag
 
 

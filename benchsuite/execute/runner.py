@@ -3,7 +3,7 @@ arrives, and record in the plan the config each seed chose.
 
 Every finished job is in the store before the next one is handed out, so an interrupted run
 resumes where it stopped. Runs may share an output folder: a job is leased in the store just
-before it is handed out (:mod:`benchsuite.execute.leases`), jobs another run is training are left
+before it is handed out (:mod:`benchsuite.store.leases`), jobs another run is training are left
 to it, and once its own jobs are done a run waits for theirs, taking over any whose run stopped.
 """
 
@@ -20,13 +20,13 @@ from pathlib import Path
 from benchsuite.errors import RunError
 from benchsuite.execute.events import Events
 from benchsuite.execute.executors import Executor
-from benchsuite.execute.leases import POLL_SECONDS, Heartbeat, Owner, waiting_message
 from benchsuite.execute.worker import Cell, Worker
 from benchsuite.plan.cost import CostModel, JobCost, job_units, longest_first
 from benchsuite.plan.jobs import Job
 from benchsuite.plan.plan import Plan
 from benchsuite.records import RunRecord
-from benchsuite.results.store import Claim, Store, renew_leases
+from benchsuite.store.leases import POLL_SECONDS, Heartbeat, Owner, waiting_message
+from benchsuite.store.store import Claim, Store, renew_leases
 from benchsuite.vocabulary import Status
 
 

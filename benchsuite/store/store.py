@@ -5,7 +5,7 @@ and never count as results. WAL mode keeps every committed row through a killed 
 an older schema is copied to ``benchsuite.sqlite.vN.bak`` before it is migrated.
 
 Several runs may share one store: the ``leases`` table says which run is training which job
-(:mod:`benchsuite.execute.leases`), a job is leased in one ``BEGIN IMMEDIATE`` transaction that
+(:mod:`benchsuite.store.leases`), a job is leased in one ``BEGIN IMMEDIATE`` transaction that
 first looks for its result and for another run's live lease, and its lease is given back in the
 transaction that stores its record. Each run saves its own plan (its own row of ``runs``).
 """
@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from benchsuite.errors import RunError, UsageError
-from benchsuite.execute.leases import Lease, Owner
 from benchsuite.records import RunRecord
-from benchsuite.results.legacy import manifest_to_plan
+from benchsuite.store.leases import Lease, Owner
+from benchsuite.store.legacy import manifest_to_plan
 from benchsuite.vocabulary import Status
 
 SCHEMA_VERSION = 3
@@ -56,7 +56,7 @@ _CHUNK = 500  # keys per "IN (...)" query, under SQLite's limit of bound paramet
 
 def _plans_from_manifests(db: sqlite3.Connection) -> None:
     """Schema 3 keeps each run's plan (with the config chosen per cell) where schema 2 kept its
-    manifest; the manifests of earlier runs are converted (see :mod:`benchsuite.results.legacy`)."""
+    manifest; the manifests of earlier runs are converted (see :mod:`benchsuite.store.legacy`)."""
     rows = db.execute("SELECT id, request FROM runs").fetchall()
     for row_id, text in rows:
         plan = manifest_to_plan(json.loads(text), _records(db))
