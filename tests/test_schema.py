@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import pytest
+from conftest import stored_run
 
 from benchsuite.commands.compare import load_run
 from benchsuite.results import serial
@@ -111,13 +112,14 @@ def test_a_plan_read_back_keeps_the_runs_order(out):
 
 
 def test_the_report_speaks_the_vocabulary_and_its_values_are_the_old_strings(out):
-    """Verdicts, suite verdicts and flags are defined once (benchsuite.vocabulary, string enums)
-    with the very strings report.json has always held; a real run's report uses no other, and no
-    module but the vocabulary spells a verdict out."""
+    """Verdicts, suite verdicts, flags, scales and statuses are defined once
+    (benchsuite.vocabulary, string enums) with the very strings report.json and the store have
+    always held; a real run's report and records use no other, and no module but the vocabulary
+    spells a verdict out."""
     from pathlib import Path
 
     import benchsuite
-    from benchsuite.vocabulary import Flag, SuiteVerdict, Verdict
+    from benchsuite.vocabulary import Flag, Scale, Status, SuiteVerdict, Verdict
 
     assert [v.value for v in Verdict] == [
         "significant_win",
@@ -134,11 +136,16 @@ def test_the_report_speaks_the_vocabulary_and_its_values_are_the_old_strings(out
         "inconclusive",
         "one_track",
     }
+    assert [s.value for s in Scale] == ["log", "difference"]
+    assert [s.value for s in Status] == ["ok", "failed"]
     raw = json.loads((out / "report.json").read_text())
     for entry in raw["tracks"].values():
         for cell in entry["comparisons"].values():
             assert cell["comparison"]["verdict"] in set(Verdict)
             assert set(cell["comparison"]["flags"]) <= set(Flag)
+            assert cell["comparison"]["scale"] in set(Scale)
+    plan, records = stored_run(out)
+    assert {record.status for record in records.values()} <= set(Status)
     for row in raw["across_tracks"]["mixers"].values():
         assert row["verdict"] in set(SuiteVerdict)
     package = Path(benchsuite.__file__).parent
