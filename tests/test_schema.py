@@ -144,7 +144,7 @@ def test_the_report_speaks_the_vocabulary_and_its_values_are_the_old_strings(out
             assert cell["comparison"]["verdict"] in set(Verdict)
             assert set(cell["comparison"]["flags"]) <= set(Flag)
             assert cell["comparison"]["scale"] in set(Scale)
-    plan, records = stored_run(out)
+    _, records = stored_run(out)
     assert {record.status for record in records.values()} <= set(Status)
     for row in raw["across_tracks"]["mixers"].values():
         assert row["verdict"] in set(SuiteVerdict)
