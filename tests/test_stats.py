@@ -29,8 +29,8 @@ from benchsuite.results.stats import (
     apply_holm,
     compare_both_converged,
     compare_paired,
+    comparison_flags,
     divergence_summary,
-    flag_comparison,
     holm,
     impute_diverged,
 )
@@ -174,11 +174,7 @@ def test_a_model_that_learnt_nothing_is_never_equivalent():
     ``no_better_than_trivial``): inconclusive, never ``equivalent_within_margin``."""
     base = 100.0 + np.arange(10.0)
     noise = np.random.default_rng(1).normal(0, 0.5, 10)
-    comps = [
-        compare_paired(base, base + noise - noise.mean(), higher_is_better=True) for _ in range(2)
-    ]
-    flag_comparison(
-        comps[1],
+    learnt_nothing = comparison_flags(
         non_finite=0,
         no_better_than_trivial=3,
         n=10,
@@ -186,6 +182,10 @@ def test_a_model_that_learnt_nothing_is_never_equivalent():
         baseline_edge_of_grid=False,
         indecisive_selection=False,
     )
+    comps = [
+        compare_paired(base, base + noise - noise.mean(), higher_is_better=True, flags=flags)
+        for flags in ((), learnt_nothing)
+    ]
     apply_holm(comps, family=2)
     assert comps[0].p_tost_holm < 0.05 and comps[1].p_tost_holm < 0.05
     assert comps[0].verdict == "equivalent_within_margin"
@@ -251,7 +251,7 @@ def test_planned_mde_matches_protocol_dz():
     assert planned_mde(10, 2.0) == pytest.approx(2 * 0.996, abs=2e-3)
 
 
-def _flag(c, **given):
+def _flags(**given) -> list:
     fields = {
         "non_finite": 0,
         "no_better_than_trivial": 0,
@@ -260,22 +260,31 @@ def _flag(c, **given):
         "baseline_edge_of_grid": False,
         "indecisive_selection": False,
     }
-    flag_comparison(c, **{**fields, **given})
+    return comparison_flags(**{**fields, **given})
 
 
 def test_flags():
-    c = compare_paired(BASE, MIXER)
-    _flag(c, non_finite=1, no_better_than_trivial=1)
-    assert c.flags == []
-    _flag(c, non_finite=2, edge_of_grid=True)
-    _flag(c, non_finite=2, edge_of_grid=True)
-    assert c.flags == ["unstable", "edge_of_grid"]
-    _flag(c, no_better_than_trivial=2, baseline_edge_of_grid=True, indecisive_selection=True)
-    assert c.flags[2:] == [
+    """Each flag at its threshold (25% of the seeds for the counts), in the report's order, and a
+    comparison is built with them."""
+    assert _flags(non_finite=1, no_better_than_trivial=1) == []
+    assert _flags(non_finite=2, edge_of_grid=True) == ["unstable", "edge_of_grid"]
+    assert _flags(
+        no_better_than_trivial=2,
+        baseline_edge_of_grid=True,
+        indecisive_selection=True,
+        param_mismatch=True,
+        undertrained=True,
+        baseline_undertrained=True,
+    ) == [
         "no_better_than_trivial",
         "baseline_edge_of_grid",
         "indecisive_selection",
+        "param_mismatch",
+        "undertrained",
+        "baseline_undertrained",
     ]
+    c = compare_paired(BASE, MIXER, flags=_flags(non_finite=2))
+    assert c.flags == ["unstable"]
 
 
 def test_divergence_imputation_and_summary():

@@ -27,7 +27,6 @@ from benchsuite.results.cell_schema import (
     CellResult,
     Count,
     Divergence,
-    MixerResult,
     SignatureCheck,
     Size,
     TrackResult,
@@ -37,7 +36,6 @@ from benchsuite.results.schema import REPORT_VERSION, AcrossTracks, Analysis
 from benchsuite.results.tradeoffs import quality_vs_cost
 from benchsuite.specs import Signature
 from benchsuite.store.store import Store
-from benchsuite.vocabulary import Flag
 
 
 def _signature(signature: dict | None, arm: Arm, base: Arm) -> SignatureCheck | None:
@@ -46,10 +44,18 @@ def _signature(signature: dict | None, arm: Arm, base: Arm) -> SignatureCheck | 
     return serial.build(SignatureCheck, Signature(**signature).check(arm.probes, base.probes))
 
 
-def compare_cell(plan: Plan, track: str, mixer: str, base: Arm, arm: Arm) -> CellResult:
-    """The paired comparison of one mixer against the baseline on one track: diverged results
-    of either arm imputed with their seed's cap, on the metric's scale (log-ratios or
-    differences), flagged (all but ``undertrained``, which needs the curves)."""
+def compare_cell(
+    plan: Plan,
+    track: str,
+    mixer: str,
+    base: Arm,
+    arm: Arm,
+    undertrained: tuple[bool, bool] = (False, False),
+) -> CellResult:
+    """The paired comparison of one mixer against the baseline on one track, built once with
+    its flags: diverged results of either arm imputed with their seed's cap, on the metric's
+    scale (log-ratios or differences); ``undertrained``: the mixer's and the baseline's learning
+    curves say so. Holm over the run's family comes later (:func:`analyse`)."""
     facts = plan.tracks[track]
     higher = facts.higher_is_better
     seeds = sorted(set(base.values) & set(arm.values))
@@ -61,28 +67,28 @@ def compare_cell(plan: Plan, track: str, mixer: str, base: Arm, arm: Arm) -> Cel
     arm_div = [arm.diverged[s] for s in seeds]
     base_vals = base.imputed(seeds, higher, caps)
     arm_vals = arm.imputed(seeds, higher, caps)
+    reasons = [arm.reasons[s] for s in seeds]
+    learnt_nothing = arm.not_learned  # per seed, computed once
+    not_learned = sum(learnt_nothing[s] for s in seeds)
+    size = serial.build(Size, comparison_size(plan.cells[track][mixer].size, base.costs, arm.costs))
     comparison = stats.compare_paired(
         base_vals,
         arm_vals,
         higher_is_better=higher,
         scale=facts.scale,
         margin_rel=plan.settings.margin,
+        flags=stats.comparison_flags(
+            non_finite=reasons.count(NON_FINITE),
+            no_better_than_trivial=not_learned,
+            n=len(seeds),
+            edge_of_grid=arm.selection.edge_of_grid,
+            baseline_edge_of_grid=base.selection.edge_of_grid,
+            indecisive_selection=arm.selection.indecisive,
+            param_mismatch=flags.param_mismatch(size.params_ratio),
+            undertrained=undertrained[0],
+            baseline_undertrained=undertrained[1],
+        ),
     )
-    reasons = [arm.reasons[s] for s in seeds]
-    learnt_nothing = arm.not_learned  # per seed, computed once
-    not_learned = sum(learnt_nothing[s] for s in seeds)
-    stats.flag_comparison(
-        comparison,
-        non_finite=reasons.count(NON_FINITE),
-        no_better_than_trivial=not_learned,
-        n=len(seeds),
-        edge_of_grid=arm.selection.edge_of_grid,
-        baseline_edge_of_grid=base.selection.edge_of_grid,
-        indecisive_selection=arm.selection.indecisive,
-    )
-    size = serial.build(Size, comparison_size(plan.cells[track][mixer].size, base.costs, arm.costs))
-    if flags.param_mismatch(size.params_ratio):
-        comparison.flags.append(Flag.PARAM_MISMATCH)
     both = stats.compare_both_converged(
         base_raw,
         arm_raw,
@@ -106,18 +112,9 @@ def compare_cell(plan: Plan, track: str, mixer: str, base: Arm, arm: Arm) -> Cel
         baseline_values=base_vals,
         mixer_values=arm_vals,
         caps=caps,
-        signature=None,
+        signature=_signature(plan.mixers[mixer].signature, arm, base),
         size=size,
     )
-
-
-def flag_undertrained(
-    cell: CellResult, arms: dict[str, MixerResult], mixer: str, baseline: str
-) -> None:
-    """Add ``undertrained`` (the mixer's curve) and ``baseline_undertrained`` to the flags."""
-    for name, flag in ((mixer, Flag.UNDERTRAINED), (baseline, Flag.BASELINE_UNDERTRAINED)):
-        if name in arms and arms[name].undertrained:
-            cell.comparison.flags.append(flag)
 
 
 def _track(plan: Plan, track: str, results: dict[str, RunRecord]) -> TrackResult:
@@ -133,15 +130,13 @@ def _track(plan: Plan, track: str, results: dict[str, RunRecord]) -> TrackResult
         test_set=summaries.test_set([r for a in found.values() for r in a.records.values()]),
         scale_note=summaries.scale_note(settings.preset, facts.budget),
     )
+    entry.mixers.update({mixer: cells_.mixer_result(facts, arm) for mixer, arm in found.items()})
     base = found.get(baseline)
     for mixer, arm in found.items():
-        entry.mixers[mixer] = cells_.mixer_result(facts, arm)
         if mixer == baseline or base is None:
             continue
-        cell = compare_cell(plan, track, mixer, base, arm)
-        flag_undertrained(cell, entry.mixers, mixer, baseline)
-        cell.signature = _signature(plan.mixers[mixer].signature, arm, base)
-        entry.comparisons[mixer] = cell
+        undertrained = (entry.mixers[mixer].undertrained, entry.mixers[baseline].undertrained)
+        entry.comparisons[mixer] = compare_cell(plan, track, mixer, base, arm, undertrained)
     return entry
 
 

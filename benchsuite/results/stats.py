@@ -193,8 +193,10 @@ def compare_paired(
     margin_rel: float = 0.05,
     alpha: float = 0.05,
     mc_seed: int = 0,
+    flags: Sequence[str] = (),
 ) -> Comparison:
-    """Paired comparison of per-seed metrics (index i of both arms = evaluation seed i).
+    """Paired comparison of per-seed metrics (index i of both arms = evaluation seed i), with its
+    ``flags`` (:func:`comparison_flags`).
 
     ``scale="log"`` analyses paired log-ratios (positive lower-is-better metrics; it falls back to
     differences if a value is not positive). The verdict and MDE are the ones for a family of
@@ -258,6 +260,7 @@ def compare_paired(
         mde_alpha=alpha,
         margin=margin,
         p_tost=_tost_p(d, margin),
+        flags=list(flags),
     )
     comp.improvement_rel_pct = comp.relative(comp.improvement)
     comp.ci95_rel_pct = (comp.relative(ci[0]), comp.relative(ci[1]))
@@ -298,8 +301,7 @@ def apply_holm(
         comp.verdict = _verdict(comp)
 
 
-def flag_comparison(
-    comp: Comparison,
+def comparison_flags(
     *,
     non_finite: int,
     no_better_than_trivial: int,
@@ -307,13 +309,17 @@ def flag_comparison(
     edge_of_grid: bool,
     baseline_edge_of_grid: bool,
     indecisive_selection: bool,
-) -> None:
-    """Add the flags of docs/statistics.md to ``comp.flags``.
+    param_mismatch: bool = False,
+    undertrained: bool = False,
+    baseline_undertrained: bool = False,
+) -> list[Flag]:
+    """The flags of docs/statistics.md a comparison is built with, in their report order.
 
     ``non_finite``: the mixer's seeds imputed for it; ``no_better_than_trivial``: its seeds
     that learnt nothing (worse than the trivial predictor or at it); each flag at 25% of ``n`` or
     more (a flagged cell is never ``equivalent_within_margin``). ``param_mismatch`` is
-    decided by :func:`benchsuite.results.flags.param_mismatch`.
+    decided by :func:`benchsuite.results.flags.param_mismatch`, ``undertrained`` and
+    ``baseline_undertrained`` by each arm's learning curve.
     """
     wanted = []
     if n > 0 and non_finite / n >= UNSTABLE_RATE:
@@ -326,7 +332,13 @@ def flag_comparison(
         wanted.append(Flag.BASELINE_EDGE_OF_GRID)
     if indecisive_selection:
         wanted.append(Flag.INDECISIVE_SELECTION)
-    comp.flags.extend(f for f in wanted if f not in comp.flags)
+    if param_mismatch:
+        wanted.append(Flag.PARAM_MISMATCH)
+    if undertrained:
+        wanted.append(Flag.UNDERTRAINED)
+    if baseline_undertrained:
+        wanted.append(Flag.BASELINE_UNDERTRAINED)
+    return wanted
 
 
 def impute_diverged(
