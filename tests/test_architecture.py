@@ -229,3 +229,20 @@ def test_no_module_is_over_500_lines():
         if (n := len(path.read_text().splitlines())) > 500
     }
     assert not long
+
+
+def test_every_package_folder_is_in_the_distribution():
+    """pyproject.toml lists the packages explicitly (the built-ins are remapped from plugins/ and
+    tracks/): a new folder of the package left out would be missing from a wheel."""
+    import tomllib
+
+    listed = set(
+        tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"][
+            "packages"
+        ]
+    )
+    folders = {
+        ".".join(path.parent.relative_to(PACKAGE.parent).parts)
+        for path in PACKAGE.rglob("__init__.py")
+    }
+    assert folders <= listed, folders - listed
