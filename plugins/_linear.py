@@ -34,7 +34,11 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
 
 
 class ShortConv(nn.Module):
-    """A depthwise causal convolution over tokens, (B, T, C) -> (B, T, C), ``kernel`` taps."""
+    """A depthwise causal convolution over tokens, (B, T, C) -> (B, T, C), ``kernel`` taps.
+
+    The parameters are a depthwise ``nn.Conv1d``'s (its initialisation); the forward computes the
+    same convolution as a sum of ``kernel`` shifted products, which under vmap on the CPU is
+    1.8x faster forward and backward than ``conv1d`` (docs/performance.md)."""
 
     def __init__(self, channels: int, kernel: int) -> None:
         super().__init__()
@@ -43,7 +47,13 @@ class ShortConv(nn.Module):
         self.conv = nn.Conv1d(channels, channels, kernel, groups=channels, padding=kernel - 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.conv(x.transpose(1, 2))[..., : x.shape[1]].transpose(1, 2)
+        tokens, taps = x.shape[1], self.conv.kernel_size[0]
+        weight = self.conv.weight[:, 0]  # (C, taps): tap i multiplies x_{t - (taps - 1) + i}
+        padded = functional.pad(x, (0, 0, taps - 1, 0))
+        out = self.conv.bias + padded[:, :tokens] * weight[:, 0]
+        for i in range(1, taps):
+            out = out + padded[:, i : i + tokens] * weight[:, i]
+        return out
 
 
 def head_norm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:

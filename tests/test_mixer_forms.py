@@ -295,3 +295,16 @@ def test_stacked_training_gradients_equal_each_model_alone(name):
         loss(dict(model.named_parameters()), dict(model.named_buffers()), x[index]).backward()
         for key, p in model.named_parameters():
             assert_agree(params[key].grad[index], p.grad, 1e-4)
+
+
+@pytest.mark.parametrize(("kernel", "tokens"), [(1, 5), (3, 9), (4, 20), (4, 2)])
+def test_the_short_convolution_is_the_causal_depthwise_conv1d(kernel, tokens):
+    """ShortConv's sum of shifted products against torch's conv1d with its own parameters (left
+    padding, the first ``tokens`` outputs), fewer tokens than taps included."""
+    from benchsuite.mixers._linear import ShortConv
+
+    torch.manual_seed(0)
+    conv = ShortConv(6, kernel).double()
+    x = torch.randn(3, tokens, 6, dtype=torch.float64)
+    expected = conv.conv(x.transpose(1, 2))[..., :tokens].transpose(1, 2)
+    assert_agree(conv(x), expected, 1e-12)
