@@ -35,15 +35,16 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from benchsuite.commands.scale_points import Point, PointWorker, deadline
-from benchsuite.commands.scale_settings import FAILED, OK, OVER_BUDGET, UNSUPPORTED, ScaleSettings
+from benchsuite.commands.scale_settings import ScaleSettings
 from benchsuite.errors import UsageError
 from benchsuite.registry import variants
+from benchsuite.vocabulary import PointStatus
 
 if TYPE_CHECKING:
     from benchsuite.execute.pool import ProcessExecutor
     from benchsuite.registry import Registry
 
-__all__ = ["FAILED", "OK", "OVER_BUDGET", "UNSUPPORTED", "ScaleSettings", "exponents", "scale"]
+__all__ = ["ScaleSettings", "exponents", "scale"]
 
 SYNTHETIC_INPUT = (
     "synthetic: random tokens (batch x tokens x width), mean-pooled linear regression head, "
@@ -89,13 +90,13 @@ def scale(
             for tokens in settings.tokens:
                 reason = mixer.reason_unsupported(tokens, settings.width, options[name])
                 if reason:
-                    point = {"tokens": tokens, "status": UNSUPPORTED, "reason": reason}
+                    point = {"tokens": tokens, "status": PointStatus.UNSUPPORTED, "reason": reason}
                 else:
                     point = {"tokens": tokens, **_measure(measuring, Point(name, tokens))}
                 points.append(point)
                 if on_point:
                     on_point(name, point)
-                if point["status"] in (OVER_BUDGET, FAILED):
+                if point["status"] in (PointStatus.OVER_BUDGET, PointStatus.FAILED):
                     break
             mixers[name] = {
                 "description": mixer.description,
@@ -131,7 +132,7 @@ def exponents(points: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
 
     from benchsuite.output.scaling import QUANTITIES
 
-    done = [p for p in points if p["status"] == OK]
+    done = [p for p in points if p["status"] == PointStatus.OK]
     upper = done[min(len(done) // 2, max(len(done) - 2, 0)) :]
     slopes: dict[str, float | None] = {}
     for key in QUANTITIES:

@@ -11,11 +11,12 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from benchsuite.commands.scale_settings import FAILED, OK, OVER_BUDGET, ScaleSettings, size_text
+from benchsuite.commands.scale_settings import ScaleSettings, size_text
 from benchsuite.errors import one_line
 from benchsuite.registry import variants
 from benchsuite.seeds import DEFAULT_SALT, Streams
 from benchsuite.specs import Mixer, Track
+from benchsuite.vocabulary import PointStatus
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -77,17 +78,17 @@ class PointWorker:
         """A point whose process overran its deadline (over budget) or died (failed)."""
         if timed_out:
             return {
-                "status": OVER_BUDGET,
+                "status": PointStatus.OVER_BUDGET,
                 "reason": f"killed after {deadline(self.settings):.3g} "
                 f"s, still measuring (--max-seconds {self.settings.max_seconds:g} per step)",
             }
-        return {"status": FAILED, "reason": f"the measuring process died: {reason}"}
+        return {"status": PointStatus.FAILED, "reason": f"the measuring process died: {reason}"}
 
     def retried(self, record: dict[str, Any], reason: str) -> dict[str, Any]:
         return {**record, "retried_after": reason}
 
     def retire(self, record: dict[str, Any]) -> bool:
-        return record["status"] != OK
+        return record["status"] != PointStatus.OK
 
 
 def deadline(settings: ScaleSettings) -> float:
@@ -99,7 +100,7 @@ def _point(mixer: Mixer | None, name: str, settings: ScaleSettings, tokens: int)
     """:func:`measure_point`, with any error as a failed or over-budget record."""
     if mixer is None:
         return {
-            "status": FAILED,
+            "status": PointStatus.FAILED,
             "reason": f"mixer {name!r} is not registered in a fresh "
             "process (scale loads entry points and --plugins-dir)",
         }
@@ -114,7 +115,7 @@ def _point(mixer: Mixer | None, name: str, settings: ScaleSettings, tokens: int)
                 f"out of memory under --max-memory {size_text(settings.max_memory)} "
                 f"(could not allocate {what})",
             )
-        return {"status": FAILED, "reason": one_line(error)}
+        return {"status": PointStatus.FAILED, "reason": one_line(error)}
 
 
 def _cap_memory(limit: int) -> None:
@@ -193,7 +194,7 @@ def measure_point(mixer: Mixer, settings: ScaleSettings, tokens: int) -> dict[st
     generator = torch.Generator().manual_seed(streams.int_seed("data"))
     x = torch.randn(settings.batch, tokens, width, generator=generator).to(device)
     y = torch.randn(settings.batch, 1, generator=generator).to(device)
-    point: dict[str, Any] = {"status": OK, **parameter_counts(model, model.mixers())}
+    point: dict[str, Any] = {"status": PointStatus.OK, **parameter_counts(model, model.mixers())}
     point["activation_bytes"] = activation_bytes(model, x)
     point["flops_per_example"] = forward_flops(model, x) / settings.batch
     if not cuda:
@@ -226,4 +227,4 @@ def measure_point(mixer: Mixer, settings: ScaleSettings, tokens: int) -> dict[st
 
 
 def _over(point: dict[str, Any], reason: str) -> dict[str, Any]:
-    return {**point, "status": OVER_BUDGET, "reason": reason}
+    return {**point, "status": PointStatus.OVER_BUDGET, "reason": reason}

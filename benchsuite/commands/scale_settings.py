@@ -21,14 +21,7 @@ from benchsuite.settings import (
     setting,
     split_names,
 )
-from benchsuite.vocabulary import PointStatus
 
-OK, OVER_BUDGET, UNSUPPORTED, FAILED = (
-    PointStatus.OK,
-    PointStatus.OVER_BUDGET,
-    PointStatus.UNSUPPORTED,
-    PointStatus.FAILED,
-)
 _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
 

@@ -18,6 +18,7 @@ from benchsuite.output.canvas import render as render_plot
 from benchsuite.output.html import render
 from benchsuite.output.numbers import count, finite, seconds
 from benchsuite.output.palette import mixer_styles
+from benchsuite.vocabulary import PointStatus
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from rich.console import Console
@@ -38,7 +39,11 @@ QUANTITIES = {
     "memory_bytes": Quantity("memory", "bytes", "memory"),
     "flops_per_example": Quantity("forward FLOPs per example", "FLOPs", "flops"),
 }
-STATUS_TEXT = {"over budget": "over budget", "unsupported": "n/a", "failed": "failed"}
+STATUS_TEXT = {
+    PointStatus.OVER_BUDGET: "over budget",
+    PointStatus.UNSUPPORTED: "n/a",
+    PointStatus.FAILED: "failed",
+}
 
 
 def write_scaling(result: dict[str, Any], out_dir: Path | str) -> list[Path]:
@@ -99,11 +104,11 @@ def relative_rows(result: dict[str, Any], key: str) -> list[tuple[str, list[str]
             point = points.get(tokens)
             if point is None:
                 cells.append("")
-            elif point["status"] != "ok":
+            elif point["status"] != PointStatus.OK:
                 cells.append(STATUS_TEXT.get(point["status"], point["status"]))
             else:
                 value, same = point[key], base.get(tokens) or {}
-                reference = finite(same.get(key)) if same.get("status") == "ok" else None
+                reference = finite(same.get(key)) if same.get("status") == PointStatus.OK else None
                 if name == baseline or not reference:
                     cells.append(_amount(value, key, unit=key != "flops_per_example"))
                 else:
@@ -119,7 +124,7 @@ def notes(result: dict[str, Any]) -> list[str]:
         f"{name} at {point['tokens']} tokens: {point['status']}: {point.get('reason', '')}"
         for name, entry in result["mixers"].items()
         for point in entry["points"]
-        if point["status"] != "ok"
+        if point["status"] != PointStatus.OK
     ]
 
 
@@ -181,7 +186,7 @@ def print_scaling(result: dict[str, Any], console: Console) -> None:
 def point_line(mixer: str, point: dict[str, Any]) -> str:
     """A one-line progress report of a finished point (plain text)."""
     head = f"{mixer} at {point['tokens']} tokens:"
-    if point["status"] != "ok":
+    if point["status"] != PointStatus.OK:
         return f"{head} {point['status']} ({point.get('reason', '')})"
     return (
         f"{head} {_amount(point['seconds_per_step'], 'seconds_per_step')} per step, "
@@ -203,7 +208,7 @@ def scaling_plots(result: dict[str, Any]) -> list[Plot]:
             done = [
                 (p["tokens"], p[key])
                 for p in entry["points"]
-                if p["status"] == "ok" and (finite(p.get(key)) or 0) > 0
+                if p["status"] == PointStatus.OK and (finite(p.get(key)) or 0) > 0
             ]
             if not done:
                 continue
@@ -213,7 +218,7 @@ def scaling_plots(result: dict[str, Any]) -> list[Plot]:
             extras += [
                 f"over budget at {p['tokens']}"
                 for p in entry["points"]
-                if p["status"] == "over budget"
+                if p["status"] == PointStatus.OVER_BUDGET
             ]
             label = f"{name} ({'; '.join(extras)})" if extras else name
             style = styles[name]
