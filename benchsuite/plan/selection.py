@@ -76,17 +76,23 @@ LEARNT_MIN = 0.01
 cap) to the metric's ideal value has learnt nothing (docs/statistics.md, Flags)."""
 
 
+def learnt_floor(cap: float, ideal: float | None, higher_is_better: bool) -> float:
+    """The score at or below which a model has learnt nothing, on the scale where higher is
+    better (a lower-is-better score negated): the trivial predictor's ``cap`` plus ``LEARNT_MIN``
+    of the way from it to ``ideal`` (a metric without one: of the cap's own size)."""
+    span = abs(ideal - cap) if ideal is not None and math.isfinite(ideal) else abs(cap)
+    return (cap if higher_is_better else -cap) + LEARNT_MIN * span
+
+
 def learnt_nothing(
     score: float, cap: float | None, ideal: float | None, higher_is_better: bool
 ) -> bool:
-    """True when a finite ``score`` is at or below the trivial predictor's ``cap``, within
-    ``LEARNT_MIN`` of the way from the cap to ``ideal`` (a metric without one: of the cap's own
-    size); a model that learnt nothing (False without a cap)."""
+    """True when a finite ``score`` is at or below :func:`learnt_floor`: a model that learnt
+    nothing (False without a cap)."""
     if cap is None or not math.isfinite(score) or not math.isfinite(cap):
         return False
-    gain = score - cap if higher_is_better else cap - score
-    span = abs(ideal - cap) if ideal is not None and math.isfinite(ideal) else abs(cap)
-    return gain <= LEARNT_MIN * span
+    signed = score if higher_is_better else -score
+    return signed <= learnt_floor(cap, ideal, higher_is_better)
 
 
 def divergence(score: float, cap: float | None, higher_is_better: bool, finite: bool) -> str:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import torch
 
 from benchsuite.budget import Budget
-from benchsuite.plan.selection import LEARNT_MIN
+from benchsuite.plan.selection import learnt_floor
 
 if TYPE_CHECKING:
     from benchsuite.specs import Metric, Track, TrackData
@@ -165,14 +165,11 @@ def halved_now(
 
 def trivial_level(metric: Metric, val_cap: float | None) -> float | None:
     """The signed validation score (higher is better) at or below which a model has learnt
-    nothing: the trivial predictor's ``val_cap`` plus ``LEARNT_MIN`` of the way to the metric's
-    ideal (:func:`benchsuite.plan.selection.learnt_nothing`); None without a ``val_cap``."""
+    nothing (:func:`benchsuite.plan.selection.learnt_floor` of the trivial predictor's
+    ``val_cap``); None without a ``val_cap``."""
     if val_cap is None or not math.isfinite(val_cap):
         return None
-    sign = 1.0 if metric.higher_is_better else -1.0
-    ideal = metric.ideal
-    span = abs(ideal - val_cap) if ideal is not None and math.isfinite(ideal) else abs(val_cap)
-    return sign * val_cap + LEARNT_MIN * span
+    return learnt_floor(val_cap, metric.ideal, metric.higher_is_better)
 
 
 def stopping_of(
