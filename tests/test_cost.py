@@ -1,9 +1,10 @@
 """What a job costs before it runs: the units of the real default tracks' jobs rank them as their
-measured times do, and the runner hands out the costliest first, every mixer's first seed early."""
+measured times do, and the runner hands out one scout per track, then the costliest first,
+every mixer's first seed early."""
 
 from __future__ import annotations
 
-from benchsuite.plan.cost import JobCost, job_units, longest_first
+from benchsuite.plan.cost import JobCost, job_units, run_order
 from benchsuite.plan.jobs import cell_jobs, grid_of
 from benchsuite.plan.resolve import resolve
 from benchsuite.settings import RunSettings
@@ -27,7 +28,7 @@ def test_units_rank_the_quick_tracks_as_their_jobs_measured(registry):
     assert sorted(units, key=units.get, reverse=True) == MEASURED_ORDER
 
 
-def test_the_costliest_jobs_go_first_and_every_mixer_starts_early(registry):
+def test_a_scout_per_track_then_the_costliest_first_and_every_mixer_early(registry):
     settings = resolve(
         RunSettings(tracks=("tabular", "recall"), mixers=("dense", "identity"), seeds=3), registry
     )
@@ -47,7 +48,14 @@ def test_the_costliest_jobs_go_first_and_every_mixer_starts_early(registry):
     costs = {
         job.key: JobCost(job.track, job.mixer, job_units(job, tokens[job.track])) for job in jobs
     }
-    order = [(job.track, job.mixer, job.seed) for job in longest_first(jobs, costs)]
-    seeds = sorted({job.seed for job in jobs})
-    assert [track for track, _, _ in order] == ["recall"] * 6 + ["tabular"] * 6
-    assert [(m, s) for _, m, s in order[:2]] == [("dense", seeds[0]), ("identity", seeds[0])]
+    by_key = {job.key: job for job in jobs}
+    keys = run_order({job.key: job.seed for job in jobs}, costs)
+    order = [(by_key[key].track, by_key[key].mixer, by_key[key].seed) for key in keys]
+    first = min(job.seed for job in jobs)
+    assert sorted(keys) == sorted(by_key)
+    assert order[:3] == [
+        ("recall", "dense", first),  # the costliest track's scout
+        ("tabular", "dense", first),  # every other track's scout, so its pace is seen early
+        ("recall", "identity", first),  # then costliest first, every mixer's first seed early
+    ]
+    assert [track for track, _, _ in order[2:]] == ["recall"] * 5 + ["tabular"] * 5

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.floors
 
 
 def _outlook(jobs: dict[str, tuple[str, str, float]], slots: int | None = 2) -> CostModel:
-    return CostModel({key: JobCost(*cost) for key, cost in jobs.items()}, slots)
+    return CostModel({key: JobCost(*cost) for key, cost in jobs.items()}, slots, opened=0.0)
 
 
 def test_the_eta_is_the_cost_model_s_seconds_left_over_the_slots():
@@ -34,16 +34,31 @@ def test_the_eta_is_the_cost_model_s_seconds_left_over_the_slots():
     outlook = _outlook(jobs)
     phase = Phase("train", total=6, outlook=outlook, started=0.0)
     outlook.finish("v-dense", 20.0)  # 2 s a unit
-    phase.done = phase.trained = 1
+    phase.done = 1
     assert phase.eta(now=20.0) == ""  # one job's pace is no pace
     outlook.finish("v-mamba", 80.0)  # 8 s a unit: mamba is 4x dense
-    phase.done = phase.trained = 2
-    # left: sequence at vision's pace, mamba 4x: (1 + 1) * 2 + (1 + 1) * 8 = 20 s on 2 slots
-    assert phase.eta(now=80.0) == "about 0:00:10 left"
+    phase.done = 2
+    # sequence's pace is not seen yet: no ETA (it would say sequence runs at vision's pace)
+    assert phase.eta(now=80.0) == ""
+    assert outlook.seconds_left(now=80.0) == pytest.approx(((1 + 1) * 2 + (1 + 1) * 8) / 2)
     outlook.finish("s-dense", 1.0)  # sequence dense: 1 s a unit, so sequence mamba 4 s
-    phase.done = phase.trained = 3
-    assert outlook.job_seconds_left() == pytest.approx(1.0 + 4.0 + 4.0)
+    phase.done = 3
+    assert outlook.job_seconds_left(now=81.0) == pytest.approx(1.0 + 4.0 + 4.0)
     assert phase.line(now=81.0) == "train: 3/6 jobs, 0:01:21 elapsed, about 0:00:04 left"
+
+
+def test_a_running_job_counts_what_its_prediction_has_left_and_teaches_a_lower_bound():
+    outlook = _outlook({"a": ("t", "fast", 1.0), "b": ("t", "fast", 1.0), "c": ("t", "slow", 1.0)})
+    outlook.finish("a", 10.0)
+    outlook.start("b", at=0.0)
+    assert outlook.job_seconds_left(now=4.0) == pytest.approx(6.0 + 10.0)  # c: the usual pace
+    outlook.start("c", at=0.0)
+    # at 30 s both still run: b has outlived its cell's 10 s and c the fitted 10 s; each is
+    # now known to take at least 30 s, and nothing is left of either prediction
+    assert outlook.job_seconds_left(now=30.0) == pytest.approx(0.0)
+    outlook.finish("b", 30.0)  # the fast cell: 10 and 30 s, log-mean sqrt(300) s
+    assert outlook.job_seconds_left(now=31.0) == pytest.approx(0.0)  # c has run 31 s > 17.3
+    assert "b" not in outlook.running and list(outlook.running) == ["c"]
 
 
 def test_without_slots_the_eta_divides_by_the_pace_so_far():
@@ -52,10 +67,9 @@ def test_without_slots_the_eta_divides_by_the_pace_so_far():
     for key in ("a", "b"):
         outlook.finish(key, 10.0)
         phase.done += 1
-        phase.trained += 1
     assert phase.eta(now=5.0) == "about 0:00:03 left"  # 20 job-s in 5 s: 4 at once; 10 s left
     outlook.finish("c", 10.0)
-    phase.done = phase.trained = 3
+    phase.done = 3
     assert phase.eta(now=8.0) == ""  # a finished phase has no ETA
 
 

@@ -21,7 +21,7 @@ from benchsuite.errors import RunError
 from benchsuite.execute.events import Events
 from benchsuite.execute.executors import Executor
 from benchsuite.execute.worker import Cell, Worker
-from benchsuite.plan.cost import CostModel, JobCost, job_units, longest_first
+from benchsuite.plan.cost import CostModel, JobCost, job_units, run_order
 from benchsuite.plan.jobs import Job
 from benchsuite.plan.plan import Plan
 from benchsuite.records import RunRecord
@@ -80,7 +80,8 @@ class Runner:
         for key in keys:
             if key in known:
                 self._reused(key)
-        self._pending = {job.key: job for job in longest_first(pending, costs)}
+        order = run_order({job.key: job.seed for job in pending}, costs)
+        self._pending = {key: self.plan.jobs[key] for key in order}
         self._since = time.time()
         todo = list(self._pending.values())
         while todo:
@@ -141,9 +142,14 @@ class Runner:
                 kept.append(task)
         return kept
 
-    def _claim_task(self, task: Job | Cell) -> Job | Cell | None:
-        """``task`` if leased to this run now (of a cell, its seeds that are; None: no part)."""
-        return next(iter(self._claim_tasks([task])), None)
+    def _start_task(self, task: Job | Cell) -> Job | Cell | None:
+        """``task`` if leased to this run now (of a cell, its seeds that are; None: no part),
+        its jobs marked as started for the outlook (an executor that pulls takes a task only
+        when it can start it)."""
+        mine = next(iter(self._claim_tasks([task])), None)
+        for job in mine.jobs if isinstance(mine, Cell) else [mine] if mine else []:
+            self.outlook.start(job.key)
+        return mine
 
     def _takeovers(self) -> list[Job]:
         """Wait until the jobs other runs are training are stored, failed, or free to take over
@@ -176,7 +182,7 @@ class Runner:
                 yield from self.worker.batch(mine)
         tasks: list[Job | Cell] = [*handed, *(job for job in jobs if not job.batched)]
         if self.executor.pulls_jobs:
-            outputs = self.executor.map(_Leasing(tasks, self._claim_task))
+            outputs = self.executor.map(_Leasing(tasks, self._start_task))
         else:
             outputs = self.executor.map(self._claim_tasks(tasks))
         for output in outputs:

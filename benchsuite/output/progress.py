@@ -92,7 +92,6 @@ def job_line(record: RunRecord) -> str:
 
 # A plain progress line (stderr not a terminal) at most every LINE_SECONDS, and every LINE_JOBS.
 LINE_SECONDS, LINE_JOBS = 30.0, 25
-ETA_AFTER = 2  # trained jobs before an ETA is shown (the pace of one job is no pace)
 
 
 @dataclass
@@ -105,14 +104,14 @@ class Phase:
     outlook: CostModel = field(default_factory=lambda: CostModel({}))
     started: float = field(default_factory=time.monotonic)
     done: int = 0
-    trained: int = 0
 
     def eta(self, now: float) -> str:
-        """``about H:MM:SS left``, the outlook's seconds left; empty until ETA_AFTER jobs have
-        trained, or when all are done."""
-        if self.trained < ETA_AFTER or self.done >= self.total:
+        """``about H:MM:SS left``, the outlook's seconds left at ``now`` (monotonic clock); empty
+        until the outlook is ready (it has seen a job of every track left), or when all are
+        done."""
+        if not self.outlook.ready or self.done >= self.total:
             return ""
-        left = self.outlook.seconds_left(now - self.started)
+        left = self.outlook.seconds_left(now)
         return "" if left is None else f"about {timedelta(seconds=round(left))} left"
 
     def line(self, now: float) -> str:
@@ -166,7 +165,6 @@ def progress_events(
             status.print(escape(job_line(record)), highlight=False)
         phase, now = current["phase"], time.monotonic()
         phase.done += 1
-        phase.trained += not reused
         job = record.job
         note = "" if reused else f"{job.get('track')}/{job.get('mixer')}"
         if record.status != Status.OK:

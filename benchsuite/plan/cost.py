@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from benchsuite.plan.jobs import Job
@@ -25,12 +26,18 @@ from benchsuite.plan.jobs import Job
 # vision 1.2, tabular 1.9 ms per unit on the 2-core reference machine).
 OVERHEAD_TOKENS = 256
 FIT_ROUNDS = 25  # alternating least-squares rounds of the track and mixer effects
+ETA_AFTER = 2  # trained jobs before the model predicts (the pace of one job is no pace)
+
+
+def units(steps: int, batch_size: int, configs: int, tokens: int) -> float:
+    """Cost units of training ``configs`` configs for at most ``steps`` steps of ``batch_size``
+    examples of ``tokens`` tokens: steps × configs × (1 + tokens × batch / OVERHEAD_TOKENS)."""
+    return float(steps * configs * (1 + tokens * batch_size / OVERHEAD_TOKENS))
 
 
 def job_units(job: Job, tokens: int) -> float:
-    """The job's cost in units: steps × configs × (1 + tokens × batch / OVERHEAD_TOKENS)."""
-    steps, batch = job.budget.steps, job.budget.batch_size
-    return float(steps * len(job.grid) * (1 + tokens * batch / OVERHEAD_TOKENS))
+    """The job's cost in units (:func:`units` of its budget and grid)."""
+    return units(job.budget.steps, job.budget.batch_size, len(job.grid), tokens)
 
 
 @dataclass(frozen=True)
@@ -42,25 +49,42 @@ class JobCost:
     units: float
 
 
-def longest_first(jobs: Iterable[Job], costs: dict[str, JobCost]) -> list[Job]:
-    """``jobs`` costliest first; among equal costs the first seed of every mixer before any
-    second seed, so that every mixer's pace is seen early (the ETA learns it)."""
-    return sorted(jobs, key=lambda job: (-costs[job.key].units, job.seed))
+def run_order(seeds: dict[str, int], costs: dict[str, JobCost]) -> list[str]:
+    """The jobs' keys in the order a run hands them out: first one *scout* per track (its
+    costliest job, the costliest scouts first), so that every track's pace is seen within the
+    first minutes, then the rest costliest first (the tail of the run is short), among equal
+    costs the first seed of every mixer before any second seed (every mixer's pace is seen
+    early). ``seeds``: each job's seed, by key."""
+    ranked = sorted(seeds, key=lambda key: (-costs[key].units, seeds[key]))
+    scouts: dict[str, str] = {}
+    for key in ranked:
+        scouts.setdefault(costs[key].track, key)
+    chosen = set(scouts.values())
+    return [*scouts.values(), *(key for key in ranked if key not in chosen)]
 
 
 @dataclass
 class CostModel:
-    """The jobs a run has left to train and the seconds per unit its finished jobs showed."""
+    """The jobs a run has left to train, those running and since when, and the seconds per
+    unit its finished jobs showed. Times are on the monotonic clock (:func:`time.monotonic`)."""
 
     left: dict[str, JobCost]  # the jobs not finished yet
     slots: int | None = None  # jobs trained at once (None: unknown, measured from the pace)
+    opened: float = field(default_factory=time.monotonic)  # when the phase began
+    running: dict[str, float] = field(default_factory=dict)  # jobs started, not finished: when
     trained_seconds: float = 0.0  # job-seconds of the jobs learnt from
     _rates: dict[tuple[str, str], list[float]] = field(default_factory=lambda: defaultdict(list))
+
+    def start(self, key: str, at: float | None = None) -> None:
+        """A job of the run started (now, or at ``at``)."""
+        if key in self.left:
+            self.running[key] = time.monotonic() if at is None else at
 
     def finish(self, key: str, seconds: float) -> None:
         """A job of the run finished after ``seconds`` (one worker's): it is no longer left,
         and, if it trained, its seconds per unit are learnt."""
         cost = self.left.pop(key, None)
+        self.running.pop(key, None)
         if cost is not None and seconds > 0 and cost.units > 0:
             self._rates[cost.track, cost.mixer].append(math.log(seconds / cost.units))
             self.trained_seconds += seconds
@@ -70,44 +94,73 @@ class CostModel:
         """How many finished jobs the model has learnt from."""
         return sum(len(rates) for rates in self._rates.values())
 
-    def _effects(self) -> tuple[dict[str, float], dict[str, float]]:
-        """log seconds per unit as track + mixer effects, fitted to the cells' means by
-        alternating least squares (a mixer seen on one track then predicts it on another);
-        mixer effects average 0."""
-        cells = {cell: statistics.fmean(rates) for cell, rates in self._rates.items() if rates}
-        tracks = {t: 0.0 for t, _ in cells}
-        mixers = {m: 0.0 for _, m in cells}
+    @property
+    def ready(self) -> bool:
+        """Whether a prediction means something: ETA_AFTER jobs learnt from, and a job of every
+        track that has jobs left (the tracks' paces differ far more than the mixers')."""
+        seen = {track for track, _ in self._rates}
+        return self.learnt >= ETA_AFTER and all(cost.track in seen for cost in self.left.values())
+
+    def _rate(self, cells: dict[tuple[str, str], list[float]]) -> Callable[[JobCost], float]:
+        """log seconds per unit of a job, from the observed ``cells``: the mean of its own cell
+        where seen, else track + mixer effects fitted to the cells' means by alternating least
+        squares (a mixer seen on one track then predicts it on another; mixer effects average
+        0; an unseen track counts as the average one)."""
+        means = {cell: statistics.fmean(rates) for cell, rates in cells.items() if rates}
+        tracks = {t: 0.0 for t, _ in means}
+        mixers = {m: 0.0 for _, m in means}
         for _ in range(FIT_ROUNDS):
             for track in tracks:
                 tracks[track] = statistics.fmean(
-                    rate - mixers[m] for (t, m), rate in cells.items() if t == track
+                    rate - mixers[m] for (t, m), rate in means.items() if t == track
                 )
             for mixer in mixers:
                 mixers[mixer] = statistics.fmean(
-                    rate - tracks[t] for (t, m), rate in cells.items() if m == mixer
+                    rate - tracks[t] for (t, m), rate in means.items() if m == mixer
                 )
         shift = statistics.fmean(mixers.values())
-        return {t: a + shift for t, a in tracks.items()}, {m: b - shift for m, b in mixers.items()}
+        tracks = {t: a + shift for t, a in tracks.items()}
+        mixers = {m: b - shift for m, b in mixers.items()}
+        usual = statistics.fmean(tracks.values())
 
-    def job_seconds_left(self) -> float | None:
-        """Predicted job-seconds of the jobs left (None until one has finished)."""
+        def rate(cost: JobCost) -> float:
+            if (cost.track, cost.mixer) in means:
+                return means[cost.track, cost.mixer]
+            return tracks.get(cost.track, usual) + mixers.get(cost.mixer, 0.0)
+
+        return rate
+
+    def job_seconds_left(self, now: float | None = None) -> float | None:
+        """Predicted job-seconds of the jobs left at ``now`` (None until one has finished). A
+        running job that has outlived its prediction teaches a lower bound of its cell's pace,
+        its seconds so far (the slow jobs are the last to report, so the finished ones alone
+        flatter the pace); a running job counts what its prediction has left."""
         if not self.learnt:
             return None
-        tracks, mixers = self._effects()
-        usual = statistics.fmean(tracks.values())  # a track not seen yet: the average one
+        now = time.monotonic() if now is None else now
+        rate = self._rate(self._rates)
+        cells = {cell: list(rates) for cell, rates in self._rates.items()}
+        for key, started in self.running.items():
+            cost = self.left[key]
+            if (elapsed := now - started) > cost.units * math.exp(rate(cost)) > 0:
+                cells.setdefault((cost.track, cost.mixer), []).append(
+                    math.log(elapsed / cost.units)
+                )
+        rate = self._rate(cells)
         total = 0.0
-        for cost in self.left.values():
-            if own := self._rates.get((cost.track, cost.mixer)):
-                rate = statistics.fmean(own)
-            else:
-                rate = tracks.get(cost.track, usual) + mixers.get(cost.mixer, 0.0)
-            total += cost.units * math.exp(rate)
+        for key, cost in self.left.items():
+            expected = cost.units * math.exp(rate(cost))
+            if key in self.running:
+                expected = max(expected - now + self.running[key], 0.0)
+            total += expected
         return total
 
-    def seconds_left(self, elapsed: float) -> float | None:
-        """Predicted wall seconds left, ``elapsed`` seconds into the phase: the job-seconds left
-        divided by the jobs trained at once (``slots``, else the pace so far: job-seconds
-        trained per elapsed second); None until a job has finished."""
-        left = self.job_seconds_left()
+    def seconds_left(self, now: float | None = None) -> float | None:
+        """Predicted wall seconds left at ``now`` (default: now): the job-seconds left divided
+        by the jobs trained at once (``slots``, else the pace so far: job-seconds trained per
+        second since the phase opened); None until a job has finished."""
+        now = time.monotonic() if now is None else now
+        left = self.job_seconds_left(now)
+        elapsed = now - self.opened
         parallel = self.slots or (self.trained_seconds / elapsed if elapsed > 0 else 0.0)
         return None if left is None or parallel <= 0 else left / parallel

@@ -1,0 +1,125 @@
+"""How good the run's ETA is, replayed on the jobs of finished runs.
+
+    python benchmarks/eta_replay.py OUT [OUT ...]
+
+Every trained job's record holds its seconds, so a finished run (its store in OUT) can be
+replayed on its own numbers: the jobs are ordered as the runner orders them now
+(:func:`benchsuite.plan.cost.run_order`), handed to as many workers as the run had, each
+taking its recorded seconds; at every finish the run's cost model
+(:class:`benchsuite.plan.cost.CostModel`, fed as the runner feeds it: each start, each finished
+job's seconds) predicts the seconds left, compared with the replay's real end. Printed per
+run: the replayed wall time, the error of the first ETA the progress bar shows (once the model
+is ready: it has seen a job of every track), the error every minute, and the worst from 2, 5
+and 10 minutes in (the last minute left out). The error is (predicted − real) / real time
+left: −30% means the run took 1/0.7 of what was promised. A job's seconds do not depend on the
+order (each runs on one thread of its own), so the replay measures the model and the order,
+not the machine.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import sqlite3
+import sys
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchsuite.plan.cost import CostModel, JobCost, run_order, units
+
+
+@dataclass(frozen=True)
+class StoredJob:
+    """A trained job as its record tells it: its key, cell, seed, units and seconds."""
+
+    key: str
+    seed: int
+    cost: JobCost
+    seconds: float
+
+
+def stored_jobs(out: Path) -> tuple[list[StoredJob], int]:
+    """The trained jobs of the run stored in ``out``, and the jobs it ran at once."""
+    store = sqlite3.connect(out / "benchsuite.sqlite")
+    plan = json.loads(store.execute("SELECT request FROM runs ORDER BY id DESC").fetchone()[0])
+    tokens = {name: track["tokens"] for name, track in plan["tracks"].items()}
+    records = {
+        key: json.loads(text) for key, text in store.execute("SELECT key, record FROM results")
+    }
+    planned = [
+        key for cells in plan["cells"].values() for cell in cells.values() for key in cell["jobs"]
+    ]
+    jobs = []
+    for key in (key for key in planned if key in records):  # the plan's order
+        record = records[key]
+        job, budget = record["job"], record["job"]["budget"]
+        size = units(budget["steps"], budget["batch_size"], len(job["grid"]), tokens[job["track"]])
+        cost = JobCost(job["track"], job["mixer"], size)
+        jobs.append(StoredJob(key, job["seed"], cost, record["seconds"]))
+    return jobs, plan["settings"].get("jobs") or 2
+
+
+def schedule(jobs: list[StoredJob], slots: int) -> list[tuple[float, bool, StoredJob]]:
+    """(time, finished?, job) of every start and finish when ``slots`` workers take the jobs
+    in the run's order, each taking its recorded seconds (at one time, finishes first)."""
+    costs = {job.key: job.cost for job in jobs}
+    by_key = {job.key: job for job in jobs}
+    queue = deque(run_order({job.key: job.seed for job in jobs}, costs))
+    running: list[tuple[float, str]] = []  # (finish time, key), a heap
+    events: list[tuple[float, bool, StoredJob]] = []
+    now = 0.0
+    while queue or running:
+        while queue and len(running) < slots:
+            job = by_key[queue.popleft()]
+            events.append((now, False, job))
+            heapq.heappush(running, (now + job.seconds, job.key))
+        now, key = heapq.heappop(running)
+        events.append((now, True, by_key[key]))
+    return sorted(events, key=lambda event: (event[0], not event[1]))
+
+
+def replay(jobs: list[StoredJob], slots: int) -> tuple[float, list[tuple[float, float, float]]]:
+    """The replayed wall time, and (elapsed, predicted seconds left, real seconds left) at
+    every finish once the model is ready (when the bar shows an ETA)."""
+    events = schedule(jobs, slots)
+    end = events[-1][0]
+    model = CostModel({job.key: job.cost for job in jobs}, slots, opened=0.0)
+    points = []
+    for now, finished, job in events:
+        if not finished:
+            model.start(job.key, now)
+            continue
+        model.finish(job.key, job.seconds)
+        if model.ready and now < end and (left := model.seconds_left(now)) is not None:
+            points.append((now, left, end - now))
+    return end, points
+
+
+def error(predicted: float, real: float) -> float:
+    return (predicted - real) / real
+
+
+def main() -> None:
+    for out in map(Path, sys.argv[1:]):
+        jobs, slots = stored_jobs(out)
+        end, points = replay(jobs, slots)
+        now, predicted, real = points[0]
+        print(
+            f"{out}: {len(jobs)} jobs on {slots} workers, replayed {end:.0f} s; first ETA at "
+            f"{now:.0f} s: {predicted:.0f} s left, really {real:.0f} s "
+            f"({100 * error(predicted, real):+.0f}%)"
+        )
+        minutes = [
+            next(error(p, r) for t, p, r in points if t >= since)
+            for since in range(0, int(points[-1][0]), 60)
+        ]
+        print("  every minute: " + " ".join(f"{100 * e:+.0f}%" for e in minutes))
+        for since in (120, 300, 600):
+            later = [error(p, r) for t, p, r in points if t >= since and r > 60]
+            if later:
+                print(f"  from {since // 60} min on: worst {100 * max(later, key=abs):+.0f}%")
+
+
+if __name__ == "__main__":
+    main()
