@@ -491,3 +491,42 @@ def test_a_store_of_benchsuite_0_1_is_migrated_and_still_reports(tmp_path):
     assert entry["mixers"]["dense"]["best_cfg"]["lr"] == 0.03  # the lower sweep validation mse
     comparison = entry["comparisons"]["identity"]["comparison"]
     assert comparison["n"] == 6 and comparison["improvement"] < 0
+
+
+def test_a_schema_3_store_moves_the_plan_s_choices_into_the_records(finished_run, tmp_path):
+    """Schema 3 kept each seed's chosen config in the saved plan as well as in the record (and
+    only in the plan for stores converted from 0.1); schema 4 keeps it in the record alone. A
+    real run's store, put back in schema-3 form with its records' choices only in the plan,
+    reports the same tracks after the migration, every record holding its choice again."""
+    out = tmp_path / "out"
+    shutil.copytree(finished_run, out)
+    before = json.loads((out / "report.json").read_text())["tracks"]
+    with sqlite3.connect(out / "benchsuite.sqlite") as db:
+        records = {
+            key: json.loads(text) for key, text in db.execute("SELECT key, record FROM results")
+        }
+        row_id, text = db.execute("SELECT id, request FROM runs ORDER BY id DESC").fetchone()
+        plan = json.loads(text)
+        for cell in (cell for cells in plan["cells"].values() for cell in cells.values()):
+            mine = [records[key] for key in cell["jobs"] if key in records]
+            cell["chosen"] = {str(r["job"]["seed"]): r["chosen"] for r in mine}
+            for record in mine:
+                record["chosen"] = None
+        db.execute("UPDATE runs SET request = ? WHERE id = ?", (json.dumps(plan), row_id))
+        for key, record in records.items():
+            db.execute("UPDATE results SET record = ? WHERE key = ?", (json.dumps(record), key))
+        db.execute("PRAGMA user_version = 3")
+    assert any(r["chosen"] is None for r in records.values())
+
+    result = invoke("report", str(out))
+    assert result.returncode == 0, result.stderr
+    assert (out / "benchsuite.sqlite.v3.bak").exists()
+    assert json.loads((out / "report.json").read_text())["tracks"] == before
+    with sqlite3.connect(out / "benchsuite.sqlite") as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+        stored = [json.loads(text) for (text,) in db.execute("SELECT record FROM results")]
+        saved = [json.loads(text) for (text,) in db.execute("SELECT request FROM runs")]
+    assert all(record["chosen"] is not None for record in stored)
+    assert not any(
+        "chosen" in cell for p in saved for c in p["cells"].values() for cell in c.values()
+    )

@@ -48,25 +48,15 @@ class Runner:
     outlook: CostModel = field(default_factory=lambda: CostModel({}), init=False, repr=False)
 
     def run(self) -> None:
-        """Run every job; the plan is saved first and again, with each seed's chosen config,
-        once the jobs are done or the run is interrupted."""
-        run_id = self.store.save_plan(self.plan.to_dict())
-        try:
-            with Heartbeat(partial(renew_leases, self.store.path, self.owner)):
-                try:
-                    self.execute("train", self.plan.keys())
-                finally:  # leases left by a crash are taken over anyway (the process is gone)
-                    with contextlib.suppress(RunError):
-                        self.store.release(self.owner)
-        except BaseException:  # interrupted or failed: keep the choices made so far if possible
-            with contextlib.suppress(RunError):
-                self._save_choices(run_id)
-            raise
-        self._save_choices(run_id)
-
-    def _save_choices(self, run_id: int) -> None:
-        record_choices(self.plan, self.store.results(self.plan.keys()))
-        self.store.update_plan(run_id, self.plan.to_dict())
+        """Save the plan, then run every job (each record, with the config its seed chose, is
+        stored as it arrives)."""
+        self.store.save_plan(self.plan.to_dict())
+        with Heartbeat(partial(renew_leases, self.store.path, self.owner)):
+            try:
+                self.execute("train", self.plan.keys())
+            finally:  # leases left by a crash are taken over anyway (the process is gone)
+                with contextlib.suppress(RunError):
+                    self.store.release(self.owner)
 
     def execute(self, phase: str, keys: list[str]) -> None:
         """Run the plan's jobs of ``keys`` that have no stored result, leaving to other runs on
@@ -219,12 +209,3 @@ class _Leasing:
 
     def __length_hint__(self) -> int:
         return len(self.tasks)
-
-
-def record_choices(plan: Plan, results: dict[str, RunRecord]) -> None:
-    """Copy each finished job's chosen config into its cell of the plan (by seed)."""
-    for cell in plan.cell_list():
-        for key in cell.jobs:
-            record = results.get(key)
-            if record is not None and record.chosen is not None:
-                cell.chosen[str(record.job["seed"])] = record.chosen

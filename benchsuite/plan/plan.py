@@ -64,14 +64,13 @@ class MixerFacts:
 
 @dataclass
 class Cell:
-    """One (track, mixer): its job keys (one per seed), its size under the equal-size rule (see
-    :func:`benchsuite.plan.matching.match`; empty under ``match = "none"``) and, once they ran,
-    each seed's chosen grid index (by seed, as text: JSON keys)."""
+    """One (track, mixer): its job keys (one per seed) and its size under the equal-size rule
+    (see :func:`benchsuite.plan.matching.match`; empty under ``match = "none"``). Each seed's
+    chosen config is in its job's record (``RunRecord.chosen``), nowhere else."""
 
     track: str
     mixer: str
     jobs: list[str]
-    chosen: dict[str, int] = field(default_factory=dict)
     size: dict[str, Any] = field(default_factory=dict)
 
 

@@ -200,11 +200,7 @@ def arm(plan: Plan, track: str, mixer: str, results: dict[str, RunRecord]) -> Ar
     records = {record.job["seed"]: record for record in found}
     if not records:
         return None
-    chosen = {  # the plan's record of each seed's choice; a run still going has not saved it yet
-        seed: cell.chosen.get(str(seed), record.chosen)
-        for seed, record in records.items()
-        if cell.chosen.get(str(seed), record.chosen) is not None
-    }
+    chosen = {seed: r.chosen for seed, r in records.items() if r.chosen is not None}
     metric = metric_key(Split.TEST, facts.metric)
     values = {seed: r.metrics.get(metric, math.nan) for seed, r in records.items()}
     caps = {seed: r.cap for seed, r in records.items()}

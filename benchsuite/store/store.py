@@ -27,7 +27,7 @@ from benchsuite.store.leases import Lease, Owner
 from benchsuite.store.legacy import manifest_to_plan
 from benchsuite.vocabulary import Status
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 FILENAME = "benchsuite.sqlite"
 STAGE = "tuned"  # the stage column: every job tunes on its seed (0.1 stored "sweep" and "eval")
 
@@ -55,11 +55,33 @@ _CHUNK = 500  # keys per "IN (...)" query, under SQLite's limit of bound paramet
 
 
 def _plans_from_manifests(db: sqlite3.Connection) -> None:
-    """Schema 3 keeps each run's plan (with the config chosen per cell) where schema 2 kept its
-    manifest; the manifests of earlier runs are converted (see :mod:`benchsuite.store.legacy`)."""
+    """Schema 3 keeps each run's plan (it then held each seed's chosen config) where schema 2
+    kept its manifest; the manifests of earlier runs are converted (see
+    :mod:`benchsuite.store.legacy`)."""
     rows = db.execute("SELECT id, request FROM runs").fetchall()
     for row_id, text in rows:
         plan = manifest_to_plan(json.loads(text), _records(db))
+        db.execute("UPDATE runs SET request = ? WHERE id = ?", (json.dumps(plan), row_id))
+
+
+def _choices_into_records(db: sqlite3.Connection) -> None:
+    """Schema 4 keeps each seed's chosen config in its record only: a schema-3 plan's choices
+    (per cell, by seed) fill the records that lack one (those converted from 0.1 manifests),
+    and leave the plans."""
+    records = _records(db)
+    for row_id, text in db.execute("SELECT id, request FROM runs").fetchall():
+        plan = json.loads(text)
+        for cell in (cell for cells in plan["cells"].values() for cell in cells.values()):
+            choices = cell.pop("chosen", {})
+            for key in cell["jobs"]:
+                record = records.get(key)
+                chosen = choices.get(str(record.job["seed"])) if record else None
+                if record is not None and record.chosen is None and chosen is not None:
+                    record.chosen = chosen
+                    db.execute(
+                        "UPDATE results SET record = ? WHERE key = ?",
+                        (json.dumps(record.to_dict(), sort_keys=True), key),
+                    )
         db.execute("UPDATE runs SET request = ? WHERE id = ?", (json.dumps(plan), row_id))
 
 
@@ -71,6 +93,7 @@ def _records(db: sqlite3.Connection) -> dict[str, RunRecord]:
 MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {
     2: "CREATE INDEX IF NOT EXISTS results_by_cell ON results (track, mixer, stage);",
     3: _plans_from_manifests,
+    4: _choices_into_records,
 }
 """What brings a store from the version before each key to that version (SQL or a function)."""
 
@@ -307,14 +330,6 @@ class Store:
             "the run's plan",
         )
         return int(cursor.lastrowid or 0)
-
-    def update_plan(self, run_id: int, plan: dict[str, Any]) -> None:
-        """Replace the saved plan of run ``run_id`` (once its jobs have chosen their configs)."""
-        text = json.dumps(plan, sort_keys=True, default=str)
-        self._write(
-            lambda: self.db.execute("UPDATE runs SET request = ? WHERE id = ?", (text, run_id)),
-            "the run's plan",
-        )
 
     def last_plan(self) -> dict[str, Any] | None:
         """The plan of the most recent run (as saved), or None."""
