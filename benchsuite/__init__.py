@@ -28,8 +28,8 @@ from benchsuite.specs import (
     wrap,
 )
 from benchsuite.train.forecasting import ForecastTrack
+from benchsuite.version import __version__
 
-__version__ = "0.1.0"
 _LAYERS = ("LastToken", "MeanPool", "PositionalTokens", "embed_tokens")
 
 

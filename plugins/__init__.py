@@ -1,1 +1,2 @@
-"""Built-in token mixers, registered through the ``benchsuite`` entry-point group."""
+"""Built-in token mixers, installed as ``benchsuite.mixers`` and registered in code
+(:mod:`benchsuite.registry.builtins`)."""

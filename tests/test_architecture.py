@@ -36,6 +36,7 @@ BASE = {
     "contract_settings",
     "vocabulary",
     "records",
+    "version",
 }
 
 

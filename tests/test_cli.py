@@ -94,6 +94,8 @@ def one_line_error(result: subprocess.CompletedProcess, code: int, needle: str) 
 def test_version_and_bare_command_prints_help_with_one_line_per_command(tmp_path):
     version = invoke("--version", cwd=tmp_path)
     assert version.returncode == 0 and version.stdout == f"benchsuite {__version__}\n"
+    project = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
+    assert project["project"]["version"] == __version__
     bare = invoke(cwd=tmp_path)
     assert bare.returncode == 0 and bare.stderr == "", bare.stderr
     listed = re.findall(r"^    (\S+) +\S.*$", bare.stdout, re.MULTILINE)

@@ -4,9 +4,13 @@ failures that are reported and not fatal, duplicates that are a clear error."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+import sysconfig
 import textwrap
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
@@ -51,7 +55,7 @@ def write_plugin(folder: Path, stem: str, body: str) -> Path:
     return path
 
 
-def test_builtins_register_through_entry_points():
+def test_builtins_register_in_code_through_the_hooks():
     registry = load_registry()
     assert {"dense", "attention", "butterfly"} <= set(registry.mixers)
     assert "sequence" in registry.tracks
@@ -59,6 +63,38 @@ def test_builtins_register_through_entry_points():
     assert dense.distribution == "benchsuite" and dense.version
     assert dense.module == "benchsuite.mixers.dense" and dense.plugin == "dense"
     assert dense.module_file.endswith("dense.py")
+    origins = {p.name: p.origin for p in registry.plugins}
+    assert origins["dense"] == "built-in module benchsuite.mixers.dense"
+    assert not [ep for ep in entry_points(group="benchsuite") if ep.dist.name == "benchsuite"]
+
+
+def test_a_source_checkout_that_is_not_installed_has_the_built_ins(tmp_path):
+    """benchsuite, plugins/ and tracks/ copied out of the repository and run from there with no
+    installed benchsuite in sight (``-S``: no site hooks, so no editable install's finder; the
+    third-party packages come from PYTHONPATH): the built-ins load from the copy's folders."""
+    root = Path(__file__).parent.parent
+    for folder in ("benchsuite", "plugins", "tracks"):
+        shutil.copytree(
+            root / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    code = (
+        "import sys, benchsuite; mixer = benchsuite.create_mixer('mamba', 64, 32); "
+        "print(sys.modules[type(mixer).__module__].__file__); "
+        "print(benchsuite.list_mixers('*delta*'))"
+    )
+    path = os.pathsep.join([str(tmp_path), sysconfig.get_paths()["purelib"]])
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        str(tmp_path / "plugins" / "mamba.py"),
+        "['deltanet', 'gated_deltanet']",
+    ]
 
 
 def test_plugins_dir_mixer_is_listed_and_runs(tmp_path):

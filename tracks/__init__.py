@@ -1,1 +1,2 @@
-"""Built-in tracks, registered through the ``benchsuite`` entry-point group."""
+"""Built-in tracks, installed as ``benchsuite.tracks`` and registered in code
+(:mod:`benchsuite.registry.builtins`)."""

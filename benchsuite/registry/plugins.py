@@ -1,4 +1,5 @@
-"""Plugin discovery through pluggy: the ``benchsuite`` entry-point group and a plugins folder.
+"""Plugin discovery through pluggy: the built-ins (:mod:`benchsuite.registry.builtins`), the
+``benchsuite`` entry-point group and a plugins folder.
 
 Every hook is called through pluggy's hook caller, one plugin at a time
 (``PluginManager.subset_hook_caller``), so a plugin that fails to import, whose hook raises, or that
@@ -6,7 +7,8 @@ registers the wrong kind of object is recorded as a :class:`PluginFailure` (name
 reason) while everything else still loads, and pluggy's tracing sees every call.
 Environment:
   ``BENCHSUITE_PLUGINS_DIR``   a folder of ``*.py`` plugins (as ``--plugins-dir``)
-  ``BENCHSUITE_LOAD_PLUGINS``  comma-separated entry-point names to load (empty: none); unset: all
+  ``BENCHSUITE_LOAD_PLUGINS``  comma-separated built-in or entry-point names to load (empty: none);
+                               unset: all
   ``BENCHSUITE_TRACE_HOOKS``   set to 1 to print every hook call (on standard error)
 """
 
@@ -21,6 +23,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
@@ -30,8 +33,10 @@ import pluggy
 
 from benchsuite import hookspecs
 from benchsuite.errors import PluginError, UsageError, did_you_mean, one_line
+from benchsuite.registry import builtins
 from benchsuite.registry.track_variants import TrackPool
 from benchsuite.specs import Mixer, Track, provenance
+from benchsuite.version import __version__
 
 GROUP = "benchsuite"
 HOOKS = {"benchsuite_register_mixers": Mixer, "benchsuite_register_tracks": Track}
@@ -111,8 +116,10 @@ class Registry:
             alone = len(self.failures) == 1 and not did_you_mean(base, pool)
             failure = named[0] if named else self.failures[0] if alone else None
             if failure is not None:
-                where = "file" if failure.distribution == "plugins-dir" else "entry point"
-                origin = failure.origin.removeprefix("entry point ")
+                if failure.distribution == "plugins-dir":
+                    where, origin = "file", failure.origin
+                else:  # "entry point MODULE" or "built-in module MODULE"
+                    where, _, origin = failure.origin.rpartition(" ")
                 raise UsageError(
                     f"unknown {kind} {base!r} — the plugin {where} {origin} failed "
                     f"to load: {failure.reason}"
@@ -156,12 +163,20 @@ def _load_file(path: Path) -> ModuleType:
 
 
 def _candidates(plugins_dir: str | None) -> list[tuple[str, str, str, str, Callable[[], Any]]]:
-    """(name, distribution, version, origin, loader) for every plugin to try, in a stable order."""
+    """(name, distribution, version, origin, loader) for every plugin to try, in a stable order:
+    the built-ins, the entry points of installed distributions, the plugins folder."""
     allowed = os.environ.get("BENCHSUITE_LOAD_PLUGINS")
     names = None if allowed is None else {n.strip() for n in allowed.split(",") if n.strip()}
     found = []
+    own = builtins.modules()
+    for name, module in own.items():
+        if names is None or name in names:
+            load = partial(builtins.load, module)
+            found.append((name, "benchsuite", __version__, f"built-in module {module}", load))
     for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
         if names is not None and ep.name not in names:
+            continue
+        if ep.value in own.values():  # a built-in, as benchsuite 0.1 declared them
             continue
         dist = ep.dist.name if ep.dist else "?"
         version = ep.dist.version if ep.dist else "?"
