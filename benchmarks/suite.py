@@ -15,7 +15,7 @@ track: the median MDE at the verdicts' alpha (how blind the design is), the iden
 verdict (a track that tests mixing must make it lose), the mixers it separates from the
 baseline, the training seconds its jobs took, and across the run the share of cells that chose
 an end of their grid. Then the cost in *reference steps* (job-seconds divided by the seconds of
-the fixed step of :mod:`benchsuite.plan.reference`, measured at the start of the same run and
+the fixed step of :mod:`benchsuite.train.reference`, measured at the start of the same run and
 stored in report.json's environment): in total, per track and per mixer. Reference steps
 compare across machines; seconds do not.
 """

@@ -118,6 +118,14 @@ def family_note(plan: Plan, design: dict[str, Any], family: int) -> str:
     )
 
 
+def reference_step() -> float:
+    """Seconds of one reference step, the unit a run's cost is counted in (imports torch, as the
+    plan's other checks do: only a run that trains asks)."""
+    from benchsuite.train.reference import reference_step_seconds
+
+    return reference_step_seconds()
+
+
 def preflight_note(failing: list[Skip]) -> str:
     """Every cell the pre-flight failed, in one warning (before any training)."""
     pairs = "; ".join(
@@ -156,7 +164,7 @@ def run(
         address=settings.address,
     )
     plan = stored_plan(store, settings, registry) or plan_run(
-        settings, registry.tracks, registry.mixers, parameter_count, check_mixer
+        settings, registry.tracks, registry.mixers, parameter_count, check_mixer, reference_step
     )
     if failing := [s for s in plan.skipped if s.reason.startswith("pre-flight: ")]:
         events.warning(preflight_note(failing))

@@ -37,6 +37,7 @@ BASE = {
     "vocabulary",
     "records",
     "version",
+    "selection",
 }
 
 

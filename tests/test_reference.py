@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from benchsuite.plan.environment import describe
-from benchsuite.plan.reference import reference_step_seconds
+from benchsuite.train.reference import reference_step_seconds
 
 
 def test_reference_step_is_measured_and_leaves_torch_as_it_was() -> None:
@@ -18,4 +18,5 @@ def test_reference_step_is_measured_and_leaves_torch_as_it_was() -> None:
 
 
 def test_the_environment_block_carries_the_reference_step() -> None:
-    assert describe("cpu", 1)["reference_step_seconds"] > 0
+    seconds = reference_step_seconds(steps=5, repeats=3, warmup=2)
+    assert describe("cpu", 1, seconds)["reference_step_seconds"] == seconds

@@ -21,7 +21,6 @@ from benchsuite.plan.power import (
     min_sign_flip_p,
     planned_mde,
 )
-from benchsuite.plan.selection import divergence, learnt_nothing, select_best_config
 from benchsuite.records import RunRecord
 from benchsuite.results.cells import at_chance, selection
 from benchsuite.results.stats import (
@@ -34,6 +33,7 @@ from benchsuite.results.stats import (
     holm,
     impute_diverged,
 )
+from benchsuite.selection import divergence, learnt_nothing, select_best_config
 
 # also run at the lowest declared dependency versions (make test-min)
 pytestmark = pytest.mark.floors

@@ -12,8 +12,8 @@ from benchsuite import api
 from benchsuite.errors import UsageError
 from benchsuite.plan.jobs import Job, cell_jobs, grid_of
 from benchsuite.plan.resolve import resolve
-from benchsuite.plan.selection import LEARNT_MIN
 from benchsuite.registry import Registry
+from benchsuite.selection import LEARNT_MIN
 from benchsuite.settings import RunSettings
 from benchsuite.specs import Metric
 from benchsuite.store.store import Store

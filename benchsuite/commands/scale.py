@@ -66,6 +66,7 @@ def scale(
     called with each point as it is finished.
     """
     from benchsuite.plan.environment import describe
+    from benchsuite.train.reference import reference_step_seconds
 
     settings.check()
     chosen = variants.select(
@@ -110,7 +111,7 @@ def scale(
         "kind": "scaling",
         "input": SYNTHETIC_INPUT,
         "settings": settings.record(),
-        "environment": describe(settings.device, settings.threads),
+        "environment": describe(settings.device, settings.threads, reference_step_seconds()),
         "memory": "peak_allocated_bytes" if cuda else "activation_bytes",
         "baseline": settings.baseline,
         "mixers": mixers,

@@ -36,12 +36,10 @@ def git_revision(folder: Path | None = None) -> str | None:
     return head + ("+dirty" if dirty else "")
 
 
-def describe(device: str, threads: int) -> dict[str, object]:
+def describe(device: str, threads: int, reference_step: float | None) -> dict[str, object]:
     """The environment block of a run's report, with the seconds of one reference step
-    (:mod:`benchsuite.plan.reference`, measured now: about 0.3 s) that job-seconds are divided
-    by to give a cost that compares across machines."""
-    from benchsuite.plan.reference import reference_step_seconds
-
+    (:mod:`benchsuite.train.reference`, measured by the caller; None: not measured) that
+    job-seconds are divided by to give a cost that compares across machines."""
     return {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "versions": package_versions(),
@@ -52,5 +50,5 @@ def describe(device: str, threads: int) -> dict[str, object]:
         "device": device,
         "threads_per_job": threads,
         "git_revision": git_revision(),
-        "reference_step_seconds": reference_step_seconds(),
+        "reference_step_seconds": reference_step,
     }

@@ -242,16 +242,20 @@ def plan_run(
     mixers: dict[str, Mixer],
     count: Counter | None = None,
     preflight: Preflight | None = None,
+    reference_step: Callable[[], float] | None = None,
 ) -> Plan:
     """The plan of a run of resolved ``settings`` (see :func:`benchsuite.plan.resolve.resolve`):
     each track probed (a broken track is skipped with its reason), each supported cell's jobs,
     sized by the equal-size rule when ``settings.match`` asks for it and ``count`` is given; a
     mixer variant runs its base mixer under its own name. ``preflight(mixer, tokens, dim,
     options)``, when given, checks every cell's mixer at each rung's shape before any job: a
-    reason skips the cell as an error."""
+    reason skips the cell as an error. ``reference_step()``, when given, times the reference
+    step the run's cost is counted in (:mod:`benchsuite.train.reference`) for its environment."""
     plan = Plan(
         settings=settings,
-        environment=describe(settings.device, settings.threads),
+        environment=describe(
+            settings.device, settings.threads, reference_step() if reference_step else None
+        ),
         mixers={name: mixer_facts(lookup(mixers, name)) for name in settings.mixers or ()},
         tracks={},
         cells={},

@@ -18,7 +18,6 @@ from pathlib import Path
 from benchsuite.errors import UsageError
 from benchsuite.plan.matching import comparison_size
 from benchsuite.plan.plan import Plan
-from benchsuite.plan.selection import NO_BETTER_THAN_TRIVIAL, NON_FINITE
 from benchsuite.records import RunRecord
 from benchsuite.results import cells as cells_
 from benchsuite.results import curves, flags, serial, stats, summaries
@@ -34,6 +33,7 @@ from benchsuite.results.cell_schema import (
 from benchsuite.results.cells import Arm
 from benchsuite.results.schema import REPORT_VERSION, AcrossTracks, Analysis
 from benchsuite.results.tradeoffs import quality_vs_cost
+from benchsuite.selection import NO_BETTER_THAN_TRIVIAL, NON_FINITE
 from benchsuite.specs import Signature
 from benchsuite.store.store import Store
 

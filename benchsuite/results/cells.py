@@ -15,16 +15,16 @@ from typing import Any
 import numpy as np
 
 from benchsuite.plan.plan import Plan, TrackFacts
-from benchsuite.plan.selection import (
+from benchsuite.records import RunRecord
+from benchsuite.results import curves, flags, stats
+from benchsuite.results.cell_schema import Full, MixerResult, Selection, Spread, Summary, SweepRow
+from benchsuite.selection import (
     NO_BETTER_THAN_TRIVIAL,
     NON_FINITE,
     divergence,
     learnt_nothing,
     on_edge,
 )
-from benchsuite.records import RunRecord
-from benchsuite.results import curves, flags, stats
-from benchsuite.results.cell_schema import Full, MixerResult, Selection, Spread, Summary, SweepRow
 from benchsuite.vocabulary import Split, metric_key
 
 AT_CHANCE_P = 0.05  # one-sided level of "better than the trivial predictor"

@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from benchsuite.plan.selection import select_best_config
 from benchsuite.records import RunRecord
+from benchsuite.selection import select_best_config
 from benchsuite.vocabulary import Scale, Split, metric_key
 
 RENAMED = {"margin_rel": "margin", "budget_overrides": "budget"}

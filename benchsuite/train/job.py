@@ -22,9 +22,9 @@ import torch
 
 from benchsuite.budget import Budget
 from benchsuite.errors import PluginError
-from benchsuite.plan.selection import divergence, select_best_config
 from benchsuite.records import JobResult
 from benchsuite.seeds import Streams
+from benchsuite.selection import divergence, select_best_config
 from benchsuite.specs import Mixer, Track, TrackData
 from benchsuite.train.batched import Loss, Member, Unbatchable, train_stack
 from benchsuite.train.encoder import Encoder, build_encoder

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import torch
 
 from benchsuite.budget import Budget
-from benchsuite.plan.selection import learnt_floor
+from benchsuite.selection import learnt_floor
 
 if TYPE_CHECKING:
     from benchsuite.specs import Metric, Track, TrackData
@@ -165,7 +165,7 @@ def halved_now(
 
 def trivial_level(metric: Metric, val_cap: float | None) -> float | None:
     """The signed validation score (higher is better) at or below which a model has learnt
-    nothing (:func:`benchsuite.plan.selection.learnt_floor` of the trivial predictor's
+    nothing (:func:`benchsuite.selection.learnt_floor` of the trivial predictor's
     ``val_cap``); None without a ``val_cap``."""
     if val_cap is None or not math.isfinite(val_cap):
         return None
