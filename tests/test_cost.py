@@ -1,6 +1,6 @@
 """What a job costs before it runs: the units of the real default tracks' jobs rank them as their
-measured times do, and the runner hands out one scout per track, then the costliest first,
-every mixer's first seed early."""
+measured times do, and the runner hands out a scout of every track and of every mixer, then the
+costliest first, every mixer's first seed early."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def test_units_rank_the_quick_tracks_as_their_jobs_measured(registry):
     assert sorted(units, key=units.get, reverse=True) == MEASURED_ORDER
 
 
-def test_a_scout_per_track_then_the_costliest_first_and_every_mixer_early(registry):
+def test_scouts_of_every_track_and_mixer_then_the_costliest_first(registry):
     settings = resolve(
         RunSettings(tracks=("tabular", "recall"), mixers=("dense", "identity"), seeds=3), registry
     )
@@ -53,9 +53,10 @@ def test_a_scout_per_track_then_the_costliest_first_and_every_mixer_early(regist
     order = [(by_key[key].track, by_key[key].mixer, by_key[key].seed) for key in keys]
     first = min(job.seed for job in jobs)
     assert sorted(keys) == sorted(by_key)
-    assert order[:3] == [
+    assert order[:4] == [
         ("recall", "dense", first),  # the costliest track's scout
         ("tabular", "dense", first),  # every other track's scout, so its pace is seen early
+        ("tabular", "identity", first),  # a mixer not scouted yet: its cheapest job
         ("recall", "identity", first),  # then costliest first, every mixer's first seed early
     ]
-    assert [track for track, _, _ in order[2:]] == ["recall"] * 5 + ["tabular"] * 5
+    assert [track for track, _, _ in order[3:]] == ["recall"] * 5 + ["tabular"] * 4

@@ -47,6 +47,19 @@ def test_the_eta_is_the_cost_model_s_seconds_left_over_the_slots():
     assert phase.line(now=81.0) == "train: 3/6 jobs, 0:01:21 elapsed, about 0:00:04 left"
 
 
+def test_no_eta_until_every_mixer_left_has_been_seen():
+    # the cheap mixer finishes first; the slow one's pace is unknown, not "the average one"
+    outlook = _outlook({k: ("t", k[0], 1.0) for k in ("f1", "f2", "f3", "s1", "s2")})
+    phase = Phase("train", total=5, outlook=outlook, started=0.0)
+    outlook.finish("f1", 1.0)
+    outlook.finish("f2", 1.0)
+    phase.done = 2
+    assert phase.eta(now=2.0) == ""
+    outlook.finish("s1", 9.0)
+    phase.done = 3
+    assert phase.eta(now=9.0) == "about 0:00:05 left"  # (1 + 9) job-s on 2 slots
+
+
 def test_a_running_job_counts_what_its_prediction_has_left_and_teaches_a_lower_bound():
     outlook = _outlook({"a": ("t", "fast", 1.0), "b": ("t", "fast", 1.0), "c": ("t", "slow", 1.0)})
     outlook.finish("a", 10.0)

@@ -50,17 +50,21 @@ class JobCost:
 
 
 def run_order(seeds: dict[str, int], costs: dict[str, JobCost]) -> list[str]:
-    """The jobs' keys in the order a run hands them out: first one *scout* per track (its
-    costliest job, the costliest scouts first), so that every track's pace is seen within the
-    first minutes, then the rest costliest first (the tail of the run is short), among equal
-    costs the first seed of every mixer before any second seed (every mixer's pace is seen
-    early). ``seeds``: each job's seed, by key."""
+    """The jobs' keys in the order a run hands them out: first the *scouts*, one per track (its
+    costliest job) and one per mixer not yet among them (its cheapest job), costliest first, so
+    that the pace of every track and of every mixer is seen within the first minute; then the
+    rest costliest first (the tail of the run is short), among equal costs the first seed of
+    every mixer before any second seed. ``seeds``: each job's seed, by key."""
     ranked = sorted(seeds, key=lambda key: (-costs[key].units, seeds[key]))
     scouts: dict[str, str] = {}
     for key in ranked:
         scouts.setdefault(costs[key].track, key)
-    chosen = set(scouts.values())
-    return [*scouts.values(), *(key for key in ranked if key not in chosen)]
+    cheapest: dict[str, str] = {}
+    for key in sorted(seeds, key=lambda key: (costs[key].units, seeds[key])):
+        cheapest.setdefault(costs[key].mixer, key)
+    seen = {costs[key].mixer for key in scouts.values()}
+    chosen = {*scouts.values(), *(key for m, key in cheapest.items() if m not in seen)}
+    return [key for key in ranked if key in chosen] + [key for key in ranked if key not in chosen]
 
 
 @dataclass
@@ -97,9 +101,13 @@ class CostModel:
     @property
     def ready(self) -> bool:
         """Whether a prediction means something: ETA_AFTER jobs learnt from, and a job of every
-        track that has jobs left (the tracks' paces differ far more than the mixers')."""
-        seen = {track for track, _ in self._rates}
-        return self.learnt >= ETA_AFTER and all(cost.track in seen for cost in self.left.values())
+        track and of every mixer that has jobs left (the first to finish are the cheap ones:
+        the mixers not seen yet are the slow ones, not the average)."""
+        tracks = {track for track, _ in self._rates}
+        mixers = {mixer for _, mixer in self._rates}
+        return self.learnt >= ETA_AFTER and all(
+            cost.track in tracks and cost.mixer in mixers for cost in self.left.values()
+        )
 
     def _rate(self, cells: dict[tuple[str, str], list[float]]) -> Callable[[JobCost], float]:
         """log seconds per unit of a job, from the observed ``cells``: the mean of its own cell
