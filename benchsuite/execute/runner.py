@@ -133,12 +133,13 @@ class Runner:
         return kept
 
     def _start_task(self, task: Job | Cell) -> Job | Cell | None:
-        """``task`` if leased to this run now (of a cell, its seeds that are; None: no part),
-        its jobs marked as started for the outlook (an executor that pulls takes a task only
-        when it can start it)."""
+        """``task`` if leased to this run now (of a cell, its seeds that are; None: no part); a
+        job is marked as started for the outlook (an executor that pulls takes a task only when
+        it can start it). A batched cell's seeds are not: they share its seconds, so none of
+        them alone has run for as long as the cell."""
         mine = next(iter(self._claim_tasks([task])), None)
-        for job in mine.jobs if isinstance(mine, Cell) else [mine] if mine else []:
-            self.outlook.start(job.key)
+        if isinstance(mine, Job):
+            self.outlook.start(mine.key)
         return mine
 
     def _takeovers(self) -> list[Job]:
