@@ -4,10 +4,11 @@ A job's *units* are its most training steps times its configs times the work of 
 per-step cost (the Python and per-operator overhead that dominates tiny models on a CPU) plus
 arithmetic in proportion to the tokens of a batch. :class:`CostModel` turns units into seconds by
 the seconds per unit the finished jobs showed: those of the same cell when some have finished,
-else a track effect times a mixer effect fitted to the cells seen (an unseen track or mixer
-counts as the average one). The runner starts the costliest jobs first (the tail of a run is
-then short) and the progress bar's ETA is the model's seconds left (docs/running.md, "What a run
-prints"). Pure Python, no torch.
+else a track effect times a mixer effect fitted to the cells seen; a running job counts what its
+prediction has left. The runner starts a scout of every track and every mixer first, then the
+costliest jobs (the tail of a run is then short), and the progress bar's ETA is the model's
+seconds left once it has seen every track and mixer (docs/running.md, "What a run prints").
+Pure Python, no torch.
 """
 
 from __future__ import annotations
