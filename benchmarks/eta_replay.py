@@ -43,7 +43,8 @@ class StoredJob:
 
 
 def stored_jobs(out: Path) -> tuple[list[StoredJob], int]:
-    """The trained jobs of the run stored in ``out``, and the jobs it ran at once."""
+    """The trained jobs of the run stored in ``out``, and the jobs it ran at once (its workers,
+    as the process pool counts them)."""
     store = sqlite3.connect(out / "benchsuite.sqlite")
     plan = json.loads(store.execute("SELECT request FROM runs ORDER BY id DESC").fetchone()[0])
     tokens = {name: track["tokens"] for name, track in plan["tracks"].items()}
@@ -64,7 +65,8 @@ def stored_jobs(out: Path) -> tuple[list[StoredJob], int]:
         size = units(budget["steps"], budget["batch_size"], len(job["grid"]), tokens[job["track"]])
         cost = JobCost(job["track"], job["mixer"], size)
         jobs.append(StoredJob(key, job["seed"], cost, record["seconds"]))
-    return jobs, plan["settings"].get("jobs") or 2
+    settings, cpus = plan["settings"], plan["environment"].get("cpus") or 1
+    return jobs, settings.get("jobs") or max(1, cpus // settings.get("threads", 1))
 
 
 def schedule(jobs: list[StoredJob], slots: int) -> list[tuple[float, bool, StoredJob]]:

@@ -107,8 +107,8 @@ class Phase:
 
     def eta(self, now: float) -> str:
         """``about H:MM:SS left``, the outlook's seconds left at ``now`` (monotonic clock); empty
-        until the outlook is ready (it has seen a job of every track left), or when all are
-        done."""
+        until the outlook is ready (it has seen a job of every track and every mixer left), or
+        when all are done."""
         if not self.outlook.ready or self.done >= self.total:
             return ""
         left = self.outlook.seconds_left(now)

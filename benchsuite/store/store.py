@@ -80,9 +80,14 @@ def _choices_into_records(db: sqlite3.Connection) -> None:
                     record.chosen = chosen
                     db.execute(
                         "UPDATE results SET record = ? WHERE key = ?",
-                        (json.dumps(record.to_dict(), sort_keys=True), key),
+                        (_payload(record), key),
                     )
         db.execute("UPDATE runs SET request = ? WHERE id = ?", (json.dumps(plan), row_id))
+
+
+def _payload(record: RunRecord) -> str:
+    """A record as the store keeps it: JSON, keys sorted."""
+    return json.dumps(record.to_dict(), sort_keys=True)
 
 
 def _records(db: sqlite3.Connection) -> dict[str, RunRecord]:
@@ -284,7 +289,7 @@ class Store:
 
     def _put(self, record: RunRecord) -> None:
         job = record.job
-        payload = json.dumps(record.to_dict(), sort_keys=True)
+        payload = _payload(record)
         if record.status == Status.OK:
             self.db.execute(
                 "INSERT INTO results VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(key) DO UPDATE SET "
