@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 import textwrap
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -82,7 +81,10 @@ def test_a_source_checkout_that_is_not_installed_has_the_built_ins(tmp_path):
         "print(sys.modules[type(mixer).__module__].__file__); "
         "print(benchsuite.list_mixers('*delta*'))"
     )
-    path = os.pathsep.join([str(tmp_path), sysconfig.get_paths()["purelib"]])
+    # This interpreter's own path minus the repository: -S skips .pth files, and CI's floors
+    # environment finds torch through one (a second site-packages).
+    third_party = [entry for entry in sys.path if entry and Path(entry).resolve() != root.resolve()]
+    path = os.pathsep.join([str(tmp_path), *third_party])
     done = subprocess.run(
         [sys.executable, "-S", "-c", code],
         cwd=tmp_path,
