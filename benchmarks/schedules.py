@@ -3,13 +3,14 @@
 For one cell (every seed × the track's grid, the model, data and minibatch order of the suite's
 jobs), each config is trained in a plain loop under three learning-rate schedules, each with the
 track's early-stopping rule (a check every ``eval_every``; ``patience``; never before
-``min_steps``; the best check's weights):
+``min_steps``; the best check's weights; not the trivial-level check, so use it on cells that
+learn):
 
 - ``cosine``: the suite's (linear warm-up, cosine decay to zero at the preset's most steps);
 - ``cosine x2``: the same at twice the most steps (the issue's doubling test);
 - ``plateau``: warm-up, then a constant rate until ``patience`` checks pass without
   improvement; then the rate is cut by ``--factor`` and patience starts again; after ``--cuts``
-  cuts the config has converged. Capped at ``--cap`` times the preset's steps.
+  cuts the next plateau stops the config (converged). Capped at ``--cap`` times the preset's steps.
 
 Each seed chooses its config on validation and scores it once on test, as the protocol does.
 Printed per schedule: the test metric (mean ± sd over seeds), the chosen configs' steps, how many
