@@ -21,7 +21,7 @@ import math
 import time
 
 import torch
-from plain import plain, step, test_metric
+from plain import cosine, plain, step, test_metric, validation_score
 
 from benchsuite.execute.worker import Worker
 from benchsuite.plan.jobs import Job, cell_jobs, grid_of
@@ -35,28 +35,12 @@ def hand_loop(job: Job, registry: Registry) -> tuple[int, float]:
     """Every config of the job's grid trained one after the other; (chosen config, its test
     metric)."""
     cell = plain(job, registry)
-    budget, data = cell.budget, cell.data
-    metric = data.metric or cell.track.metric
-    sign = 1.0 if metric.higher_is_better else -1.0
-    x_val, y_val = torch.from_numpy(data.x_val), torch.from_numpy(data.y_val)
-    warmup = max(1, int(budget.warmup_fraction * budget.steps))
-
-    def schedule(index: int) -> float:
-        if index < warmup:
-            return (index + 1) / warmup
-        return 0.5 * (1 + math.cos(math.pi * (index - warmup) / max(budget.steps - warmup, 1)))
-
-    def validation(model: torch.nn.Module) -> float:
-        model.eval()
-        with torch.no_grad():
-            size = budget.eval_batch_size
-            prediction = torch.cat([model(x_val[i : i + size]) for i in range(0, len(x_val), size)])
-        model.train()
-        return sign * float(cell.track.evaluate(prediction, y_val, data)[metric.name])
+    budget = cell.budget
+    schedule = cosine(max(1, int(budget.warmup_fraction * budget.steps)), budget.steps)
 
     scores, models = [], []
     for config in job.grid:
-        model = build_model(cell.track, cell.mixer, data, job)
+        model = build_model(cell.track, cell.mixer, cell.data, job)
         optimizer = torch.optim.AdamW(
             model.parameters(), lr=config["lr"], weight_decay=config.get("weight_decay", 0.0)
         )
@@ -68,7 +52,7 @@ def hand_loop(job: Job, registry: Registry) -> tuple[int, float]:
             scheduler.step()
             done = index + 1
             if budget.eval_every and (done % budget.eval_every == 0 or done == budget.steps):
-                value = validation(model)
+                value = validation_score(model, cell)
                 if value > best + budget.min_delta * abs(best) or best == -math.inf:
                     best, best_state, stale = value, copy.deepcopy(model.state_dict()), 0
                 else:
@@ -77,7 +61,7 @@ def hand_loop(job: Job, registry: Registry) -> tuple[int, float]:
                         break
         if best_state is not None and budget.checkpoint == "best":
             model.load_state_dict(best_state)
-        scores.append(validation(model))
+        scores.append(validation_score(model, cell))
         models.append(model)
     chosen = max(range(len(scores)), key=lambda i: (scores[i], -i))
     return chosen, test_metric(models[chosen], cell)

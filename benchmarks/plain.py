@@ -1,8 +1,11 @@
-"""What the hand-written loops of ``overhead.py`` and ``handloop.py`` share: one job's data,
-minibatch order and loss as plain tensors, one plain training step, and the test metric."""
+"""What the hand-written loops of ``overhead.py``, ``handloop.py`` and ``schedules.py`` share: one
+job's data, minibatch order and loss as plain tensors, one plain training step, the suite's
+learning-rate schedule, and the validation and test metrics."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +56,31 @@ def step(model: torch.nn.Module, job: Plain, index: int, optimizer: torch.optim.
     if job.budget.clip:
         torch.nn.utils.clip_grad_norm_(model.parameters(), job.budget.clip)
     optimizer.step()
+
+
+def cosine(warmup: int, steps: int) -> Callable[[int], float]:
+    """The suite's learning-rate factor: linear warm-up, then cosine decay to zero at ``steps``."""
+
+    def factor(index: int) -> float:
+        if index < warmup:
+            return (index + 1) / warmup
+        return 0.5 * (1 + math.cos(math.pi * (index - warmup) / max(steps - warmup, 1)))
+
+    return factor
+
+
+def validation_score(model: torch.nn.Module, job: Plain) -> float:
+    """The model's primary metric on the job's validation split, signed so that higher is better
+    (predicted in batches of the budget's ``eval_batch_size``)."""
+    metric = job.data.metric or job.track.metric
+    x_val, y_val = torch.from_numpy(job.data.x_val), torch.from_numpy(job.data.y_val)
+    size = job.budget.eval_batch_size
+    model.eval()
+    with torch.no_grad():
+        prediction = torch.cat([model(x_val[i : i + size]) for i in range(0, len(x_val), size)])
+    model.train()
+    sign = 1.0 if metric.higher_is_better else -1.0
+    return sign * float(job.track.evaluate(prediction, y_val, job.data)[metric.name])
 
 
 def test_metric(model: torch.nn.Module, job: Plain) -> float:

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 
 import torch
-from plain import Plain, plain, step, test_metric
+from plain import Plain, cosine, plain, step, test_metric, validation_score
 
 from benchsuite.plan.jobs import Job, cell_jobs, grid_of
 from benchsuite.plan.resolve import resolve
@@ -38,17 +38,6 @@ from benchsuite.settings import RunSettings
 from benchsuite.train.job import build_model
 
 Schedule = Callable[[int], float]
-
-
-def cosine(warmup: int, steps: int) -> Schedule:
-    """Linear warm-up, then cosine decay to zero at ``steps``."""
-
-    def factor(index: int) -> float:
-        if index < warmup:
-            return (index + 1) / warmup
-        return 0.5 * (1 + math.cos(math.pi * (index - warmup) / max(steps - warmup, 1)))
-
-    return factor
 
 
 def train_config(
@@ -63,27 +52,16 @@ def train_config(
 ) -> tuple[torch.nn.Module, float, int, bool]:
     """One config under the rule: (model at its best check, validation score, steps, converged).
     ``decay`` None: the plateau schedule (warm-up, constant, cut on each plateau)."""
-    budget, data = cell.budget, cell.data
-    metric = data.metric or cell.track.metric
-    sign = 1.0 if metric.higher_is_better else -1.0
-    x_val, y_val = torch.from_numpy(data.x_val), torch.from_numpy(data.y_val)
-    scale = {"value": 1.0}
-    schedule = decay or (lambda i: min((i + 1) / warmup, 1.0) * scale["value"])
+    budget = cell.budget
+    made = 0  # rate cuts so far (the plateau schedule reads it at every step)
+    schedule = decay or (lambda i: min((i + 1) / warmup, 1.0) * cut**made)
 
-    def validation(model: torch.nn.Module) -> float:
-        model.eval()
-        with torch.no_grad():
-            size = budget.eval_batch_size
-            prediction = torch.cat([model(x_val[i : i + size]) for i in range(0, len(x_val), size)])
-        model.train()
-        return sign * float(cell.track.evaluate(prediction, y_val, data)[metric.name])
-
-    model = build_model(cell.track, cell.mixer, data, job)
+    model = build_model(cell.track, cell.mixer, cell.data, job)
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=config["lr"], weight_decay=config.get("weight_decay", 0.0)
     )
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
-    best, best_state, stale, done, made = -math.inf, None, 0, 0, 0
+    best, best_state, stale, done = -math.inf, None, 0, 0
     converged = False
     for index in range(steps):
         step(model, cell, index, optimizer)
@@ -91,7 +69,7 @@ def train_config(
         done = index + 1
         if done % budget.eval_every and done != steps:
             continue
-        value = validation(model)
+        value = validation_score(model, cell)
         if best == -math.inf or value > best + budget.min_delta * abs(best):
             best, best_state, stale = value, copy.deepcopy(model.state_dict()), 0
             continue
@@ -100,7 +78,6 @@ def train_config(
             continue
         if decay is None and made < cuts:
             made, stale = made + 1, 0
-            scale["value"] *= cut
             continue
         converged = True
         break

@@ -161,7 +161,8 @@ def against(revision: str, extra: list[str]) -> None:
 def main() -> None:
     extra = sys.argv[1:]
     if extra[:1] in (["-h"], ["--help"]):  # the rest goes to `benchsuite run`
-        return print(__doc__)
+        print(__doc__)
+        return None
     if extra[:1] == ["--against"]:
         return against(extra[1], extra[2:])
     out = Path(tempfile.mkdtemp(prefix="benchsuite-suite-")) / "out"
