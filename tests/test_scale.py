@@ -73,7 +73,13 @@ def test_attention_grows_faster_than_the_long_convolution(ladder):
     for entry in result["mixers"].values():
         assert [p["status"] for p in entry["points"]] == ["ok"] * 3
     attention, longconv = (result["mixers"][m]["exponents"] for m in ("attention", "longconv"))
-    assert attention["seconds_per_step"] > longconv["seconds_per_step"] + 0.2
+    # Counted arithmetic is deterministic; wall time on a shared machine is not, so the seconds
+    # are checked to be measured (positive, growing with the tokens), not compared between
+    # mixers: speed claims live in benchmarks/.
+    for entry in result["mixers"].values():
+        seconds = [p["seconds_per_step"] for p in entry["points"]]
+        assert all(s > 0 for s in seconds) and seconds[-1] > seconds[0]
+        assert entry["exponents"]["seconds_per_step"] > 0
     assert attention["flops_per_example"] > 1.6
     assert longconv["flops_per_example"] < 1.2
     assert json.loads((out / "scaling.json").read_text()) == result
