@@ -19,6 +19,7 @@ def lr_grid(*lrs: float, weight_decay: float = 0.0) -> tuple[dict[str, float], .
 
 
 CHECKPOINTS = ("last", "best")
+SCHEDULES = ("cosine", "plateau")
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class Budget:
     eval_batch_size: int = 1024
     checkpoint: str = "last"  # the state scored: "last" (after training) or "best" (best check)
     warmup_fraction: float = 0.05
+    warmup_steps: int = 0  # the warm-up's length in steps (0: warmup_fraction of ``steps``)
     clip: float = 0.0  # gradient norm clipping (0: none), per model
     # early stopping, the same for every mixer (docs/protocol.md, "Training length"): every
     # ``eval_every`` steps (0: never) each config's validation score is read; a config whose score
@@ -53,11 +55,32 @@ class Budget:
     # check at or after each of these steps, the configs still training are ranked by their best
     # validation score so far and only the better half (rounded up) trains on; () never prunes
     halve_at: tuple[int, ...] = ()
+    # the learning rate after the warm-up (docs/protocol.md, "The learning-rate schedule"):
+    # "cosine" decays it to zero at ``steps``; "plateau" holds it until the stopping rule's
+    # patience runs out, then multiplies it by ``cut_factor`` and restarts the patience, ``cuts``
+    # times, and the next plateau stops the config (``steps`` is only a cap)
+    schedule: str = "cosine"
+    cuts: int = 1
+    cut_factor: float = 0.1
 
     def __post_init__(self) -> None:
         if self.checkpoint not in CHECKPOINTS:
             raise ValueError(
                 f"budget checkpoint {self.checkpoint!r}: expected one of {', '.join(CHECKPOINTS)}"
+            )
+        if self.schedule not in SCHEDULES:
+            raise ValueError(
+                f"budget schedule {self.schedule!r}: expected one of {', '.join(SCHEDULES)}"
+            )
+        if self.schedule == "plateau" and not (self.eval_every and self.patience):
+            raise ValueError(
+                "budget schedule 'plateau' needs eval_every and patience ≥ 1 (its rate is cut "
+                "when the validation score stops improving)"
+            )
+        if self.cuts < 0 or not 0 < self.cut_factor < 1:
+            raise ValueError(
+                f"budget cuts {self.cuts}, cut_factor {self.cut_factor}: expected cuts ≥ 0 and "
+                "0 < cut_factor < 1"
             )
         if (self.patience or self.halve_at or self.checkpoint == "best") and not self.eval_every:
             raise ValueError(
@@ -75,6 +98,11 @@ class Budget:
                 f"{self.min_steps} (pruning slow starters early favours fast learners)"
             )
         object.__setattr__(self, "halve_at", halvings)
+
+    @property
+    def warmup(self) -> int:
+        """The warm-up's length in steps (at least 1)."""
+        return max(1, self.warmup_steps or int(self.warmup_fraction * self.steps))
 
     def training(self) -> dict[str, Any]:
         """The fields that shape one training run (everything but the grid)."""

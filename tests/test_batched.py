@@ -22,7 +22,7 @@ from benchsuite.records import JobResult
 from benchsuite.registry import Registry, load_registry
 from benchsuite.settings import RunSettings
 from benchsuite.train.batched import train_stack
-from benchsuite.train.fit import StackedAdamW
+from benchsuite.train.fit import Schedule, StackedAdamW
 from benchsuite.train.job import fit, predict, prepare, run_job, run_jobs_batched
 from benchsuite.train.size import parameter_count
 
@@ -168,10 +168,10 @@ def test_configs_trained_as_one_stack_equal_each_trained_alone(registry, track, 
     """The stacked AdamW (an lr per member) against torch's fused AdamW, model by model."""
     job = seed_jobs(registry, track, mixer, seeds=2)[0]
     [stacked], [alone] = (prepare(job, *parts(registry, [job])).rungs for _ in range(2))
-    trace = train_stack(stacked.members, registry.tracks[track].loss, 0.05)
+    trace = train_stack(stacked.members, registry.tracks[track].loss, Schedule.of(job.budget))
     x_val = torch.from_numpy(alone.data.x_val)
     for index, member in enumerate(alone.members):
-        single = fit(member.model, registry.tracks[track], member, 0.05)
+        single = fit(member.model, registry.tracks[track], member, Schedule.of(job.budget))
         assert same(trace.slice(index).member(0)[0], single.member(0)[0], rtol=1e-4)
         # the trained models agree on held-out data (parameters whose gradient is ~0 may not:
         # Adam turns float noise in a tiny gradient into a full-size step)

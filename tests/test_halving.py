@@ -16,6 +16,7 @@ from benchsuite.plan.resolve import resolve
 from benchsuite.registry import Registry
 from benchsuite.settings import RunSettings
 from benchsuite.train.batched import train_stack
+from benchsuite.train.fit import Schedule
 from benchsuite.train.halving import halve_one_by_one
 from benchsuite.train.job import fit, predict, prepare, run_job, run_jobs_batched
 from benchsuite.train.stopping import Watch, halved_now
@@ -95,10 +96,10 @@ def test_the_stack_and_configs_trained_one_by_one_prune_alike(registry, patience
     track, mixer = registry.tracks["sequence"], registry.mixers["dense"]
     stacked, alone = prepare(job, track, mixer).rungs[0], prepare(job, track, mixer).rungs[0]
     loss = track.criterion(stacked.data, stacked.options)
-    trace = train_stack(stacked.members, loss, 0.05, 1.0)
+    trace = train_stack(stacked.members, loss, Schedule.of(job.budget), 1.0)
     marks: list[dict] = [{} for _ in alone.members]
     singles = [
-        fit(member.model, track, member, 0.05, 1.0, loss, marks[index])
+        fit(member.model, track, member, Schedule.of(job.budget), 1.0, loss, marks[index])
         for index, member in enumerate(alone.members)
     ]
     assert all(sorted(mark) in ([], [1], [1, 2]) for mark in marks)

@@ -18,6 +18,7 @@ from benchsuite.settings import RunSettings
 from benchsuite.specs import Metric
 from benchsuite.store.store import Store
 from benchsuite.train.batched import train_stack
+from benchsuite.train.fit import Schedule
 from benchsuite.train.job import fit, predict, prepare, run_job
 from benchsuite.train.stopping import Stopping, Watch, converged_now, trivial_level
 
@@ -90,10 +91,10 @@ def test_stacked_and_one_by_one_training_stop_alike(registry):
     track, mixer = registry.tracks["sequence"], registry.mixers["dense"]
     stacked, alone = prepare(job, track, mixer).rungs[0], prepare(job, track, mixer).rungs[0]
     loss = track.criterion(stacked.data, stacked.options)
-    trace = train_stack(stacked.members, loss, 0.05, 1.0)
+    trace = train_stack(stacked.members, loss, Schedule.of(job.budget), 1.0)
     x_test = torch.from_numpy(alone.data.x_test)
     for index, member in enumerate(alone.members):
-        single = fit(member.model, track, member, 0.05, 1.0, loss)
+        single = fit(member.model, track, member, Schedule.of(job.budget), 1.0, loss)
         assert trace.steps(index) == single.steps(0)
         assert trace.best_step.get(index) == single.best_step.get(0)
         # each restored its best check: the models agree on held-out data (parameters with a
@@ -192,7 +193,7 @@ def test_the_trivial_level_is_the_learnt_nothing_threshold_on_the_signed_scale()
     settings = Stopping(10, 1, 0.0, False, torch.zeros(1), 1, float, (), 0, -1.0 + LEARNT_MIN)
     rule = settings.rule(lambda: [-1.0, -0.5], lambda member: None)
     watches = [Watch(best=-1.0, best_step=10), Watch(best=-0.5, best_step=10)]
-    assert converged_now(rule, watches, 20, [0, 1], [0, 1]) == [1]
+    assert converged_now(rule, watches, 20, [0, 1], [0, 1]).converged == [1]
 
 
 def test_min_steps_never_comes_after_the_first_halving(registry):

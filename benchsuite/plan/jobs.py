@@ -30,6 +30,7 @@ STOPPING = (
     "checkpoint",
     "halve_at",
 )  # also --budget keys
+SCHEDULE = ("schedule", "cuts", "cut_factor", "warmup_steps")  # also --budget keys
 GRID_AXES = ("lr", "weight_decay")  # the hyperparameters the training loop understands
 
 
@@ -124,6 +125,7 @@ def budget_terms(track: Track, settings: RunSettings) -> dict[str, Any]:
         "depth": budget.depth,
         "checkpoint": budget.checkpoint,
         **{key: getattr(budget, key) for key in STOPPING if getattr(budget, key)},
+        **({key: getattr(budget, key) for key in SCHEDULE} if budget.schedule != "cosine" else {}),
         "preset": settings.preset,
         "track_options": dict(settings.track_options.get(track.name, {})),
     }

@@ -13,11 +13,12 @@ device checked. Every mistake is a one-line usage error.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
-from benchsuite.budget import CHECKPOINTS
+from benchsuite.budget import CHECKPOINTS, SCHEDULES
 from benchsuite.errors import PluginError, UsageError, did_you_mean, one_line
-from benchsuite.plan.jobs import GRID_AXES, OVERRIDABLE, STOPPING
+from benchsuite.plan.jobs import GRID_AXES, OVERRIDABLE, SCHEDULE, STOPPING
 from benchsuite.plan.matching import MATCHES
 from benchsuite.plan.power import default_seeds
 from benchsuite.registry import Registry, track_variants, variants
@@ -185,12 +186,13 @@ def check_track_options(track: Track, options: dict, preset: str) -> None:
 def budget_overrides(given: Any) -> dict[str, Any]:
     """``--budget`` overrides parsed: sizes as whole numbers >= 1, ``eval_every``, ``patience`` and
     ``min_steps`` whole numbers >= 0, ``min_delta`` a number >= 0, ``checkpoint`` last or best,
-    ``halve_at`` increasing steps (``120,240``; ``none``: no pruning) (an unknown key is an
-    error)."""
+    ``halve_at`` increasing steps (``120,240``; ``none``: no pruning), ``schedule`` cosine or
+    plateau, ``cuts`` and ``warmup_steps`` whole numbers >= 0, ``cut_factor`` between 0 and 1
+    (an unknown key is an error)."""
     overrides: dict[str, Any] = {}
     for key, value in given.items():
-        if key not in OVERRIDABLE + STOPPING:
-            valid = ", ".join(OVERRIDABLE + STOPPING)
+        if key not in OVERRIDABLE + STOPPING + SCHEDULE:
+            valid = ", ".join(OVERRIDABLE + STOPPING + SCHEDULE)
             raise UsageError(f"unknown budget key {key!r}; valid: {valid}")
         overrides[key] = _budget_value(key, value)
     return overrides
@@ -204,6 +206,18 @@ def _budget_value(key: str, value: Any) -> Any:
             expected = " or ".join(CHECKPOINTS)
             raise UsageError(f"budget checkpoint: expected {expected}, got {value!r}")
         return value
+    if key == "schedule":
+        if value not in SCHEDULES:
+            raise UsageError(f"budget schedule: expected {' or '.join(SCHEDULES)}, got {value!r}")
+        return value
+    if key == "cut_factor":
+        try:
+            factor = float(value)
+        except (TypeError, ValueError):
+            factor = math.nan
+        if not 0 < factor < 1:
+            raise UsageError(f"budget cut_factor: expected a number between 0 and 1, got {value!r}")
+        return factor
     kind, parse = ("a number", float) if key == "min_delta" else ("a whole number", int)
     try:
         parsed = parse(value)

@@ -24,7 +24,7 @@ from torch import nn
 from torch.func import functional_call, stack_module_state
 
 from benchsuite.errors import one_line
-from benchsuite.train.fit import StackedAdamW, Trace, train_loop
+from benchsuite.train.fit import Schedule, StackedAdamW, Trace, train_loop
 from benchsuite.train.stopping import Stopping, StopRule
 
 # Under vmap, torch runs operators without a batching rule (the CPU's fused attention kernel)
@@ -167,9 +167,7 @@ def _try_vmap(stack: Stack, loss: Loss) -> None:
             p.grad = None
 
 
-def train_stack(
-    members: list[Member], loss: Loss, warmup_fraction: float, clip: float = 0.0
-) -> Trace:
+def train_stack(members: list[Member], loss: Loss, schedule: Schedule, clip: float = 0.0) -> Trace:
     """Train the members as one stack, in place (each member's model ends with its own trained
     state); raises :class:`Unbatchable` before training when vmap cannot run the model. A member
     that stops (converged or diverged) leaves the stack: the others train on without it."""
@@ -208,7 +206,7 @@ def train_stack(
         optimizer,
         loss_at,
         members[0].order.shape[0],
-        warmup_fraction,
+        schedule,
         members[0].x.device,
         members=len(members),
         on_stop=on_stop,

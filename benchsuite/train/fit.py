@@ -1,17 +1,18 @@
 """The one training loop, shared by one model and by a stack of models trained as one.
 
-AdamW with linear warm-up then cosine decay to zero, minibatches from :func:`batch_order`. One
-model uses torch's fused AdamW (one kernel for all parameters: ~25% faster steps for tiny models
+AdamW with linear warm-up then cosine decay to zero (or, under the plateau schedule, a constant rate
+the stopping rule cuts on each plateau: :class:`Schedule`), minibatches from :func:`batch_order`.
+One model uses torch's fused AdamW (one kernel for all parameters: ~25% faster steps for tiny models
 on the CPU); a stack of models (:mod:`benchsuite.train.batched`) uses :class:`StackedAdamW`, the
-same update with a learning rate and weight decay per member. Every ``CHECK_EVERY`` steps the
-loss trace is checked: a member whose loss turned non-finite is reported (and, once all have,
-training stops early). With a :class:`StopRule`, every ``every`` steps each member's validation
-score is read: a member whose score has not improved by more than ``min_delta`` (relative) for
-``patience`` checks in a row has converged and stops; with ``keep_best`` the state of each
-member's best check is kept (the caller restores it); at the first check at or after each of the
-rule's ``halve_at`` steps, members outside the better half of the grid (a quarter at the second,
-...) are pruned. Every member
-of every mixer follows the same rule.
+same update with a learning rate and weight decay per member. Every ``CHECK_EVERY`` steps the loss
+trace is checked: a member whose loss turned non-finite is reported (and, once all have, training
+stops early). With a :class:`StopRule`, every ``every`` steps each member's validation score is
+read: a member whose score has not improved by more than ``min_delta`` (relative) for ``patience``
+checks in a row has converged and stops (under the plateau schedule its rate is cut first, and its
+patience starts again); with ``keep_best`` the state of each member's best check is kept (the caller
+restores it); at the first check at or after each of the rule's ``halve_at`` steps, members outside
+the better half of the grid (a quarter at the second, ...) are pruned. Every member of every mixer
+follows the same rule.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Protocol
 import numpy as np
 import torch
 
+from benchsuite.budget import Budget
 from benchsuite.train.stopping import StopRule, Watch, converged_now, halved_now
 
 CHECK_EVERY = 50
@@ -43,12 +45,28 @@ def batch_order(rng: np.random.Generator, n: int, steps: int, batch_size: int) -
     return torch.from_numpy(order[: steps * size].reshape(steps, size).astype(np.int64))
 
 
-def lr_factor(step: int, steps: int, warmup: int) -> float:
-    """Linear warm-up then cosine decay to zero."""
-    if step < warmup:
-        return (step + 1) / warmup
-    progress = (step - warmup) / max(steps - warmup, 1)
-    return 0.5 * (1.0 + math.cos(math.pi * progress))
+@dataclass(frozen=True)
+class Schedule:
+    """The learning rate's factor at each step: a linear warm-up over ``warmup`` steps, then a
+    cosine decay to zero at the most steps (``decay``), or a constant rate that the stopping
+    rule cuts member by member on each plateau (the plateau schedule, :meth:`Optimizer.cut`)."""
+
+    warmup: int
+    decay: bool = True
+
+    @classmethod
+    def of(cls, budget: Budget) -> Schedule:
+        """The budget's schedule."""
+        return cls(budget.warmup, budget.schedule == "cosine")
+
+    def factor(self, step: int, steps: int) -> float:
+        """The factor of step ``step`` (from 0) of at most ``steps``."""
+        if step < self.warmup:
+            return (step + 1) / self.warmup
+        if not self.decay:
+            return 1.0
+        progress = (step - self.warmup) / max(steps - self.warmup, 1)
+        return 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
 def synchronize(device: torch.device) -> None:
@@ -58,11 +76,14 @@ def synchronize(device: torch.device) -> None:
 
 
 class Optimizer(Protocol):
-    """What the loop needs of an optimiser: clear gradients, step at a scheduled lr factor."""
+    """What the loop needs of an optimiser: clear gradients, step at a scheduled lr factor, cut
+    one member's rate (its position in the optimiser: 0 for one model)."""
 
     def zero_grad(self) -> None: ...
 
     def step(self, factor: float) -> None: ...
+
+    def cut(self, position: int, factor: float) -> None: ...
 
 
 class FusedAdamW:
@@ -85,6 +106,10 @@ class FusedAdamW:
             torch.nn.utils.clip_grad_norm_(self.params, self.clip, foreach=True)
         self.optimizer.param_groups[0]["lr"] = self.lr * factor
         self.optimizer.step()
+
+    def cut(self, position: int, factor: float) -> None:
+        """Multiply the learning rate by ``factor`` from the next step on."""
+        self.lr *= factor
 
 
 class StackedAdamW:
@@ -137,10 +162,20 @@ class StackedAdamW:
             member[start : start + n] = torch.arange(members, device=device).repeat_interleave(
                 n // members
             )
+        self.member = member
+        self._rates()
+
+    def _rates(self) -> None:
+        """Each element's learning rate and decoupled decay (lr × weight decay), by member."""
+        device = self.flat.device
         lr = torch.tensor(self.lrs, dtype=torch.float32, device=device)
         decay = torch.tensor(self.decays, dtype=torch.float32, device=device)
-        self.member = member
-        self.lr, self.decay = lr[member], (lr * decay)[member]
+        self.lr, self.decay = lr[self.member], (lr * decay)[self.member]
+
+    def cut(self, position: int, factor: float) -> None:
+        """Multiply the learning rate of the member at ``position`` by ``factor``."""
+        self.lrs[position] *= factor
+        self._rates()
 
     def keep(self, positions: Sequence[int]) -> None:
         """Keep only the members at ``positions`` (in that order), with their parameters and
@@ -203,6 +238,7 @@ class Trace:
     best_step: dict[int, int] = field(default_factory=dict)  # member -> step of its best check
     pruned: dict[int, int] = field(default_factory=dict)  # member -> steps done when halved away
     best_score: dict[int, float] = field(default_factory=dict)  # member -> its best check's score
+    cuts: dict[int, list[int]] = field(default_factory=dict)  # member -> steps done at its cuts
 
     def steps(self, index: int) -> int:
         """The steps member ``index`` trained (all of the trace unless it stopped)."""
@@ -227,6 +263,7 @@ class Trace:
             return {0: marks[index]} if index in marks else {}
 
         score = {0: self.best_score[index]} if index in self.best_score else {}
+        cuts = {0: self.cuts[index]} if index in self.cuts else {}
         return Trace(
             self.losses[:, index],
             one(self.stopped),
@@ -235,6 +272,7 @@ class Trace:
             one(self.best_step),
             one(self.pruned),
             score,
+            cuts,
         )
 
     def curve(self, index: int, points: int = 64) -> list[float]:
@@ -248,7 +286,7 @@ def train_loop(
     optimizer: Optimizer,
     loss_at: Callable[[int], torch.Tensor],
     steps: int,
-    warmup_fraction: float,
+    schedule: Schedule,
     device: torch.device,
     members: int = 0,
     on_stop: Callable[[int, int], None] | None = None,
@@ -265,12 +303,12 @@ def train_loop(
     on ``loss_at`` and the rule's score give theirs only (a stack that drops stopped members does
     that much less work).
     """
-    warmup = max(1, int(warmup_fraction * steps))
     losses = torch.zeros((steps, members) if members else steps, device=device)
     training = list(range(max(members, 1)))
     stopped: dict[int, int] = {}
     converged: dict[int, int] = {}
     pruned: dict[int, int] = {}
+    cuts: dict[int, list[int]] = {}
     watches = [Watch() for _ in training]
     halvings = list(rule.settings.halve_at) if rule is not None else []
     rung = 0  # halvings done
@@ -291,7 +329,7 @@ def train_loop(
         loss = loss_at(step)
         optimizer.zero_grad()
         (loss.sum() if members else loss).backward()
-        optimizer.step(lr_factor(step, steps, warmup))
+        optimizer.step(schedule.factor(step, steps))
         if members:
             losses[step, training] = loss.detach()
         else:
@@ -304,8 +342,12 @@ def train_loop(
                 if not finite[member]:
                     stop(member, done, stopped)
         if rule is not None and (done % rule.settings.every == 0 or done == steps):
-            for member in converged_now(rule, watches, done, training, running()):
+            check = converged_now(rule, watches, done, training, running())
+            for member in check.converged:
                 stop(member, done, converged)
+            for member in check.cut:  # the optimiser holds the members still in ``training``
+                optimizer.cut(training.index(member), rule.settings.cut_factor)
+                cuts.setdefault(member, []).append(done)
             while halvings and halvings[0] <= done < steps:  # none at the end: nothing saved
                 halvings.pop(0)
                 rung += 1
@@ -330,4 +372,5 @@ def train_loop(
         {m: w.best_step for m, w in checked.items()},
         pruned,
         {m: w.best for m, w in checked.items()},
+        cuts,
     )

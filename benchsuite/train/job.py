@@ -28,7 +28,7 @@ from benchsuite.selection import divergence, select_best_config
 from benchsuite.specs import Mixer, Track, TrackData
 from benchsuite.train.batched import Loss, Member, Unbatchable, train_stack
 from benchsuite.train.encoder import Encoder, build_encoder
-from benchsuite.train.fit import FusedAdamW, Trace, batch_order, train_loop
+from benchsuite.train.fit import FusedAdamW, Schedule, Trace, batch_order, train_loop
 from benchsuite.train.halving import HalvingMark, halve_one_by_one, recorder
 from benchsuite.train.measures import forward_flops, parameter_counts
 from benchsuite.train.preflight import check_mixer
@@ -86,7 +86,7 @@ def fit(
     model: Encoder,
     track: Track,
     member: Member,
-    warmup_fraction: float,
+    schedule: Schedule,
     clip: float = 0.0,
     loss: Loss | None = None,
     marks: dict[int, HalvingMark] | None = None,
@@ -127,7 +127,7 @@ def fit(
 
         rule = stopping.rule(score, snapshot, recorder(marks, model, best))
     model.train()
-    trace = train_loop(optimizer, loss_at, order.shape[0], warmup_fraction, x.device, rule=rule)
+    trace = train_loop(optimizer, loss_at, order.shape[0], schedule, x.device, rule=rule)
     if best:
         model.load_state_dict(best[0])
     return trace
@@ -360,18 +360,18 @@ def _train_rung(
 ) -> tuple[list[Trace], float, bool]:
     """Every config of one rung, as one stack when vmap can run the model, else one by one: the
     traces, the seconds per step of one model, and whether they trained as one stack."""
-    warmup, clip = budget.warmup_fraction, budget.clip
+    schedule, clip = Schedule.of(budget), budget.clip
     loss = track.criterion(rung.data, rung.options)
     if len(rung.members) > 1:
         try:
-            trace = train_stack(rung.members, loss, warmup, clip)
+            trace = train_stack(rung.members, loss, schedule, clip)
             traces = [trace.slice(i) for i in range(len(rung.members))]
             return traces, trace.seconds_per_step, True
         except Unbatchable as reason:  # raised before training: the models are untouched
             log.info("%s: configs trained one by one: %s", job.label, reason)
     marks: list[dict[int, HalvingMark]] = [{} for _ in rung.members]
     traces = [
-        fit(m.model, track, m, warmup, clip, loss, marks[i]) for i, m in enumerate(rung.members)
+        fit(m.model, track, m, schedule, clip, loss, marks[i]) for i, m in enumerate(rung.members)
     ]
     halve_one_by_one(traces, marks, [m.model for m in rung.members])
     return traces, sum(t.seconds_per_step for t in traces) / len(traces), False
@@ -405,7 +405,7 @@ def run_jobs_batched(jobs: list[Job], track: Track, mixer: Mixer) -> list[JobRes
             if len({tuple(m.x.shape[1:]) for m in members}) > 1:
                 raise Unbatchable("the seeds' data differ in shape")
             loss = track.criterion(prepared[0].rungs[r].data, prepared[0].rungs[r].options)
-            per_rung.append(train_stack(members, loss, budget.warmup_fraction, budget.clip))
+            per_rung.append(train_stack(members, loss, Schedule.of(budget), budget.clip))
     except Unbatchable:
         results = [run_job(job, track, mixer) for job in jobs]
         for result in results:

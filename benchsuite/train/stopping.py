@@ -4,7 +4,9 @@ A budget with ``eval_every`` reads each model's validation score every ``eval_ev
 the last step); a model whose score has not improved by more than ``min_delta`` (relative to its
 best so far) for ``patience`` checks in a row has converged and stops, once it has trained
 ``min_steps`` and left the trivial predictor's level (one that has learnt nothing trains on); with
-``checkpoint = "best"`` the state of its best check is the one scored. With ``halve_at``, at the
+``checkpoint = "best"`` the state of its best check is the one scored. Under the plateau
+schedule a model whose patience ran out first has its learning rate cut (``cuts`` times) and its
+patience restarted; the next plateau stops it. With ``halve_at``, at the
 first check at or after each of those steps the grid is ranked and configs outside its better half
 (a quarter at the second, ...) stop (pruned: successive halving inside the seed).
 :func:`stopping_of` builds a model's :class:`Stopping` from its budget and validation split, the
@@ -34,6 +36,7 @@ class Stopped(Protocol):
     converged: dict[int, int]
     best_step: dict[int, int]
     pruned: dict[int, int]
+    cuts: dict[int, list[int]]
 
     def steps(self, index: int) -> int: ...
 
@@ -60,6 +63,8 @@ class Stopping:
     halve_at: tuple[int, ...] = ()
     min_steps: int = 0
     trivial: float | None = None
+    cuts: int = 0  # the plateau schedule's rate cuts before a plateau stops the model
+    cut_factor: float = 1.0  # each cut multiplies the model's learning rate by this
 
     def rule(
         self,
@@ -101,6 +106,7 @@ class Watch:
     best: float = -math.inf
     best_step: int = 0
     stale: int = 0
+    cuts: int = 0  # its learning rate's cuts so far (the plateau schedule)
 
     def improved(self, value: float, min_delta: float) -> bool:
         """Whether ``value`` beats the best so far by more than ``min_delta`` (relative)."""
@@ -113,13 +119,23 @@ class Watch:
 Halving = Callable[[int, int, dict[int, Watch]], None]
 
 
+@dataclass(frozen=True)
+class Check:
+    """What one validation check decided: the members that converged (they stop) and those
+    whose learning rate is cut (the plateau schedule: they train on at the lower rate)."""
+
+    converged: list[int]
+    cut: list[int]
+
+
 def converged_now(
     rule: StopRule, watches: list[Watch], done: int, scored: list[int], live: list[int]
-) -> list[int]:
+) -> Check:
     """One validation check: ``rule.score()`` gives one value per member of ``scored`` (in that
-    order); of those, the ``live`` ones (not stopped) are judged. Returns those that converged
-    now (patience ran out, at or after ``min_steps``, above the trivial level)."""
-    settings, converged = rule.settings, []
+    order); of those, the ``live`` ones (not stopped) are judged. A member whose patience ran
+    out (at or after ``min_steps``, above the trivial level) has its rate cut while it has cuts
+    left (its patience starts again), else it has converged."""
+    settings, converged, cut = rule.settings, [], []
     for member, value in zip(scored, rule.score(), strict=True):
         if member not in live:
             continue
@@ -132,9 +148,14 @@ def converged_now(
         watch.stale += 1
         learnt = settings.trivial is None or watch.best > settings.trivial
         ran_out = settings.patience and watch.stale >= settings.patience
-        if ran_out and done >= settings.min_steps and learnt:
+        if not (ran_out and done >= settings.min_steps and learnt):
+            continue
+        if watch.cuts < settings.cuts:
+            watch.cuts, watch.stale = watch.cuts + 1, 0
+            cut.append(member)
+        else:
             converged.append(member)
-    return converged
+    return Check(converged, cut)
 
 
 def halved_now(
@@ -194,6 +215,8 @@ def stopping_of(
         budget.halve_at,
         budget.min_steps,
         trivial_level(metric, data.val_cap),
+        budget.cuts if budget.schedule == "plateau" else 0,
+        budget.cut_factor,
     )
 
 
@@ -210,4 +233,6 @@ def stopping_fields(traces: list[Stopped], budget: Budget) -> dict[str, Any]:
     }
     if budget.halve_at:
         fields["pruned_at"] = [trace.pruned.get(0) for trace in traces]
+    if budget.schedule == "plateau":
+        fields["cut_at"] = [trace.cuts.get(0, []) for trace in traces]
     return fields
