@@ -172,6 +172,11 @@ def test_the_presets_table_is_the_tracks_budgets():
                 rule += f", at least {budget.min_steps}"
             if budget.halve_at:
                 rule += f"; grid halved at {', '.join(map(str, budget.halve_at))}"
+            if budget.schedule == "plateau":
+                rule += (
+                    f"; plateau schedule: warm-up {budget.warmup}, {budget.cuts} cut of "
+                    f"×{budget.cut_factor:g}"
+                )
             assert stopping == rule, name
             lrs = [float(point["lr"]) for point in budget.grid]
             decay = {float(point.get("weight_decay", 0.0)) for point in budget.grid}

@@ -242,8 +242,10 @@ class DynamicsTrack(ForecastTrack):
         ),
     )
     budgets = {
+        # the plateau schedule (docs/protocol.md, "The learning-rate schedule"): under the
+        # cosine the most steps bound every mixer's training here, never the rule
         "quick": Budget(
-            steps=1000,
+            steps=4000,
             batch_size=32,
             dim=16,
             depth=2,
@@ -253,6 +255,8 @@ class DynamicsTrack(ForecastTrack):
             patience=4,
             min_steps=200,
             checkpoint="best",
+            schedule="plateau",
+            warmup_steps=50,
         ),
         "full": Budget(steps=5000, batch_size=128, dim=128, depth=4, grid=FULL_GRID, clip=1.0),
     }
