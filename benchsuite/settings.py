@@ -126,7 +126,9 @@ class RunSettings:
         "track, or its early stopping (docs/protocol.md, Training length): eval_every, patience "
         "and min_steps (whole numbers ≥ 0), min_delta (a number ≥ 0), checkpoint (last or best), "
         "halve_at (increasing steps such as 120,240, or none: each seed's grid halved there, "
-        "docs/protocol.md, Pruning the grid)",
+        "docs/protocol.md, Pruning the grid), or its learning-rate schedule (docs/protocol.md, "
+        "The learning-rate schedule): schedule (cosine or plateau), cuts and warmup_steps "
+        "(whole numbers ≥ 0), cut_factor (between 0 and 1)",
         PAIRS,
         metavar="KEY=VALUE",
         section="budget",
@@ -388,14 +390,21 @@ def parse_assignments(items: Sequence[str], flag: str) -> dict[str, dict[str, st
 
 
 def parse_pairs(items: Sequence[str], flag: str) -> dict[str, str]:
-    """``["steps=20,dim=16"]`` -> ``{"steps": "20", "dim": "16"}``."""
-    result = {}
+    """``["steps=20,dim=16"]`` -> ``{"steps": "20", "dim": "16"}``; a part without ``=``
+    continues the value before it (a list): ``"halve_at=120,240"`` -> ``{"halve_at":
+    "120,240"}``."""
+    result: dict[str, str] = {}
     for item in items:
+        key = None
         for assignment in split_names(item):
-            key, equals, value = assignment.partition("=")
-            if not (key.strip() and equals):
+            name, equals, value = assignment.partition("=")
+            if not equals and key is not None:
+                result[key] += f",{assignment}"
+                continue
+            if not (name.strip() and equals):
                 raise UsageError(f"{flag} {assignment!r}: expected KEY=VALUE")
-            result[key.strip()] = value.strip()
+            key = name.strip()
+            result[key] = value.strip()
     return result
 
 

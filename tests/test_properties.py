@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from itertools import pairwise
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -37,6 +38,19 @@ def test_assignment_flags_parse_or_raise_a_usage_error(items):
         parse_pairs(items, "--budget")
     except UsageError as error:
         assert "\n" not in str(error)
+
+
+def test_a_budget_list_value_keeps_its_commas():
+    """``--budget halve_at=120,240`` (the docs' example) is one key with a list value, beside
+    the comma-separated assignments of other keys."""
+    given = ["halve_at=120,240,patience=3", "steps=400"]
+    assert parse_pairs(given, "--budget") == {
+        "halve_at": "120,240",
+        "patience": "3",
+        "steps": "400",
+    }
+    with pytest.raises(UsageError, match="--budget '120': expected KEY=VALUE"):
+        parse_pairs(["120,steps=4"], "--budget")
 
 
 @given(st.dictionaries(st.text(max_size=10), SCALARS, max_size=4))

@@ -8,6 +8,7 @@ import math
 
 import pytest
 import torch
+from test_stopping import RULE, jobs_of
 
 from benchsuite.budget import Budget
 from benchsuite.errors import UsageError
@@ -17,7 +18,6 @@ from benchsuite.settings import RunSettings
 from benchsuite.train.batched import train_stack
 from benchsuite.train.fit import Schedule
 from benchsuite.train.job import fit, predict, prepare, run_job
-from test_stopping import RULE, jobs_of
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 PLATEAU = {**RULE, "schedule": "plateau", "cuts": 1, "warmup_steps": 10, "steps": 600}
