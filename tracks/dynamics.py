@@ -223,7 +223,10 @@ class DynamicsTrack(ForecastTrack):
     name = "dynamics"
     description = "multi-step forecasting of Lorenz-63, double pendulum or Lotka–Volterra"
     metric = Metric("nmse", higher_is_better=False, ideal=0.0, positive=True)
-    planning_sd = 0.05  # median sd of paired log-ratios, measured (quick, 13 seeds): 0.048
+    # median sd of paired log-ratios against dense, measured on the quick preset with 6 seeds of
+    # attention, mamba, mlp, longconv (2026-12-04): 0.0745 under the plateau schedule, 0.0673
+    # under the cosine at most 1,000 steps (0.048 at 13 seeds under the old fixed 150 steps)
+    planning_sd = 0.075
     options = (
         Option("system", str, "lorenz63", "the dynamical system", choices=tuple(SYSTEMS)),
         Option(
