@@ -86,13 +86,15 @@ def test_a_halving_ranks_the_whole_grid_converged_configs_included():
     assert halved_now(two_seeds, list(range(10)), [], 1, groups=[0] * 5 + [1] * 5) == [0, 3, 6, 9]
 
 
-@pytest.mark.parametrize("patience", [0, 1])
-def test_the_stack_and_configs_trained_one_by_one_prune_alike(registry, patience):
+@pytest.mark.parametrize(("patience", "schedule"), [(0, "cosine"), (1, "cosine"), (1, "plateau")])
+def test_the_stack_and_configs_trained_one_by_one_prune_alike(registry, patience, schedule):
     """A model vmap cannot run trains its configs one after the other; the halvings are then
     applied afterwards from what each recorded, and prune the same configs at the same steps,
     leaving each in the same state, as the stack does while training (with patience 1, configs
-    that converge before a halving keep their place in it)."""
-    job = jobs_of(registry, {**HALVING, "patience": patience, "min_delta": 0.01})[0]
+    that converge before a halving keep their place in it; under the plateau schedule each has
+    its rate cut at the same steps, none after its pruning)."""
+    budget = {**HALVING, "patience": patience, "min_delta": 0.01, "schedule": schedule}
+    job = jobs_of(registry, budget)[0]
     track, mixer = registry.tracks["sequence"], registry.mixers["dense"]
     stacked, alone = prepare(job, track, mixer).rungs[0], prepare(job, track, mixer).rungs[0]
     loss = track.criterion(stacked.data, stacked.options)
@@ -113,6 +115,7 @@ def test_the_stack_and_configs_trained_one_by_one_prune_alike(registry, patience
         assert single.steps(0) == trace.steps(index)
         assert single.best_step.get(0) == trace.best_step.get(index)
         assert single.converged.get(0) == trace.converged.get(index)
+        assert single.cuts.get(0, []) == trace.cuts.get(index, [])
         ours = predict(stacked.members[index].model, x_test, 512)
         theirs = predict(alone.members[index].model, x_test, 512)
         torch.testing.assert_close(ours, theirs, rtol=1e-3, atol=1e-4)

@@ -53,8 +53,8 @@ def halve_one_by_one(
 ) -> None:
     """Apply the budget's halvings to configs that trained one after the other, as a stack would
     have: at each halving, those still training (not stopped, not pruned) and those that had
-    converged are ranked by their best score so far; each one pruned gets the state, trace and
-    best step it had there."""
+    converged are ranked by their best score so far; each one pruned gets the state, trace, best
+    step and rate cuts it had there."""
     pruned: set[int] = set()
     for rung in sorted({number for mark in marks for number in mark}):
         done = next(mark[rung].done for mark in marks if rung in mark)
@@ -77,3 +77,4 @@ def halve_one_by_one(
             trace.pruned, trace.stopped, trace.converged = {0: done}, {}, {}  # live until then
             trace.best_step = {0: mark.best_step} if mark.best_step else {}
             trace.best_score = {0: mark.best} if mark.best_step else {}
+            trace.cuts = {0: [at for at in trace.cuts.get(0, []) if at <= done]}

@@ -4,14 +4,14 @@ A budget with ``eval_every`` reads each model's validation score every ``eval_ev
 the last step); a model whose score has not improved by more than ``min_delta`` (relative to its
 best so far) for ``patience`` checks in a row has converged and stops, once it has trained
 ``min_steps`` and left the trivial predictor's level (one that has learnt nothing trains on); with
-``checkpoint = "best"`` the state of its best check is the one scored. Under the plateau
-schedule a model whose patience ran out first has its learning rate cut (``cuts`` times) and its
-patience restarted; the next plateau stops it. With ``halve_at``, at the
-first check at or after each of those steps the grid is ranked and configs outside its better half
-(a quarter at the second, ...) stop (pruned: successive halving inside the seed).
-:func:`stopping_of` builds a model's :class:`Stopping` from its budget and validation split, the
-training loop applies a :class:`StopRule` (the same settings with the loop's callbacks), and
-:func:`stopping_fields` says in a record what it did. docs/protocol.md, "Training length".
+``checkpoint = "best"`` the state of its best check is the one scored. Under the plateau schedule a
+model whose patience ran out first has its learning rate cut (``cuts`` times) and its patience
+restarted; the next plateau stops it. With ``halve_at``, at the first check at or after each of
+those steps the grid is ranked and configs outside its better half (a quarter at the second, ...)
+stop (pruned: successive halving inside the seed). :func:`stopping_of` builds a model's
+:class:`Stopping` from its budget and validation split, the training loop applies a
+:class:`StopRule` (the same settings with the loop's callbacks), and :func:`stopping_fields` says in
+a record what it did. docs/protocol.md, "Training length".
 """
 
 from __future__ import annotations
