@@ -12,7 +12,10 @@ learn):
   improvement; then the rate is cut by ``--factor`` and patience starts again; after ``--cuts``
   cuts the next plateau stops the config (converged). Capped at ``--cap`` times the preset's steps.
 
-Each seed chooses its config on validation and scores it once on test, as the protocol does.
+The loop is written apart from the suite's trainer on purpose (it measured the plateau schedule
+before the suite had it; the suite's own is ``--budget schedule=plateau``, docs/protocol.md "The
+learning-rate schedule"). Each seed chooses its config on validation and scores it once on test,
+as the protocol does.
 Printed per schedule: the test metric (mean ± sd over seeds), the chosen configs' steps, how many
 chosen configs ended by the rule (not by the cap), and the seconds.
 

@@ -69,19 +69,19 @@ class Budget:
                 f"budget checkpoint {self.checkpoint!r}: expected one of {', '.join(CHECKPOINTS)}"
             )
         if self.schedule not in SCHEDULES:
-            raise ValueError(
-                f"budget schedule {self.schedule!r}: expected one of {', '.join(SCHEDULES)}"
-            )
+            expected = " or ".join(SCHEDULES)
+            raise ValueError(f"budget schedule: expected {expected}, got {self.schedule!r}")
         if self.schedule == "plateau" and not (self.eval_every and self.patience):
             raise ValueError(
                 "budget schedule 'plateau' needs eval_every and patience ≥ 1 (its rate is cut "
                 "when the validation score stops improving)"
             )
-        if self.cuts < 0 or not 0 < self.cut_factor < 1:
+        if not 0 < self.cut_factor < 1:
             raise ValueError(
-                f"budget cuts {self.cuts}, cut_factor {self.cut_factor}: expected cuts ≥ 0 and "
-                "0 < cut_factor < 1"
+                f"budget cut_factor: expected a number between 0 and 1, got {self.cut_factor!r}"
             )
+        if self.cuts < 0:
+            raise ValueError(f"budget cuts: must be at least 0, got {self.cuts!r}")
         if (self.patience or self.halve_at or self.checkpoint == "best") and not self.eval_every:
             raise ValueError(
                 "budget patience, halve_at and checkpoint='best' need eval_every ≥ 1 "

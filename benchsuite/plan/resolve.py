@@ -13,10 +13,9 @@ device checked. Every mistake is a one-line usage error.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
-from benchsuite.budget import CHECKPOINTS, SCHEDULES
+from benchsuite.budget import CHECKPOINTS
 from benchsuite.errors import PluginError, UsageError, did_you_mean, one_line
 from benchsuite.plan.jobs import GRID_AXES, OVERRIDABLE, SCHEDULE, STOPPING
 from benchsuite.plan.matching import MATCHES
@@ -206,19 +205,10 @@ def _budget_value(key: str, value: Any) -> Any:
             expected = " or ".join(CHECKPOINTS)
             raise UsageError(f"budget checkpoint: expected {expected}, got {value!r}")
         return value
-    if key == "schedule":
-        if value not in SCHEDULES:
-            raise UsageError(f"budget schedule: expected {' or '.join(SCHEDULES)}, got {value!r}")
+    if key == "schedule":  # its values are the Budget's to check, as a preset's are
         return value
-    if key == "cut_factor":
-        try:
-            factor = float(value)
-        except (TypeError, ValueError):
-            factor = math.nan
-        if not 0 < factor < 1:
-            raise UsageError(f"budget cut_factor: expected a number between 0 and 1, got {value!r}")
-        return factor
-    kind, parse = ("a number", float) if key == "min_delta" else ("a whole number", int)
+    numbers = ("min_delta", "cut_factor")
+    kind, parse = ("a number", float) if key in numbers else ("a whole number", int)
     try:
         parsed = parse(value)
     except (TypeError, ValueError):

@@ -77,4 +77,5 @@ def halve_one_by_one(
             trace.pruned, trace.stopped, trace.converged = {0: done}, {}, {}  # live until then
             trace.best_step = {0: mark.best_step} if mark.best_step else {}
             trace.best_score = {0: mark.best} if mark.best_step else {}
-            trace.cuts = {0: [at for at in trace.cuts.get(0, []) if at <= done]}
+            kept = [at for at in trace.cuts.get(0, []) if at <= done]
+            trace.cuts = {0: kept} if kept else {}
