@@ -6,9 +6,9 @@
 With ``--against``, a fixed subset (:data:`SUBSET`, unless run arguments are given) runs first
 under COMMIT (extracted with ``git archive``, its tracks and plugins with it) and then under the
 working tree, one after the other in this process, each into a fresh folder: printed, each side's
-wall time, job-seconds and reference steps, the ratios B/A (B: the working tree), and how many
-per-seed test metrics the two sides share exactly (rounding may change between execution
-modes; the verdicts are compared cell by cell).
+wall time, job-seconds and reference steps with its track lines and grid ends (below), the ratios
+B/A (B: the working tree), and how many per-seed test metrics the two sides share exactly (rounding
+may change between execution modes; the verdicts are compared cell by cell).
 
 Prints the first run's wall time, the re-run's (nothing retrained, start-up included), and per
 track: the median MDE at the verdicts' alpha (how blind the design is), the identity control's
@@ -109,6 +109,18 @@ def track_lines(report: dict, seconds: dict[str, float]) -> list[str]:
     return lines
 
 
+def grid_ends_line(report: dict) -> str:
+    """How many cells chose an end of their grid, and the alpha the MDEs are at."""
+    chosen = report["selection"]
+    alpha = 0.05 / max(report["design"]["comparisons"], 1)
+    share = "n/a" if chosen["edge_share"] is None else f"{chosen['edge_share']:.0%}"
+    return (
+        f"grid ends: {chosen['edge_of_grid']} of {chosen['cells'] - chosen['at_chance']} cells "
+        f"not at chance ({share}); {chosen['at_chance']} cells at chance; "
+        f"MDE at alpha {alpha:.2g} (Holm's first step)"
+    )
+
+
 def verdicts(out: Path) -> dict[tuple[str, str], tuple[str, list[float]]]:
     """Each comparison's verdict and the mixer's per-seed test metrics, from report.json."""
     report = json.loads((out / "report.json").read_text())
@@ -139,6 +151,12 @@ def against(revision: str, extra: list[str]) -> None:
             f"{side} ({revision if side == 'A' else 'working tree'}): {wall:.1f} s wall, "
             f"{seconds:.0f} job-s, {seconds / reference / 1e3:.0f}k reference steps; "
             f"{stdout.strip().splitlines()[-1]}"
+        )
+        per_track = by(job_seconds(out / "benchsuite.sqlite"), 0)
+        print(
+            "\n".join(
+                f"  {line}" for line in [*track_lines(report, per_track), grid_ends_line(report)]
+            )
         )
     (wall_a, sec_a, ref_a, cells_a), (wall_b, sec_b, ref_b, cells_b) = figures["A"], figures["B"]
     print(
@@ -175,14 +193,7 @@ def main() -> None:
     report = json.loads((out / "report.json").read_text())
     seconds = job_seconds(out / "benchsuite.sqlite")
     print("\n".join(track_lines(report, by(seconds, 0))))
-    chosen = report["selection"]
-    alpha = 0.05 / max(report["design"]["comparisons"], 1)
-    share = "n/a" if chosen["edge_share"] is None else f"{chosen['edge_share']:.0%}"
-    print(
-        f"grid ends: {chosen['edge_of_grid']} of {chosen['cells'] - chosen['at_chance']} cells "
-        f"not at chance ({share}); {chosen['at_chance']} cells at chance; "
-        f"MDE at alpha {alpha:.2g} (Holm's first step)"
-    )
+    print(grid_ends_line(report))
     print("\n".join(cost_lines(seconds, report["environment"]["reference_step_seconds"])))
 
 
