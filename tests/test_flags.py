@@ -120,6 +120,8 @@ def test_scale_note_names_preset_width_depth_and_budget():
     assert quick.startswith("quick preset: dim 16, depth 2, 150 steps × batch 8")
     assert "small scale" in quick
     assert "small scale" not in summaries.scale_note("full", budget)
+    ruled = {**budget, "steps": 4000, "patience": 4, "schedule": "plateau"}  # the steps: a cap
+    assert "at most 4000 steps × batch 8, plateau schedule" in summaries.scale_note("quick", ruled)
 
 
 # ----------------------------------------------------------------------- the real tiny run

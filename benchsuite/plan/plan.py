@@ -46,7 +46,7 @@ class TrackFacts:
     verified: bool
     tokens: int  # of the first rung of the ladder (the only one, for most tracks)
     grid: list[dict[str, float]]
-    budget: dict[str, Any]  # steps, batch_size, dim, depth, checkpoint
+    budget: dict[str, Any]  # steps, batch_size, dim, depth, checkpoint, patience, schedule
     budget_signature: str
     data_key: str
     plugin: str
@@ -209,7 +209,7 @@ def probe_track(track: Track, settings: RunSettings) -> tuple[TrackFacts, list[T
         grid=jobs_.grid_of(track, settings),
         budget={
             key: getattr(budget, key)
-            for key in ("steps", "batch_size", "dim", "depth", "checkpoint")
+            for key in ("steps", "batch_size", "dim", "depth", "checkpoint", "patience", "schedule")
         },
         budget_signature=jobs_.budget_signature(track, settings),
         data_key=track.data_key(options, settings.preset, settings.data_dir)

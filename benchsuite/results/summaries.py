@@ -24,10 +24,15 @@ ENVIRONMENT_KEYS = ("torch", "python", "threads", "device", "deterministic")
 
 def scale_note(preset: str, budget: dict[str, Any]) -> str:
     """One sentence naming the scale that produced a track's results: preset, width, depth and
-    budget (a quick preset's verdicts describe that scale, not the mixers at large)."""
+    budget ("at most" its steps where a stopping rule ends training, and a schedule other than
+    the cosine by name; a quick preset's verdicts describe that scale, not the mixers at
+    large)."""
+    most = "at most " if budget.get("patience") else ""
+    schedule = budget.get("schedule", "cosine")
     size = (
         f"{preset} preset: dim {budget.get('dim')}, depth {budget.get('depth')}, "
-        f"{budget.get('steps')} steps × batch {budget.get('batch_size')}"
+        f"{most}{budget.get('steps')} steps × batch {budget.get('batch_size')}"
+        + (f", {schedule} schedule" if schedule != "cosine" else "")
     )
     return f"{size} (verdicts describe this small scale)" if preset == "quick" else size
 
