@@ -488,6 +488,26 @@ def test_a_cell_at_chance_is_not_flagged_for_the_edge_of_its_grid():
     assert not noise_edge.edge_of_grid and noise_edge.modal_on_edge
 
 
+def test_too_few_seeds_for_the_test_fall_back_to_every_seed_learning_nothing():
+    """Below 5 seeds the one-sided sign-flip test cannot reach 0.05 on any data (1/16 at 4):
+    a cell is then at chance only when each of its seeds learnt nothing, so a 2-seed run still
+    flags a learnt cell's grid end (it called every cell at chance before)."""
+    caps = {0: 0.25, 1: 0.25}
+    assert not at_chance({0: 1.0, 1: 0.98}, caps, higher=True, ideal=1.0)
+    assert at_chance({0: 0.25, 1: 0.2549}, caps, higher=True, ideal=1.0)  # within 1% of the gap
+    assert not at_chance({0: 0.25, 1: 0.40}, caps, higher=True, ideal=1.0)  # one seed learnt
+    # lower is better (an error against its trivial predictor's, ideal 0)
+    assert not at_chance({0: 0.36, 1: 0.39}, {0: 1.0, 1: 1.0}, higher=False, ideal=0.0)
+    assert at_chance({0: 1.0, 1: 0.995}, {0: 1.0, 1: 1.0}, higher=False, ideal=0.0)
+    four = {seed: 0.6 + 0.01 * seed for seed in range(4)}
+    assert not at_chance(four, dict.fromkeys(four, 0.25), higher=True, ideal=1.0)
+    # from 5 seeds the test decides: a small but unanimous gain is learnt, noise is not
+    five = {seed: 0.25 + 0.001 * (seed + 1) for seed in range(5)}
+    assert not at_chance(five, dict.fromkeys(five, 0.25), higher=True, ideal=1.0)
+    mixed = {seed: 0.25 + 0.3 * (-1) ** seed for seed in range(5)}
+    assert at_chance(mixed, dict.fromkeys(mixed, 0.25), higher=True, ideal=1.0)
+
+
 def test_float32_rounding_of_a_cap_is_not_divergence():
     """A majority-class predictor's float32 accuracy equals its float64 cap: not diverged."""
     cap = 0.687

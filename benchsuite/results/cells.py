@@ -30,13 +30,22 @@ from benchsuite.vocabulary import Split, metric_key
 AT_CHANCE_P = 0.05  # one-sided level of "better than the trivial predictor"
 
 
-def at_chance(values: dict[int, float], caps: dict[int, float | None], higher: bool) -> bool:
-    """True when a cell's test scores are not better than its seeds' trivial predictor (one-sided
-    sign-flip test at ``AT_CHANCE_P``): its validation curve is flat noise, so where its choice
-    falls in the grid says nothing about the grid."""
+def at_chance(
+    values: dict[int, float],
+    caps: dict[int, float | None],
+    higher: bool,
+    ideal: float | None = None,
+) -> bool:
+    """True when a cell's test scores are not better than its seeds' trivial predictor: its
+    validation curve is flat noise, so where its choice falls in the grid says nothing about the
+    grid. With enough seeds for the one-sided sign-flip test to reach ``AT_CHANCE_P`` (5), that
+    test decides; with fewer it cannot reject on any data, so the cell is at chance only when every
+    seed learnt nothing (:func:`benchsuite.selection.learnt_nothing`)."""
     seeds = [s for s in values if caps.get(s) is not None and math.isfinite(values[s])]
     if len(seeds) < 2:
         return False
+    if 0.5 ** len(seeds) >= AT_CHANCE_P:  # the smallest one-sided p of so few seeds
+        return all(learnt_nothing(values[s], caps[s], ideal, higher) for s in seeds)
     gain = np.array([values[s] - caps[s] for s in seeds]) * (1.0 if higher else -1.0)
     p_two_sided = stats.sign_flip_p(gain)[0]
     return not (gain.mean() > 0 and p_two_sided / 2 < AT_CHANCE_P)
@@ -205,7 +214,7 @@ def arm(plan: Plan, track: str, mixer: str, results: dict[str, RunRecord]) -> Ar
     values = {seed: r.metrics.get(metric, math.nan) for seed, r in records.items()}
     caps = {seed: r.cap for seed, r in records.items()}
     higher = facts.higher_is_better
-    chance = at_chance(values, caps, higher)
+    chance = at_chance(values, caps, higher, facts.ideal)
     picked = selection(facts.grid, chosen, records, facts.metric, chance, higher)
     return Arm(
         records=records,
