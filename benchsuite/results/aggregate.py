@@ -166,12 +166,12 @@ def _direction(p_holm: float, effect: float, alpha: float) -> str:
     return "better" if effect > 0 else "worse"
 
 
-def _holm(ps: dict[str, float], alpha: float, family: int | None) -> dict[str, float]:
+def _holm(ps: dict[str, float], family: int | None) -> dict[str, float]:
     """Holm over ``family`` tests (the plan's; default the ones given), unfinished ones p = 1."""
     if not ps:
         return {}
     size = max(family or 0, len(ps))
-    return dict(zip(ps, holm(list(ps.values()), size, alpha), strict=True))
+    return dict(zip(ps, holm(list(ps.values()), size), strict=True))
 
 
 def _iqm(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -323,12 +323,12 @@ def aggregate_across_tracks(
         mixers[name] = entry
 
     full = {n: suite_test(observed[n], flips[n], list(observed[n])) for n in names}
-    holm = _holm({n: p for n, (_, p) in full.items()}, alpha, family)
+    holm = _holm({n: p for n, (_, p) in full.items()}, family)
     left_out: dict[str, dict[str, str]] = {n: {} for n in names}
     for track in scores:
         rest = {n: [t for t in observed[n] if t != track] for n in names if track in observed[n]}
         partial = {n: suite_test(observed[n], flips[n], ts) for n, ts in rest.items() if ts}
-        partial_holm = _holm({n: p for n, (_, p) in partial.items()}, alpha, family)
+        partial_holm = _holm({n: p for n, (_, p) in partial.items()}, family)
         for n, (effect, _) in partial.items():
             left_out[n][track] = _direction(partial_holm[n], effect, alpha)
     for name in names:

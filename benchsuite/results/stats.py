@@ -269,16 +269,22 @@ def compare_paired(
     return comp
 
 
-def holm(p_values: Sequence[float], family: int | None = None, alpha: float = 0.05) -> list[float]:
+def holm(p_values: Sequence[float], family: int | None = None) -> list[float]:
     """Holm-adjusted p over a family of ``family`` tests of which ``p_values`` are known (the
     others, not finished, count as p = 1: never below these in Holm's order)."""
     size = len(p_values) if family is None else family
     if size < len(p_values):
         raise ValueError(f"family of {size} cannot hold {len(p_values)} comparisons")
-    padded = [*p_values, *[1.0] * (size - len(p_values))]
-    from statsmodels.stats.multitest import multipletests
-
-    return [float(p) for p in multipletests(padded, alpha=alpha, method="holm")[1]][: len(p_values)]
+    padded = np.array([*p_values, *[1.0] * (size - len(p_values))], dtype=float)
+    # Holm's step-down: the i-th smallest p times (size - i), made non-decreasing, at most 1. The
+    # same arithmetic as statsmodels' multipletests(method="holm") (the tests check equality),
+    # written out because that function runs a full garbage collection on every call: 0.2-0.4 s
+    # in a process holding torch, eleven times an analysis.
+    order = np.argsort(padded, kind="stable")
+    steps = np.maximum.accumulate(padded[order] * np.arange(size, 0, -1))
+    adjusted = np.empty(size)
+    adjusted[order] = np.minimum(steps, 1.0)
+    return [float(p) for p in adjusted[: len(p_values)]]
 
 
 def apply_holm(
@@ -290,8 +296,8 @@ def apply_holm(
     if not comparisons:
         return
     size = len(comparisons) if family is None else family
-    p_holm = holm([c.p_value for c in comparisons], size, alpha)
-    p_tost_holm = holm([c.p_tost for c in comparisons], size, alpha)
+    p_holm = holm([c.p_value for c in comparisons], size)
+    p_tost_holm = holm([c.p_tost for c in comparisons], size)
     for comp, ph, pt in zip(comparisons, p_holm, p_tost_holm, strict=True):
         comp.alpha = alpha
         comp.family = size
