@@ -19,6 +19,8 @@ import time
 from functools import partial
 from pathlib import Path
 
+import pytest
+
 from benchsuite.records import RunRecord
 from benchsuite.store.leases import Heartbeat, Owner
 from benchsuite.store.store import Store, renew_leases
@@ -95,6 +97,7 @@ def wait_for(condition, what: str, seconds: float = 120) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.slow  # two real runs in their own processes: 40-50 s each
 def test_two_concurrent_runs_train_every_job_exactly_once(tmp_path: Path) -> None:
     env = {**os.environ, "COLUMNS": "200"}
     out = tmp_path / "out"
@@ -112,6 +115,7 @@ def test_two_concurrent_runs_train_every_job_exactly_once(tmp_path: Path) -> Non
     assert len(plans) == 2 and plans[0]["cells"] == plans[1]["cells"]  # each run saved its own
 
 
+@pytest.mark.slow  # two real runs in their own processes: 40-50 s each
 def test_leases_of_runs_that_are_gone_are_taken_over(tmp_path: Path) -> None:
     env = {**os.environ, "COLUMNS": "200"}
     out = tmp_path / "out"
