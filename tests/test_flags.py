@@ -122,6 +122,11 @@ def test_scale_note_names_preset_width_depth_and_budget():
     assert "small scale" not in summaries.scale_note("full", budget)
     ruled = {**budget, "steps": 4000, "patience": 4, "schedule": "plateau"}  # the steps: a cap
     assert "at most 4000 steps × batch 8, plateau schedule" in summaries.scale_note("quick", ruled)
+    # the page head's sentence over every track says the same (it said "4000 steps" before)
+    from types import SimpleNamespace
+
+    head = summaries.scale_summary("quick", {"dynamics": SimpleNamespace(budget=ruled)}).note
+    assert "dynamics: dim 16, depth 2, at most 4000 steps × batch 8, plateau schedule" in head
 
 
 # ----------------------------------------------------------------------- the real tiny run

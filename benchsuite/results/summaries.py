@@ -22,18 +22,24 @@ from benchsuite.results.schema import Analysis, Design, Failure, Scale, Selectio
 ENVIRONMENT_KEYS = ("torch", "python", "threads", "device", "deterministic")
 
 
-def scale_note(preset: str, budget: dict[str, Any]) -> str:
-    """One sentence naming the scale that produced a track's results: preset, width, depth and
-    budget ("at most" its steps where a stopping rule ends training, and a schedule other than
-    the cosine by name; a quick preset's verdicts describe that scale, not the mixers at
-    large)."""
+def budget_words(budget: dict[str, Any]) -> str:
+    """A track's width, depth and budget in words: "dim 16, depth 2, at most 4000 steps × batch
+    32, plateau schedule" ("at most" where a stopping rule ends training; a schedule other than
+    the cosine by name)."""
     most = "at most " if budget.get("patience") else ""
     schedule = budget.get("schedule", "cosine")
-    size = (
-        f"{preset} preset: dim {budget.get('dim')}, depth {budget.get('depth')}, "
+    return (
+        f"dim {budget.get('dim')}, depth {budget.get('depth')}, "
         f"{most}{budget.get('steps')} steps × batch {budget.get('batch_size')}"
         + (f", {schedule} schedule" if schedule != "cosine" else "")
     )
+
+
+def scale_note(preset: str, budget: dict[str, Any]) -> str:
+    """One sentence naming the scale that produced a track's results: preset and
+    :func:`budget_words` (a quick preset's verdicts describe that scale, not the mixers at
+    large)."""
+    size = f"{preset} preset: {budget_words(budget)}"
     return f"{size} (verdicts describe this small scale)" if preset == "quick" else size
 
 
@@ -44,10 +50,7 @@ def scale_summary(preset: str, tracks: Mapping[str, TrackResult]) -> Scale:
         t: TrackScale(**{k: e.budget.get(k) for k in ("dim", "depth", "steps", "batch_size")})
         for t, e in tracks.items()
     }
-    per_track = "; ".join(
-        f"{t}: dim {b.dim}, depth {b.depth}, {b.steps} steps × batch {b.batch_size}"
-        for t, b in budgets.items()
-    )
+    per_track = "; ".join(f"{t}: {budget_words(e.budget)}" for t, e in tracks.items())
     closing = (
         "quick-preset verdicts describe this small scale, not the mixers at large"
         if preset == "quick"
