@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sqlite3
 import statistics
 import time
 from collections import defaultdict
@@ -30,8 +29,10 @@ from pathlib import Path
 
 import torch
 
+from benchsuite.records import RunRecord
 from benchsuite.registry import load_registry
 from benchsuite.seeds import Streams
+from benchsuite.store.store import Store
 
 BACKWARD_FACTOR = 3.0  # forward + backward ≈ three forward passes
 ROW = "{:<18} {:>5} {:>8} {:>12} {:>10} {:>8}"
@@ -57,19 +58,20 @@ class Tally:
         return self.train_flops + self.val_flops
 
 
-def records(out: Path) -> tuple[list[dict], dict, dict[tuple[str, str], float]]:
+def records(out: Path) -> tuple[list[RunRecord], dict, dict[tuple[str, str], float]]:
     """The trained jobs' records of the run stored in ``out``, its plan, and each cell's
     forward FLOPs per example (measured on the cell's first seed)."""
-    store = sqlite3.connect(f"file:{out / 'benchsuite.sqlite'}?mode=ro", uri=True)
-    plan = json.loads(store.execute("SELECT request FROM runs ORDER BY id DESC").fetchone()[0])
-    found = [json.loads(text) for (text,) in store.execute("SELECT record FROM results")]
+    store = Store.in_folder(out)
+    try:
+        found, plan = list(store.results().values()), store.last_plan() or {}
+    finally:
+        store.close()
     forward = {
-        (r["job"]["track"], r["job"]["mixer"]): r["costs"]["flops_per_example"]
+        (r.job["track"], r.job["mixer"]): r.costs["flops_per_example"]
         for r in found
-        if r.get("costs", {}).get("flops_per_example")
+        if r.costs.get("flops_per_example")
     }
-    cells = [r for r in found if (r["job"]["track"], r["job"]["mixer"]) in forward]
-    return cells, plan, forward
+    return [r for r in found if (r.job["track"], r.job["mixer"]) in forward], plan, forward
 
 
 def validation_size(job: dict, sizes: dict[tuple, int]) -> int:
@@ -84,14 +86,14 @@ def validation_size(job: dict, sizes: dict[tuple, int]) -> int:
     return sizes[key]
 
 
-def tally(record: dict, forward: float, n_val: int) -> Tally:
+def tally(record: RunRecord, forward: float, n_val: int) -> Tally:
     """One job's seconds and FLOPs (``forward``: its model's forward FLOPs per example)."""
-    budget = record["job"]["budget"]
-    steps = [row.get("steps", budget["steps"]) for row in record["sweep"]]
+    budget = record.job["budget"]
+    steps = [row.get("steps", budget["steps"]) for row in record.sweep]
     checks = sum(s // budget["eval_every"] for s in steps) if budget.get("eval_every") else 0
     return Tally(
         jobs=1,
-        seconds=record["seconds"],
+        seconds=record.seconds,
         train_flops=BACKWARD_FACTOR * forward * budget["batch_size"] * sum(steps),
         val_flops=forward * n_val * checks,
     )
@@ -134,7 +136,7 @@ def main() -> None:
     by_track: dict[str, Tally] = defaultdict(Tally)
     seeds_per_cell: dict[tuple[str, str], set[int]] = defaultdict(set)
     for record in found:
-        job = record["job"]
+        job = record.job
         flops = forward[job["track"], job["mixer"]]
         by_track[job["track"]].add(tally(record, flops, validation_size(job, sizes)))
         seeds_per_cell[job["track"], job["mixer"]].add(job["seed"])
