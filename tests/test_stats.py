@@ -496,6 +496,8 @@ def test_too_few_seeds_for_the_test_fall_back_to_every_seed_learning_nothing():
     flags a learnt cell's grid end (it called every cell at chance before)."""
     caps = {0: 0.25, 1: 0.25}
     assert not at_chance({0: 1.0, 1: 0.98}, caps, higher=True, ideal=1.0)
+    assert at_chance({0: 0.12}, {0: 0.25}, higher=True, ideal=1.0)  # one seed of a partial run
+    assert not at_chance({0: 0.9}, {0: 0.25}, higher=True, ideal=1.0)
     assert at_chance({0: 0.25, 1: 0.2549}, caps, higher=True, ideal=1.0)  # within 1% of the gap
     assert not at_chance({0: 0.25, 1: 0.40}, caps, higher=True, ideal=1.0)  # one seed learnt
     # lower is better (an error against its trivial predictor's, ideal 0)

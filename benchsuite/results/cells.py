@@ -39,10 +39,10 @@ def at_chance(
     """True when a cell's test scores are not better than its seeds' trivial predictor: its
     validation curve is flat noise, so where its choice falls in the grid says nothing about the
     grid. With enough seeds for the one-sided sign-flip test to reach ``AT_CHANCE_P`` (5), that
-    test decides; with fewer it cannot reject on any data, so the cell is at chance only when every
-    seed learnt nothing (:func:`benchsuite.selection.learnt_nothing`)."""
+    test decides; with fewer (one seed included) it cannot reject on any data, so the cell is at
+    chance only when every seed learnt nothing (:func:`benchsuite.selection.learnt_nothing`)."""
     seeds = [s for s in values if caps.get(s) is not None and math.isfinite(values[s])]
-    if len(seeds) < 2:
+    if not seeds:
         return False
     if 0.5 ** len(seeds) >= AT_CHANCE_P:  # the smallest one-sided p of so few seeds
         return all(learnt_nothing(values[s], caps[s], ideal, higher) for s in seeds)
