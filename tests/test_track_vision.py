@@ -38,9 +38,9 @@ def test_offline_fallback_is_announced(tmp_path: Path) -> None:
     track, _, data = load(tmp_path)
     assert "digits 8×8 (scikit-learn)" in data.description
     assert f"CIFAR-10 not found in {tmp_path / cifar.FOLDER}" in data.description
-    # 64 tokens: every pixel with its 3×3 neighbourhood (zero beyond the border)
-    assert data.tokens == 64 and data.x_train.shape[1:] == (64, 9)
-    assert "64 tokens of 1×1 patches with a 1-pixel neighbourhood" in data.description
+    # 16 tokens: every 2×2 patch, its 4 pixels
+    assert data.tokens == 16 and data.x_train.shape[1:] == (16, 4)
+    assert "16 tokens of 2×2 patches" in data.description
     assert data.x_train.dtype == np.float32 and data.y_train.dtype == np.int64
     assert len(data.y_train) + len(data.y_val) + len(data.y_test) == 1797
     majority = np.bincount(data.y_train).argmax()
