@@ -28,6 +28,7 @@ from benchsuite.execute.worker import Worker
 from benchsuite.output.numbers import num
 from benchsuite.plan.code import changed_modules
 from benchsuite.plan.design import design_check
+from benchsuite.plan.extension import check_extension, looks
 from benchsuite.plan.plan import Plan, Skip, plan_run, recipe
 from benchsuite.plan.power import holm_first_alpha
 from benchsuite.plan.resolve import check_executor, resolve
@@ -36,6 +37,7 @@ from benchsuite.settings import RunSettings
 from benchsuite.store.store import FILENAME, Store
 from benchsuite.train.preflight import check_mixer
 from benchsuite.train.size import parameter_count
+from benchsuite.vocabulary import Claims
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from benchsuite.results.schema import Analysis
@@ -83,6 +85,7 @@ def prepare(
         )
     from benchsuite.results.summaries import previous_sd
 
+    check_extension(stored_plans(Path(resolved.out)), resolved, resolved.out)
     design = design_check(resolved, registry.tracks, previous_sd(Path(resolved.out)))
     events.design(design)
     if design["warning"] and resolved.strict:
@@ -111,6 +114,11 @@ def family_note(plan: Plan, design: dict[str, Any], family: int) -> str:
         if any(s.kind == kind for s in cells)
     ]
     ruled_out = f" ({'; '.join(said)})" if said else ""
+    if design.get("design") == Claims.SUITE:
+        return (
+            f"design after probing the data: a per-track family of {family} comparisons, not "
+            f"{design['comparisons']}{ruled_out}"
+        )
     return (
         f"design after probing the data: a family of {family} comparisons, not "
         f"{design['comparisons']}{ruled_out}; the analysis uses {family}: verdicts at alpha "
@@ -135,6 +143,17 @@ def preflight_note(failing: list[Skip]) -> str:
         f"pre-flight: {len(failing)} mixer × track pair(s) fail before training and are "
         f"skipped (the rest runs): {pairs}"
     )
+
+
+def stored_plans(out: Path) -> list[dict[str, Any]]:
+    """The plans of the runs stored in ``out`` (none when it holds no store yet)."""
+    if not (out / FILENAME).exists():
+        return []
+    store = Store.in_folder(out)
+    try:
+        return store.plans()
+    finally:
+        store.close()
 
 
 def check_out(out: Path) -> None:
@@ -166,6 +185,7 @@ def run(
     plan = stored_plan(store, settings, registry) or plan_run(
         settings, registry.tracks, registry.mixers, parameter_count, check_mixer, reference_step
     )
+    plan.looks = looks(store.plans(), settings)
     if failing := [s for s in plan.skipped if s.reason.startswith("pre-flight: ")]:
         events.warning(preflight_note(failing))
     if (family := plan.family()) != design["comparisons"]:

@@ -86,7 +86,18 @@ class RunSettings:
     )
     baseline: str = setting("dense", "the mixer every other one is compared with", TEXT)
     seeds: int | None = setting(
-        None, "paired evaluation seeds (default: enough for Holm significance)", WHOLE
+        None,
+        "paired evaluation seeds (default: the fewest with which the design's claims can pass "
+        "Holm)",
+        WHOLE,
+    )
+    design: str | None = setting(
+        None,
+        "the claims the seeds are planned for: suite (each mixer across the tracks; 3 seeds "
+        "for the default run) or per-track (each mixer on each track; 13 seeds for the default "
+        "run: run into the same --out, it trains only the new seeds). Default: suite with "
+        "several tracks, per-track with one track or with --seeds enough for it",
+        TEXT,
     )
     preset: str = setting("quick", "quick (CPU, offline) or full (GPU, real datasets)", TEXT)
     out: str = setting("benchsuite-results", "output folder", TEXT)

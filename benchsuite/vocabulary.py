@@ -15,6 +15,7 @@ class Verdict(StrEnum):
     SIGNIFICANT_WIN_BELOW_MARGIN = "significant_win_below_margin"
     EQUIVALENT = "equivalent_within_margin"
     INCONCLUSIVE = "inconclusive"
+    NEEDS_MORE_SEEDS = "needs_more_seeds"  # the seeds cannot reach the verdicts' alpha at all
     SIGNIFICANT_LOSS_BELOW_MARGIN = "significant_loss_below_margin"
     SIGNIFICANT_LOSS = "significant_loss"
 
@@ -37,6 +38,14 @@ class SuiteVerdict(StrEnum):
     MIXED = "mixed"
     INCONCLUSIVE = "inconclusive"
     ONE_TRACK = "one_track"
+
+
+class Claims(StrEnum):
+    """Which claims a run's seeds are planned for (docs/protocol.md, "Two designs"): each
+    mixer's verdict across tracks, or each mixer's verdict on each track."""
+
+    SUITE = "suite"
+    PER_TRACK = "per-track"
 
 
 class Flag(StrEnum):

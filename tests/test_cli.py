@@ -177,7 +177,7 @@ def runs(tmp_path_factory):
 def test_data_goes_to_stdout_and_progress_to_stderr(runs):
     _, first, second = runs
     assert "sequence —" in first.stdout and "jobs: 4 trained, 0 reused, 0 failed" in first.stdout
-    assert "design: 2 paired seeds" in first.stdout
+    assert "design: per-track claims, 2 paired seeds" in first.stdout
     assert re.search(r"train .* 4/4", first.stderr)  # the progress bar, on the terminal
     assert "sequence —" not in first.stderr and "jobs:" not in first.stderr
     assert not re.search(r"train .* 4/4", second.stderr)  # not in a pipe: one line per job
@@ -397,15 +397,15 @@ def test_a_config_is_found_in_the_working_folder_and_flags_override_it(tmp_path)
     (tmp_path / "benchsuite.toml").write_text(STRICT)
     found = invoke("run", cwd=tmp_path)
     assert found.returncode == 2 and "(--strict)" in found.stderr
-    assert "design: 3 paired seeds (as given)" in found.stdout
+    assert "design: per-track claims, 3 paired seeds (as given)" in found.stdout
     assert "config: benchsuite.toml (found in the working folder" in found.stdout
     flagged = invoke("run", "--seeds", "4", cwd=tmp_path)
-    assert "design: 4 paired seeds (as given)" in flagged.stdout
+    assert "design: per-track claims, 4 paired seeds (as given)" in flagged.stdout
     (tmp_path / "benchsuite.toml").unlink()
     pyproject = "[project]\nname = 'mine'\n\n" + STRICT.replace("[run]", "[tool.benchsuite.run]")
     (tmp_path / "pyproject.toml").write_text(pyproject.replace("seeds = 3", "seeds = 5"))
     from_pyproject = invoke("run", cwd=tmp_path)
-    assert "design: 5 paired seeds (as given)" in from_pyproject.stdout
+    assert "design: per-track claims, 5 paired seeds (as given)" in from_pyproject.stdout
     assert "config: pyproject.toml (found in the working folder" in from_pyproject.stdout
     ignored = invoke(
         "run",

@@ -109,3 +109,78 @@ def test_mixers_exchangeable_with_the_baseline_get_no_significant_verdict(tmp_pa
         ].values()
     ]
     assert any(sum(c > 0 for c in counts) > 1 for counts in chosen)
+
+
+# Twenty nulls for the suite design: each the baseline `dense` whose initial token matrix has its
+# entries swapped in fixed pairs (an involution; the uniform i.i.d. draw is unchanged by it), the
+# odd ones also negated (the draw is symmetric about 0).
+PAIRED_NULLS = """
+import numpy as np
+import torch
+
+from benchsuite import Mixer, hookimpl
+from benchsuite.mixers import dense
+
+
+def _involution(k, size):
+    order = np.random.default_rng(k).permutation(size)
+    swap = np.arange(size)
+    pairs = order[: size - size % 2].reshape(-1, 2)
+    swap[pairs[:, 0]], swap[pairs[:, 1]] = pairs[:, 1], pairs[:, 0]
+    return torch.as_tensor(swap)
+
+
+def _null(k):
+    def build(tokens, dim):
+        module = dense.build(tokens, dim)
+        with torch.no_grad():
+            flat = module.weight.detach().flatten()
+            swapped = flat[_involution(k, flat.numel())].view_as(module.weight)
+            module.weight.copy_(-swapped if k % 2 else swapped)
+        return module
+
+    return build
+
+
+@hookimpl
+def benchsuite_register_mixers(register):
+    for k in range(20):
+        register(Mixer(name=f"null_{k}", build=_null(k), description="dense, null"))
+"""
+
+
+@pytest.mark.slow
+def test_twenty_exchangeable_mixers_get_no_suite_verdict_and_identity_is_worse(tmp_path):
+    """The suite design's calibration: 20 nulls and the positive control `identity` (no token
+    mixing) on four tracks, the seeds the design plans (4), short budgets; no null's suite
+    verdict is significant, identity's is `worse`."""
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "paired_nulls.py").write_text(PAIRED_NULLS)
+    out = tmp_path / "out"
+    grids = {"sequence": "0.0464", "tabular": "0.01", "dynamics": "0.0215", "vision": "0.0215"}
+    result = invoke(
+        "--plugins-dir",
+        str(plugins),
+        "run",
+        "--tracks",
+        ",".join(grids),
+        "--mixers",
+        "dense,identity," + ",".join(f"null_{k}" for k in range(20)),
+        "--budget",
+        "steps=60",
+        *(arg for track, lr in grids.items() for arg in ("--grid", f"{track}.lr={lr}")),
+        "--out",
+        str(out),
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["design"]["claims"] == "suite" and report["settings"]["seeds"] == 4
+    across = report["across_tracks"]
+    assert across["holm_family"] == 21 and across["alpha"] == 0.025
+    nulls = {n: m for n, m in across["mixers"].items() if n.startswith("null_")}
+    assert len(nulls) == 20
+    assert {m["verdict"] for m in nulls.values()} == {"inconclusive"}, {
+        n: (m["verdict"], m["suite_test"]["p_holm"]) for n, m in nulls.items()
+    }
+    assert across["mixers"]["identity"]["verdict"] == "worse"

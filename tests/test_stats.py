@@ -149,7 +149,13 @@ def test_holm_can_remove_significance():
     assert comps[0].verdict == "significant_win"
     apply_holm(comps)
     assert all(c.p_holm == pytest.approx(6 / 64) for c in comps)
-    assert all(c.verdict == "inconclusive" for c in comps)
+    # 6 seeds cannot reach Holm's first step over 3 (2/64 >= 0.05/3): not decidable at all
+    assert all(c.verdict == "needs_more_seeds" and not c.detectable for c in comps)
+    more = [compare_paired(np.linspace(1, 2, 8), np.linspace(1, 2, 8) + 0.5) for _ in range(3)]
+    for c in more:
+        c.p_value = 0.04  # reachable at 8 seeds (2/256 < 0.05/3), but not reached after Holm
+    apply_holm(more)
+    assert all(c.verdict == "inconclusive" and c.detectable for c in more)
 
 
 def test_below_margin_and_equivalence_verdicts():
@@ -227,7 +233,9 @@ def test_degenerate_inputs():
     six = compare_paired([1.0, 2.0, 3.0] * 2, [1.0, 2.0, 3.0] * 2)
     assert six.detectable and six.mde == 0.0
     assert same.ci95 == (0.0, 0.0)
-    assert same.verdict == "equivalent_within_margin"  # zero difference, zero spread
+    # zero difference, zero spread, but 3 seeds cannot reach alpha: the design cannot decide
+    assert same.verdict == "needs_more_seeds"
+    assert six.verdict == "equivalent_within_margin"  # at 6 seeds it can: equivalent
 
 
 def test_min_seeds_and_design_warning():

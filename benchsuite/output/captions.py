@@ -25,6 +25,16 @@ CONFIG_NOTE = (
     "goes to the best validation mean)"
 )
 
+HEADLINE_SUITE = (
+    "The run plans the claims across tracks. Per mixer, against the baseline: its suite verdict "
+    "(Holm over {mixers} mixers at α = {alpha}{looks}; better or worse only when it holds with "
+    "any one track left out), its suite effect (the mean over tracks of the paired "
+    "normalised-score difference) with its {level}% interval (the shifts the same sign-flip "
+    "test does not reject), its Holm p; on how many tracks its mean is ahead of and behind the "
+    "baseline's (a description: per-track verdicts need {seeds} seeds, --design per-track into "
+    "the same --out; each track's table has the effects) and where it learnt nothing; its "
+    "parameters and training step time relative to the baseline's. Largest suite effect first."
+)
 HEADLINE = (
     "Per mixer, against the baseline: the tracks where its Holm-adjusted verdict is a "
     "significant win or loss (below the margin included) and those where it is equivalent "
@@ -96,8 +106,8 @@ ACROSS = (
     "score: the fraction of the gap from the trivial predictor (0) to the ideal value (1) "
     "closed, higher is better; suite effect: the mean over tracks (each weighing the same) of "
     "the mean paired score difference with the baseline; p: two-sided sign-flip test of that "
-    "same suite effect (its sign is the direction tested), 95% CI: the shifts that test does "
-    "not reject; "
+    "same suite effect (its sign is the direction tested), {level}% CI: the shifts that test "
+    "does not reject at α = {alpha} (this look's: docs/statistics.md, Looks); "
     "Holm across {mixers} mixers; better/worse: Holm p < {alpha} and the CI excludes 0, "
     "holding with any one track left out (else mixed); IQM and P(improvement): descriptive, "
     "stratified bootstrap CIs. Largest suite effect first."
@@ -125,9 +135,10 @@ COSTS = (
 TERMINAL_ACROSS = (
     "effect: mean paired score difference with the baseline (difference scale of the score), "
     "per track and (suite) the mean over tracks, each track weighing the same; p: two-sided "
-    "sign-flip test of that same suite effect (its sign is the direction tested), its 95% CI "
-    "the shifts that test does not reject, Holm across {mixers} mixers; better/worse: Holm p < "
-    "{alpha} and the CI excludes 0; robust: the verdict holds with any one track left out "
+    "sign-flip test of that same suite effect (its sign is the direction tested), its {level}% "
+    "CI the shifts that test does not reject at α = {alpha} (this look's: docs/statistics.md), "
+    "Holm across {mixers} mixers; better/worse: Holm p < {alpha} and the CI excludes 0; "
+    "robust: the verdict holds with any one track left out "
     "(mixed: it does not; its direction in brackets); * ran on fewer tracks; ranks: "
     "docs/statistics.md{dropped}; rows by suite effect, largest first; {scale}"
 )

@@ -19,10 +19,20 @@ from markupsafe import Markup
 
 from benchsuite.output import captions, numbers
 from benchsuite.output.canvas import Plot, css_pixels, data_uri, slug
+from benchsuite.output.headline import (
+    SUITE_COLUMNS,
+    Line,
+    headline,
+    ratio,
+    suite_caption,
+    suite_headline,
+    suite_headline_rows,
+    tracks_text,
+)
 from benchsuite.output.numbers import finite, num, pct
 from benchsuite.output.palette import verdict
 from benchsuite.output.plots import heatmap_order, make_plots, write_plots
-from benchsuite.output.tables import Line, by_suite_effect, headline, ratio, tracks_text
+from benchsuite.output.tables import by_suite_effect
 from benchsuite.output.track_tables import axes_section, rows_by_effect
 from benchsuite.results.cell_schema import TrackResult
 from benchsuite.results.schema import Analysis
@@ -291,6 +301,10 @@ def render_html(report: Analysis, plots: Sequence[Plot], scaling_page: str | Non
         plots={(p.section, p.kind): p for p in plots},
         lines=lines,
         headline_rows=_headline_rows(lines),
+        suite_headline=suite_headline(report),
+        suite_columns=SUITE_COLUMNS,
+        suite_rows=suite_headline_rows(lines, digits=3) if suite_headline(report) else [],
+        suite_caption=suite_caption(report) if suite_headline(report) else "",
         matrix_tracks=tracks,
         matrix_mixers=mixers,
         nav=nav,

@@ -60,6 +60,7 @@ VERDICTS = {
     Word.SIGNIFICANT_WIN_BELOW_MARGIN: Verdict("#abd9e9", "^", True, "△", "small win", "blue"),
     Word.EQUIVALENT: Verdict("#c2a5cf", "D", False, "=", "equivalent", "magenta"),
     Word.INCONCLUSIVE: Verdict("#ffffbf", "o", False, "?", "inconclusive", "yellow"),
+    Word.NEEDS_MORE_SEEDS: Verdict("#e0e0e0", "o", True, "…", "more seeds", "dim"),
     Word.SIGNIFICANT_LOSS_BELOW_MARGIN: Verdict("#fdae61", "v", True, "▽", "small loss", "red"),
     Word.SIGNIFICANT_LOSS: Verdict("#d7191c", "v", False, "▼", "loss", "bold red"),
 }

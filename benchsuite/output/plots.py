@@ -168,7 +168,7 @@ def sweep_figure(track: str, entry: TrackResult, styles: dict[str, Style]) -> Fi
 def heatmap_order(report: Analysis) -> tuple[list[str], list[str]]:
     """(tracks with a comparison, mixers): the mixers in the headline's order (largest suite
     effect first), then any other."""
-    from benchsuite.output.tables import headline
+    from benchsuite.output.headline import headline
 
     tracks = [t for t, e in report.tracks.items() if e.comparisons]
     mixers = [line.mixer for line in headline(report)]

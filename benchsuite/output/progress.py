@@ -28,34 +28,53 @@ from benchsuite.execute.events import Events
 from benchsuite.output.numbers import num, pct
 from benchsuite.plan.cost import CostModel
 from benchsuite.records import RunRecord
-from benchsuite.vocabulary import Scale, Status
+from benchsuite.vocabulary import Claims, Scale, Status
 
 
 def print_design(design: dict, console: Console) -> None:
-    """The design check, before training: seeds, family size and the planned MDE per track
-    (``design``: :func:`benchsuite.plan.design.design_check`'s plain dict, not a report)."""
-    m = design["comparisons"]
-    why = (
-        "as given"
-        if design["seeds_given"]
-        else f"the fewest with which a comparison with one discordant seed passes Holm over {m} "
-        "comparisons, and at least 12"
-    )
-    console.print(
-        f"design: {design['seeds']} paired seeds ({why}), {m} comparisons (Holm needs at least "
-        f"{design['min_seeds_for_significance']} seeds; verdicts at alpha "
-        f"{num(design['alpha'], 2)}, its first step; the analysis uses this family less any "
-        "cell a track's data rules out, as every table states); each seed tunes on its own "
-        "validation split"
-    )
+    """The design check, before training: which claims the seeds are planned for, what the
+    other claims need, and the planned per-track MDE (``design``:
+    :func:`benchsuite.plan.design.design_check`'s plain dict, not a report)."""
+    m, seeds, mixers = design["comparisons"], design["seeds"], design["mixers"]
+    if design["design"] == Claims.SUITE:
+        why = (
+            "as given"
+            if design["seeds_given"]
+            else f"the fewest with which each mixer's verdict across the "
+            f"{design['tracks_planned']} tracks can pass Holm over {mixers} mixers with one "
+            "discordant seed and any one track left out"
+        )
+        console.print(
+            f"design: suite claims, {seeds} paired seeds ({why}); each seed tunes on its own "
+            "validation split. Per-track rows show each effect, its interval and the seeds that "
+            f"agree; per-track verdicts (Holm over {m} comparisons) need "
+            f"{design['per_track_seeds']} seeds: --design per-track into the same --out trains "
+            "only the new seeds"
+        )
+    else:
+        why = (
+            "as given"
+            if design["seeds_given"]
+            else f"the fewest with which a comparison with one discordant seed passes Holm over "
+            f"{m} comparisons, and at least 12"
+        )
+        console.print(
+            f"design: per-track claims, {seeds} paired seeds ({why}), {m} comparisons (Holm "
+            f"needs at least {design['min_seeds_for_significance']} seeds; verdicts at alpha "
+            f"{num(design['alpha'], 2)}, its first step; the analysis uses this family less any "
+            "cell a track's data rules out, as every table states); each seed tunes on its own "
+            "validation split"
+        )
     if design["warning"]:
         console.print(f"[yellow]warning:[/] {design['warning']}")
+    if design["design"] == Claims.SUITE:
+        return
     for track, plan in design["tracks"].items():
         scale = "geometric-mean ratio" if plan.get("scale") == Scale.LOG else "of the baseline mean"
         mde = (
             f"planned MDE {pct(plan['planned_mde_rel_pct'], signed=False)} ({scale}) at that alpha"
             if plan["planned_mde_rel_pct"] is not None
-            else f"nothing detectable: the smallest sign-flip p of {design['seeds']} seeds is "
+            else f"nothing detectable: the smallest sign-flip p of {seeds} seeds is "
             "not below that alpha"
         )
         console.print(

@@ -1,11 +1,6 @@
 """What the terminal prints of a report: one table per track (:mod:`.track_tables`), the
-signatures, across tracks, problems, and at the end the headline; the table of
-``benchsuite compare``.
-
-The headline is the answer first: per mixer, where it is significantly better or worse than the
-baseline, where it is equivalent, its suite-level effect with its CI, and what it costs
-(parameters and step time relative to the baseline's). The HTML page opens with it and the
-terminal ends with it.
+signatures, across tracks, problems, and at the end the headline (:mod:`.headline`, the answer
+where the eye lands); the table of ``benchsuite compare``.
 
 Each table comes in a wide layout and a narrow one, drawn by
 :class:`~benchsuite.output.widths.FirstFitting`: the wide one when it fits the terminal.
@@ -13,8 +8,6 @@ Each table comes in a wide layout and a narrow one, drawn by
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +16,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchsuite.output import captions
-from benchsuite.output.numbers import finite, interval, num
+from benchsuite.output.headline import SUITE_STYLE, headline_tables, styled
+from benchsuite.output.numbers import interval, num
 from benchsuite.output.track_tables import (
     axis_table,
     improvement,
@@ -39,83 +33,8 @@ from benchsuite.output.track_tables import (
 from benchsuite.output.widths import FirstFitting, fit
 from benchsuite.results.axes import axis_groups
 from benchsuite.results.schema import AcrossMixer, AcrossTracks, Analysis, RunComparison
-from benchsuite.vocabulary import Flag, SuiteVerdict, Verdict
 
-
-@dataclass
-class Line:
-    """One mixer's headline."""
-
-    mixer: str
-    better: list[str] = field(default_factory=list)
-    worse: list[str] = field(default_factory=list)
-    equivalent: list[str] = field(default_factory=list)
-    inconclusive: list[str] = field(default_factory=list)
-    suite_effect: float | None = None
-    suite_ci95: tuple[float | None, float | None] = (None, None)
-    suite_verdict: str = ""  # as shown ("mixed (worse)", "better (without x)")
-    suite_style: str = ""  # the rich style of the verdict itself
-    params_ratio: float | None = None
-    time_ratio: float | None = None
-
-    def sort_key(self) -> tuple[float, str]:
-        """Largest suite effect first; mixers without one last, by name."""
-        effect = self.suite_effect
-        return (-effect if effect is not None and math.isfinite(effect) else math.inf, self.mixer)
-
-
-def headline(report: Analysis) -> list[Line]:
-    """One line per compared mixer, ordered by suite effect (largest first); a track where the
-    mixer learnt nothing (flagged ``no_better_than_trivial``) is named so."""
-    lines: dict[str, Line] = {}
-    for track, entry in report.tracks.items():
-        for mixer, cell in entry.comparisons.items():
-            line = lines.setdefault(mixer, Line(mixer))
-            verdict = cell.comparison.verdict
-            verdict = Verdict(verdict)
-            group = (
-                line.better
-                if verdict.better
-                else line.worse
-                if verdict.worse
-                else line.equivalent
-                if verdict == Verdict.EQUIVALENT
-                else line.inconclusive
-            )
-            learnt_nothing = Flag.NO_BETTER_THAN_TRIVIAL in cell.comparison.flags
-            group.append(f"{track} (learnt nothing)" if learnt_nothing else track)
-    across = report.across_tracks
-    costs = report.quality_vs_cost.across
-    for mixer, line in lines.items():
-        row = across.mixers.get(mixer) if across else None
-        if row is not None:
-            line.suite_effect = row.suite_effect
-            line.suite_ci95 = (row.suite_effect_ci95[0], row.suite_effect_ci95[1])
-            line.suite_verdict = row.shown_verdict()
-            line.suite_style = SUITE_STYLE.get(row.verdict, "")
-        point = costs.points.get(mixer) if costs else None
-        if point is not None:
-            line.params_ratio, line.time_ratio = point.params, point.seconds_per_step
-    return sorted(lines.values(), key=Line.sort_key)
-
-
-def tracks_text(tracks: list[str]) -> str:
-    """``a, b`` or ``none``."""
-    return ", ".join(tracks) if tracks else "none"
-
-
-SUITE_STYLE = {
-    SuiteVerdict.BETTER: "bold blue",
-    SuiteVerdict.WORSE: "bold red",
-    SuiteVerdict.MIXED: "magenta",
-    SuiteVerdict.INCONCLUSIVE: "yellow",
-}
 PROBLEMS = "[bold red]skipped, failed and undertrained[/]"
-
-
-def styled(text: str, style: str) -> str:
-    """``text`` as markup in ``style`` (none: plain), escaped."""
-    return f"[{style}]{escape(text)}[/]" if style else escape(text)
 
 
 def by_suite_effect(across: AcrossTracks) -> list[str]:
@@ -162,6 +81,7 @@ def _across_caption(across: AcrossTracks, report: Analysis) -> str:
     caption = captions.TERMINAL_ACROSS.format(
         mixers=across.holm_family or len(across.mixers),
         alpha=num(across.alpha, 2),
+        level=num(100 * (1 - across.alpha), 3),
         dropped=dropped,
         scale=report.scale.note,
     )
@@ -260,64 +180,6 @@ def problems_table_narrow(report: Analysis) -> Table:
             escape(reason) + (f"\ntraceback: {escape(log)}" if log else ""),
         )
     return table
-
-
-def ratio(value: float | None) -> str:
-    """A cost relative to the baseline's: ``1.47×`` (``–`` when not measured)."""
-    return "–" if finite(value) is None else f"{num(value, 3)}×"
-
-
-def headline_tables(report: Analysis, narrow: bool = False) -> list[Table]:
-    """The headline: per mixer, its verdicts by track, its suite effect, its size and cost."""
-    lines = headline(report)
-    title = f"[bold]headline[/]: each mixer against {escape(report.baseline)}"
-    columns = [
-        "mixer",
-        "better on",
-        "worse on",
-        "equivalent on",
-        "suite effect [95% CI]",
-        "suite verdict",
-        "params ×",
-        "step time ×",
-    ]
-    if narrow:
-        columns = [
-            "mixer",
-            "better / worse / equivalent on",
-            "suite effect [95% CI]",
-            "params ×",
-            "step time ×",
-        ]
-    table = new_table(title, captions.HEADLINE, columns, narrow=narrow)
-    for line in lines:
-        bounds = interval(list(line.suite_ci95), lambda v: num(v, 2))
-        effect = f"{num(line.suite_effect, 2)} {bounds}"
-        if narrow:
-            where = (
-                f"{tracks_text(line.better)} / {tracks_text(line.worse)} / "
-                f"{tracks_text(line.equivalent)}"
-            )
-            effect += f" {escape(line.suite_verdict)}" if line.suite_verdict else ""
-            table.add_row(
-                escape(line.mixer),
-                escape(where),
-                effect,
-                ratio(line.params_ratio),
-                ratio(line.time_ratio),
-            )
-            continue
-        table.add_row(
-            escape(line.mixer),
-            escape(tracks_text(line.better)),
-            escape(tracks_text(line.worse)),
-            escape(tracks_text(line.equivalent)),
-            effect,
-            styled(line.suite_verdict or "–", line.suite_style),
-            ratio(line.params_ratio),
-            ratio(line.time_ratio),
-        )
-    return [table]
 
 
 def print_report(report: Analysis, console: Console) -> None:

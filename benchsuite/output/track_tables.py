@@ -103,6 +103,14 @@ def _family(entry: TrackResult, design: Design | None) -> str:
     partial = ""
     if design and design.partial:
         partial = f" (partial: {design.finished} of {design.comparisons} finished)"
+    if not c.detectable and c.n >= 2:
+        need = f" {design.per_track_seeds}" if design and design.per_track_seeds else " more"
+        return (
+            f"Holm over {c.family} comparisons{partial}: no sign pattern of {c.n} seeds reaches "
+            f"its first step (alpha {num(c.mde_alpha, 2)}), so each row shows its effect, 95% "
+            f"CI and the seeds that agree (wins/ties/losses); per-track verdict: needs{need} "
+            "seeds (--design per-track into the same --out trains only the new ones)"
+        )
     return (
         f"Holm over {c.family} comparisons{partial}; significant: Holm p < "
         f"{num(c.alpha, 2)} and the 95% CI excludes 0; MDE at alpha {num(c.mde_alpha, 2)} "

@@ -1,6 +1,7 @@
-"""The design check printed before training: can this many seeds reach significance, and what
-effect could they detect on each track at the alpha the verdicts will use (Holm's first step,
-alpha/m)?
+"""The design check printed before training: which claims the run plans (each mixer across the
+tracks, or on each track: docs/protocol.md, "Two designs"), can this many seeds reach them, and
+what effect could they detect on each track at the alpha the per-track verdicts use (Holm's first
+step, alpha/m)?
 
 The family is every (track, mixer) cell besides the baseline's, counted before the tracks' data
 is probed: a cell that the probe finds unsupported leaves it, so the analysis' family (stated in
@@ -27,21 +28,24 @@ from benchsuite.plan.power import (
     min_seeds_for_significance,
     min_sign_flip_p,
     planned_mde,
+    suite_seeds,
 )
 from benchsuite.settings import RunSettings
 from benchsuite.specs import Track
-from benchsuite.vocabulary import Scale
+from benchsuite.vocabulary import Claims, Scale
 
 
 def design_check(
     settings: RunSettings, tracks: dict[str, Track], previous: Mapping[str, float] | None = None
 ) -> dict[str, Any]:
-    """Family size, seeds needed, the warning if too few, and the planned MDE per track, for
-    resolved ``settings`` (``tracks``: the registered tracks; ``previous``: per track the sd
-    measured by the last run in the same folder, which the caller reads from its report)."""
+    """The design (suite or per-track), family size, seeds each claim needs, the warning if the
+    seeds cannot reach the design's claims, and the planned per-track MDE, for resolved
+    ``settings`` (``tracks``: the registered tracks; ``previous``: per track the sd measured by
+    the last run in the same folder, which the caller reads from its report)."""
     names, mixers, seeds = settings.tracks or (), settings.mixers or (), settings.seeds or 0
     comparisons = len(names) * (len(mixers) - 1)
     alpha = holm_first_alpha(comparisons)
+    design = Claims(settings.design or Claims.PER_TRACK)
     previous = previous or {}
     planned = {}
     for name in names:
@@ -57,14 +61,33 @@ def design_check(
             if math.isnan(mde)
             else 100 * (1 - math.exp(-mde) if log_scale else mde),
         }
+    per_track_seeds = default_seeds(max(comparisons, 1))
+    several = len(names) >= 2 and len(mixers) >= 2
+    suite = suite_seeds(len(names), len(mixers) - 1) if several else None
+    if design == Claims.SUITE:
+        default = suite or per_track_seeds
+        warning = (
+            f"with {seeds} seeds no suite verdict can pass Holm over {len(mixers) - 1} mixers "
+            f"with one discordant seed and any one track left out; use at least {suite} seeds"
+            if suite is not None and seeds < suite
+            else None
+        )
+    else:
+        default = per_track_seeds
+        warning = design_warning(seeds, max(comparisons, 1))
     return {
+        "design": str(design),
         "comparisons": comparisons,
+        "mixers": len(mixers) - 1,
+        "tracks_planned": len(names),
         "seeds": seeds,
-        "default_seeds": default_seeds(max(comparisons, 1)),
-        "seeds_given": settings.seeds != default_seeds(max(comparisons, 1)),
+        "default_seeds": default,
+        "seeds_given": seeds != default,
+        "suite_seeds": suite,
+        "per_track_seeds": per_track_seeds,
         "alpha": alpha,
         "detectable": seeds >= 2 and min_sign_flip_p(seeds) < alpha,
         "min_seeds_for_significance": min_seeds_for_significance(max(comparisons, 1)),
-        "warning": design_warning(seeds, max(comparisons, 1)),
+        "warning": warning,
         "tracks": planned,
     }

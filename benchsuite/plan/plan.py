@@ -96,6 +96,9 @@ class Plan:
     skipped: list[Skip]
     code: dict[str, dict[str, str]] = field(default_factory=dict)  # "track X" -> module digests
     recipe: str = ""  # digest of what the plan was made from (:func:`recipe`)
+    # the seed counts at which earlier runs in the folder showed these suite verdicts
+    # (:func:`benchsuite.plan.extension.looks`)
+    looks: list[int] = field(default_factory=list)
     jobs: dict[str, Job] = field(default_factory=dict, repr=False)
 
     def cell_list(self) -> list[Cell]:
@@ -126,6 +129,7 @@ class Plan:
             "skipped": [dataclasses.asdict(s) for s in self.skipped],
             "code": self.code,
             "recipe": self.recipe,
+            "looks": self.looks,
         }
 
     @classmethod
@@ -152,6 +156,7 @@ class Plan:
             skipped=[Skip(**s) for s in raw["skipped"]],
             code=raw.get("code", {}),
             recipe=raw.get("recipe", ""),
+            looks=list(raw.get("looks", [])),
         )
 
 

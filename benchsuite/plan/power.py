@@ -89,6 +89,30 @@ def default_seeds(m: int, alpha: float = 0.05) -> int:
     return max(MIN_DEFAULT_SEEDS, math.floor(math.log2(4 * m / alpha)) + 1)
 
 
+def looks_alpha(look: int, alpha: float = 0.05) -> float:
+    """The alpha the suite tests spend at the ``look``-th look at the same comparisons (1: a
+    run's first, 2: its first extension to more seeds, ...): alpha / 2**look, so that the
+    family-wise error over any number of looks stays below ``alpha`` (a Bonferroni bound:
+    alpha/2 + alpha/4 + ... < alpha; docs/protocol.md, "Extending a run")."""
+    return alpha / 2.0 ** max(look, 1)
+
+
+def suite_seeds(tracks: int, mixers: int, alpha: float | None = None) -> int:
+    """The seed count of the suite design: the fewest seeds per track with which a mixer's
+    across-tracks test (its seeds pooled over the tracks, docs/statistics.md) can pass Holm's
+    first step over ``mixers`` at ``alpha`` (default: a first look's, :func:`looks_alpha`) with
+    one discordant seed (sign-flip p = 4/2**N over N pooled seeds) even with any one of
+    ``tracks`` left out: 3 for 6 tracks and 17 mixers, 4 for 4 and 20. At least 2 (a paired
+    comparison); a run of one track has no suite claim (the per-track design)."""
+    if tracks < 2 or mixers < 1:
+        raise ValueError(f"the suite design needs >= 2 tracks and a mixer, got {tracks}, {mixers}")
+    alpha = looks_alpha(1) if alpha is None else alpha
+    kept, n = tracks - 1, 2
+    while 4.0 / 2.0 ** (kept * n) >= alpha / mixers:
+        n += 1
+    return n
+
+
 def min_seeds_for_significance(m: int, alpha: float = 0.05) -> int:
     """Fewest seeds for which the exact sign-flip p (at best 2/2**n) can pass Holm over m tests.
 

@@ -19,10 +19,11 @@ from benchsuite.budget import CHECKPOINTS
 from benchsuite.errors import PluginError, UsageError, did_you_mean, one_line
 from benchsuite.plan.jobs import GRID_AXES, OVERRIDABLE, SCHEDULE, STOPPING
 from benchsuite.plan.matching import MATCHES
-from benchsuite.plan.power import default_seeds
+from benchsuite.plan.power import default_seeds, min_seeds_for_significance, suite_seeds
 from benchsuite.registry import Registry, track_variants, variants
 from benchsuite.settings import EXECUTORS, RunSettings
 from benchsuite.specs import Track, resolve_options
+from benchsuite.vocabulary import Claims
 
 
 def resolve(settings: RunSettings, registry: Registry) -> RunSettings:
@@ -56,11 +57,8 @@ def resolve(settings: RunSettings, registry: Registry) -> RunSettings:
     check_grids(settings.grids, [name for name in registry.tracks if "[" not in name])
     if settings.match not in MATCHES:
         raise UsageError(f"unknown --match {settings.match!r}; valid: {', '.join(MATCHES)}")
-    seeds = settings.seeds
-    if seeds is None:
-        seeds = default_seeds(len(track_names) * (len(mixer_names) - 1))
-    if seeds < 2:
-        raise UsageError(f"--seeds must be at least 2 for a paired comparison, got {seeds}")
+    bases = len({track_variants.base_name(track) for track in tracks.values()})
+    design, seeds = design_and_seeds(settings, len(track_names), len(mixer_names) - 1, bases)
     overrides = budget_overrides(settings.budget)
     for name in track_names:
         budget = tracks[name].budget(settings.preset)
@@ -88,6 +86,7 @@ def resolve(settings: RunSettings, registry: Registry) -> RunSettings:
         },
         mixers=tuple(mixer_names),
         seeds=seeds,
+        design=design,
         track_options=track_options,
         baseline=baseline.name,
         mixer_options=variants.variant_options(chosen, mixers, settings.mixer_options),
@@ -99,6 +98,51 @@ def resolve(settings: RunSettings, registry: Registry) -> RunSettings:
             else settings.batch_seeds
         ),
     )
+
+
+def design_and_seeds(
+    settings: RunSettings, tracks: int, mixers: int, bases: int | None = None
+) -> tuple[str, int]:
+    """The run's design (docs/protocol.md, "Two designs") and its seed count: as given, else the
+    per-track design for one track (``bases``: the distinct tracks, variants of one track
+    counting once) or for ``--seeds`` enough for per-track Holm, else the suite design; the
+    seeds as given, else the fewest the design's claims need. Asking for claims the seeds
+    cannot reach is a one-line error saying what it would take."""
+    comparisons = tracks * mixers
+    per_track_seeds = default_seeds(comparisons)
+    if settings.design is not None and settings.design not in tuple(Claims):
+        valid = ", ".join(Claims)
+        raise UsageError(f"unknown --design {settings.design!r}; valid: {valid}")
+    if settings.seeds is not None and settings.seeds < 2:
+        raise UsageError(
+            f"--seeds must be at least 2 for a paired comparison, got {settings.seeds}"
+        )
+    design = settings.design
+    if design is None:
+        enough = settings.seeds is not None and settings.seeds >= per_track_seeds
+        one = (tracks if bases is None else bases) == 1
+        design = Claims.PER_TRACK if one or enough else Claims.SUITE
+    if design == Claims.SUITE and tracks == 1:
+        raise UsageError(
+            "--design suite needs at least 2 tracks (a run of one track plans its per-track "
+            "claims: drop --design or add --tracks)"
+        )
+    least = min_seeds_for_significance(comparisons)
+    if (
+        settings.design == Claims.PER_TRACK
+        and settings.seeds is not None
+        and settings.seeds < least
+    ):
+        raise UsageError(
+            f"--design per-track: verdicts over {comparisons} comparisons need at least "
+            f"{least} seeds ({per_track_seeds} to allow one discordant seed), got --seeds "
+            f"{settings.seeds}; drop --seeds, or --design suite for the claims across tracks"
+        )
+    if settings.seeds is not None:
+        return str(design), settings.seeds
+    if design == Claims.PER_TRACK:
+        return str(design), per_track_seeds
+    return str(design), suite_seeds(tracks, mixers)
 
 
 def check_grids(grids: Any, tracks: list[str]) -> None:

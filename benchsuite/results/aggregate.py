@@ -288,11 +288,12 @@ def aggregate_across_tracks(
     """Suite-level figures per mixer (and the baseline's own scores), as plain JSON-able dicts.
 
     ``verdicts``: optional ``{track: {mixer: Holm-adjusted verdict}}`` from the per-track
-    comparisons. ``planned``: ``{mixer: [tracks]}`` the run planned (default: those with
-    results); Holm runs over every planned mixer, and a mixer's tracks without results are
-    named (``tracks_missing``). Returns ``{"baseline", "scale", "n_boot", "flips", "seed",
-    "alpha", "tracks", "mixers": {name: {...}}, "ranks"}`` (see docs/results.md for each mixer's
-    fields).
+    comparisons. ``alpha``: the level of the suite tests and of their intervals (less than 0.05
+    when earlier looks at the same comparisons are accounted for). ``planned``: ``{mixer:
+    [tracks]}`` the run planned (default: those with results); Holm runs over every planned
+    mixer, and a mixer's tracks without results are named (``tracks_missing``). Returns
+    ``{"baseline", "scale", "n_boot", "flips", "seed", "alpha", "tracks", "mixers": {name:
+    {...}}, "ranks"}`` (see docs/results.md for each mixer's fields).
     """
     if not per_track:
         raise ValueError("no tracks to aggregate")
@@ -314,7 +315,7 @@ def aggregate_across_tracks(
         observed[name] = {t: m - b for t, (b, m) in pairs.items()}
         flips[name] = sign_flips(observed[name], seed)
         # the interval of the same test: the shifts it does not reject (not the bootstrap's)
-        entry["suite_effect_ci95"] = suite_interval(observed[name], flips[name], list(pairs))
+        entry["suite_effect_ci95"] = suite_interval(observed[name], flips[name], list(pairs), alpha)
         entry["fewer_tracks"] = len(pairs) < most_tracks
         entry["tracks_missing"] = [t for t in (planned or {}).get(name, []) if t not in pairs]
         counts = _count_verdicts(verdicts, name) if verdicts else None

@@ -18,6 +18,7 @@ from pathlib import Path
 from benchsuite.errors import UsageError
 from benchsuite.plan.matching import comparison_size
 from benchsuite.plan.plan import Plan
+from benchsuite.plan.power import looks_alpha
 from benchsuite.records import RunRecord
 from benchsuite.results import cells as cells_
 from benchsuite.results import curves, flags, serial, stats, summaries
@@ -182,6 +183,7 @@ def analyse(
             sum(c.missing_seeds == 0 for c in cells),
             len(both_family),
             (sum(key in results for key in planned), len(planned)),
+            settings.design,
         ),
         selection=summaries.selection_summary(tracks),
         across_tracks=across,
@@ -236,13 +238,19 @@ def _across(tracks: dict[str, TrackResult], plan: Plan, baseline: str) -> Across
         if mixer != baseline
     }
     planned = {mixer: tracks for mixer, tracks in planned.items() if tracks}
+    every_look = [*plan.looks, plan.settings.seeds or 0]
     across = serial.build(
         AcrossTracks,
         aggregate_across_tracks(
-            per_track, baseline_name=baseline, verdicts=verdicts, planned=planned
+            per_track,
+            baseline_name=baseline,
+            verdicts=verdicts,
+            planned=planned,
+            alpha=looks_alpha(len(every_look)),  # alpha/2 at a first look, alpha/4 at a second
         ),
     )
     across.tracks_left_out = left_out(tracks, across, baseline)
+    across.looks = every_look
     return across
 
 

@@ -16,11 +16,13 @@ from benchsuite.results import serial
 from benchsuite.results.cell_schema import TrackResult
 from benchsuite.results.stats import Comparison
 from benchsuite.settings import RunSettings
-from benchsuite.vocabulary import SuiteVerdict
+from benchsuite.vocabulary import Claims, SuiteVerdict
 
 OMIT_NONE = {"omit_none": True}
-# 4: the across-tracks verdict one_track and its CI the sign-flip test inverted; 3: no param_ratio
-REPORT_VERSION = 4
+# 5: the design first (its claims: suite or per-track), then the suite verdicts with their looks;
+# the per-track verdict needs_more_seeds. 4: the across-tracks verdict one_track and its CI the
+# sign-flip test inverted; 3: no param_ratio
+REPORT_VERSION = 5
 
 
 @dataclass
@@ -110,6 +112,10 @@ class AcrossTracks:
     ranks: Ranks
     tracks_left_out: dict[str, str] = field(default_factory=dict)
     holm_family: int = 0  # the mixers the plan compares (Holm's family across tracks)
+    # the seed counts of every look at these suite verdicts, this run's last; alpha is
+    # 0.05 / 2**(their number), so that the error over every look stays below 0.05
+    # (docs/protocol.md, "Extending a run")
+    looks: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -185,6 +191,12 @@ class Design:
     warning: str | None
     jobs: int = 0  # the plan's jobs
     jobs_finished: int = 0  # of those, with a stored result
+    claims: str = "per-track"  # the claims the seeds were planned for (vocabulary.Claims)
+    per_track_seeds: int = 0  # the seeds per-track verdicts need (one discordant seed allowed)
+
+    def suite_claims(self) -> bool:
+        """The run planned the claims across tracks, not per track."""
+        return self.claims == Claims.SUITE
 
     def banner(self) -> str:
         """``partial: k of m comparisons, n of N jobs`` for a run not finished, else empty."""
@@ -259,6 +271,8 @@ class Analysis:
     """The whole report of a run (``report.json``)."""
 
     report_version: int
+    design: Design  # which claims the run planned, first: the file leads with the answer
+    across_tracks: AcrossTracks | None  # the suite verdicts
     warnings: list[str]
     settings: dict[str, Any]  # the plan's resolved run settings, as saved
     environment: dict[str, Any]  # the plan's environment block, as saved
@@ -266,9 +280,7 @@ class Analysis:
     tracks: dict[str, TrackResult]
     skipped: list[Skip]
     scale: Scale
-    design: Design
     selection: SelectionSummary
-    across_tracks: AcrossTracks | None
     learning_curves: CurvesSummary
     quality_vs_cost: QualityVsCost
     failures: list[Failure]

@@ -158,9 +158,12 @@ def excludes_zero(interval: Sequence[float | None]) -> bool:
 
 def _verdict(c: Comparison) -> Verdict:
     """Significant: Holm p below alpha and the 95% CI of the same mean excludes 0 (when the
-    sign-flip p and the t interval disagree, the verdict is not significant)."""
+    sign-flip p and the t interval disagree, the verdict is not significant); ``needs_more_seeds``
+    where no sign pattern of its seeds could reach the alpha of Holm's first step."""
     if c.n < 2:
         return Verdict.INCONCLUSIVE
+    if not c.detectable:  # no sign pattern of n seeds reaches alpha: the design cannot decide
+        return Verdict.NEEDS_MORE_SEEDS
     p = c.p_value if math.isnan(c.p_holm) else c.p_holm
     p_tost = c.p_tost if math.isnan(c.p_tost_holm) else c.p_tost_holm
     if p < c.alpha and excludes_zero(c.ci95):

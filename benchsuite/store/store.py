@@ -336,6 +336,11 @@ class Store:
         )
         return int(cursor.lastrowid or 0)
 
+    def plans(self) -> list[dict[str, Any]]:
+        """The plan of every run saved here, oldest first."""
+        rows = self.db.execute("SELECT request FROM runs ORDER BY id").fetchall()
+        return [json.loads(text) for (text,) in rows]
+
     def last_plan(self) -> dict[str, Any] | None:
         """The plan of the most recent run (as saved), or None."""
         row = self.db.execute("SELECT request FROM runs ORDER BY id DESC LIMIT 1").fetchone()

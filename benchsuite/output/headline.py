@@ -1,0 +1,235 @@
+"""The headline: per mixer, where it is significantly better or worse than the baseline, where
+it is equivalent, its suite-level effect with its CI, and what it costs (parameters and step time
+relative to the baseline's); under the suite design (docs/protocol.md, "Two designs") its suite
+verdict first, with its Holm p and on how many tracks it is ahead and behind. The HTML page
+opens with it and the terminal ends with it (:mod:`.tables`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from rich.markup import escape
+from rich.table import Table
+
+from benchsuite.output import captions
+from benchsuite.output.numbers import finite, interval, num
+from benchsuite.output.track_tables import new_table
+from benchsuite.results.schema import Analysis
+from benchsuite.vocabulary import Flag, SuiteVerdict, Verdict
+
+
+@dataclass
+class Line:
+    """One mixer's headline."""
+
+    mixer: str
+    better: list[str] = field(default_factory=list)
+    worse: list[str] = field(default_factory=list)
+    equivalent: list[str] = field(default_factory=list)
+    inconclusive: list[str] = field(default_factory=list)
+    undecided: list[str] = field(default_factory=list)  # per-track verdict needs more seeds
+    ahead: list[str] = field(default_factory=list)  # mean effect > 0, whatever its verdict
+    behind: list[str] = field(default_factory=list)  # mean effect < 0
+    learnt_nothing: list[str] = field(default_factory=list)
+    suite_effect: float | None = None
+    suite_p_holm: float | None = None
+    suite_ci95: tuple[float | None, float | None] = (None, None)
+    suite_verdict: str = ""  # as shown ("mixed (worse)", "better (without x)")
+    suite_style: str = ""  # the rich style of the verdict itself
+    params_ratio: float | None = None
+    time_ratio: float | None = None
+
+    def sort_key(self) -> tuple[float, str]:
+        """Largest suite effect first; mixers without one last, by name."""
+        effect = self.suite_effect
+        return (-effect if effect is not None and math.isfinite(effect) else math.inf, self.mixer)
+
+
+def headline(report: Analysis) -> list[Line]:
+    """One line per compared mixer, ordered by suite effect (largest first); a track where the
+    mixer learnt nothing (flagged ``no_better_than_trivial``) is named so."""
+    lines: dict[str, Line] = {}
+    for track, entry in report.tracks.items():
+        for mixer, cell in entry.comparisons.items():
+            line = lines.setdefault(mixer, Line(mixer))
+            verdict = cell.comparison.verdict
+            verdict = Verdict(verdict)
+            group = (
+                line.better
+                if verdict.better
+                else line.worse
+                if verdict.worse
+                else line.equivalent
+                if verdict == Verdict.EQUIVALENT
+                else line.undecided
+                if verdict == Verdict.NEEDS_MORE_SEEDS
+                else line.inconclusive
+            )
+            learnt_nothing = Flag.NO_BETTER_THAN_TRIVIAL in cell.comparison.flags
+            group.append(f"{track} (learnt nothing)" if learnt_nothing else track)
+            if learnt_nothing:
+                line.learnt_nothing.append(track)
+            effect = cell.comparison.improvement
+            if math.isfinite(effect) and effect != 0:
+                (line.ahead if effect > 0 else line.behind).append(track)
+    across = report.across_tracks
+    costs = report.quality_vs_cost.across
+    for mixer, line in lines.items():
+        row = across.mixers.get(mixer) if across else None
+        if row is not None:
+            line.suite_effect = row.suite_effect
+            line.suite_ci95 = (row.suite_effect_ci95[0], row.suite_effect_ci95[1])
+            line.suite_verdict = row.shown_verdict()
+            line.suite_p_holm = row.suite_test.p_holm
+            line.suite_style = SUITE_STYLE.get(row.verdict, "")
+        point = costs.points.get(mixer) if costs else None
+        if point is not None:
+            line.params_ratio, line.time_ratio = point.params, point.seconds_per_step
+    return sorted(lines.values(), key=Line.sort_key)
+
+
+def tracks_text(tracks: list[str]) -> str:
+    """``a, b`` or ``none``."""
+    return ", ".join(tracks) if tracks else "none"
+
+
+SUITE_STYLE = {
+    SuiteVerdict.BETTER: "bold blue",
+    SuiteVerdict.WORSE: "bold red",
+    SuiteVerdict.MIXED: "magenta",
+    SuiteVerdict.INCONCLUSIVE: "yellow",
+}
+
+
+def styled(text: str, style: str) -> str:
+    """``text`` as markup in ``style`` (none: plain), escaped."""
+    return f"[{style}]{escape(text)}[/]" if style else escape(text)
+
+
+def ratio(value: float | None) -> str:
+    """A cost relative to the baseline's: ``1.47×`` (``–`` when not measured)."""
+    return "–" if finite(value) is None else f"{num(value, 3)}×"
+
+
+def suite_headline(report: Analysis) -> bool:
+    """The headline leads with the suite verdicts: the run planned the claims across tracks and
+    has them (the per-track verdicts then need more seeds than it has)."""
+    return report.design.suite_claims() and report.across_tracks is not None
+
+
+def suite_headline_rows(lines: list[Line], digits: int = 2) -> list[tuple[str, ...]]:
+    """The suite design's headline rows, as text: mixer, suite verdict, effect [CI], Holm p,
+    how many tracks its mean is ahead of and behind the baseline's on, the tracks where it
+    learnt nothing, params and time ratios."""
+    return [
+        (
+            line.mixer,
+            line.suite_verdict or "–",
+            f"{num(line.suite_effect, digits)} "
+            f"{interval(list(line.suite_ci95), lambda v: num(v, digits))}",
+            num(line.suite_p_holm, 3),
+            f"{len(line.ahead)} / {len(line.behind)}",
+            ", ".join(line.learnt_nothing) or "–",
+            ratio(line.params_ratio),
+            ratio(line.time_ratio),
+        )
+        for line in lines
+    ]
+
+
+SUITE_COLUMNS = (
+    "mixer",
+    "suite verdict",
+    "suite effect [CI]",
+    "Holm p",
+    "tracks ahead / behind",
+    "learnt nothing on",
+    "params ×",
+    "step time ×",
+)
+
+
+def suite_caption(report: Analysis) -> str:
+    """The suite headline's caption: the family, the level, the looks, what per-track verdicts
+    need."""
+    across, design = report.across_tracks, report.design
+    assert across is not None
+    looks = across.looks or [design.seeds]
+    looked = (
+        f"; Bonferroni over {len(looks)} looks at these verdicts (at "
+        f"{', '.join(str(n) for n in looks)} seeds)"
+        if len(looks) > 1
+        else ""
+    )
+    return captions.HEADLINE_SUITE.format(
+        mixers=across.holm_family,
+        alpha=num(across.alpha, 3),
+        level=num(100 * (1 - across.alpha), 3),
+        looks=looked,
+        seeds=design.per_track_seeds,
+    )
+
+
+def headline_tables(report: Analysis, narrow: bool = False) -> list[Table]:
+    """The headline: per mixer, its verdicts by track, its suite effect, its size and cost (the
+    suite design: its suite verdict first, and where its mean is ahead or behind)."""
+    lines = headline(report)
+    if suite_headline(report):
+        title = f"[bold]headline[/]: each mixer against {escape(report.baseline)} across tracks"
+        table = new_table(title, suite_caption(report), list(SUITE_COLUMNS), narrow=narrow)
+        for line, row in zip(lines, suite_headline_rows(lines), strict=True):
+            table.add_row(
+                escape(row[0]),
+                styled(row[1], line.suite_style),
+                *(escape(cell) for cell in row[2:]),
+            )
+        return [table]
+    title = f"[bold]headline[/]: each mixer against {escape(report.baseline)}"
+    columns = [
+        "mixer",
+        "better on",
+        "worse on",
+        "equivalent on",
+        "suite effect [95% CI]",
+        "suite verdict",
+        "params ×",
+        "step time ×",
+    ]
+    if narrow:
+        columns = [
+            "mixer",
+            "better / worse / equivalent on",
+            "suite effect [95% CI]",
+            "params ×",
+            "step time ×",
+        ]
+    table = new_table(title, captions.HEADLINE, columns, narrow=narrow)
+    for line in lines:
+        bounds = interval(list(line.suite_ci95), lambda v: num(v, 2))
+        effect = f"{num(line.suite_effect, 2)} {bounds}"
+        if narrow:
+            where = (
+                f"{tracks_text(line.better)} / {tracks_text(line.worse)} / "
+                f"{tracks_text(line.equivalent)}"
+            )
+            effect += f" {escape(line.suite_verdict)}" if line.suite_verdict else ""
+            table.add_row(
+                escape(line.mixer),
+                escape(where),
+                effect,
+                ratio(line.params_ratio),
+                ratio(line.time_ratio),
+            )
+            continue
+        table.add_row(
+            escape(line.mixer),
+            escape(tracks_text(line.better)),
+            escape(tracks_text(line.worse)),
+            escape(tracks_text(line.equivalent)),
+            effect,
+            styled(line.suite_verdict or "–", line.suite_style),
+            ratio(line.params_ratio),
+            ratio(line.time_ratio),
+        )
+    return [table]
