@@ -150,10 +150,10 @@ def benchsuite_register_mixers(register):
 
 
 @pytest.mark.slow
-def test_twenty_exchangeable_mixers_get_no_suite_verdict_and_identity_is_worse(tmp_path):
+def test_twenty_exchangeable_mixers_get_no_suite_verdict_and_identity_tests_worse(tmp_path):
     """The suite design's calibration: 20 nulls and the positive control `identity` (no token
     mixing) on four tracks, the seeds the design plans (4), short budgets; no null's suite
-    verdict is significant, identity's is `worse`."""
+    verdict is significant, identity's suite test rejects towards worse."""
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     (plugins / "paired_nulls.py").write_text(PAIRED_NULLS)
@@ -183,4 +183,9 @@ def test_twenty_exchangeable_mixers_get_no_suite_verdict_and_identity_is_worse(t
     assert {m["verdict"] for m in nulls.values()} == {"inconclusive"}, {
         n: (m["verdict"], m["suite_test"]["p_holm"]) for n, m in nulls.items()
     }
-    assert across["mixers"]["identity"]["verdict"] == "worse"
+    # the positive control's suite test rejects, towards worse (at these 60-step budgets one track
+    # may not survive leaving out: "mixed"; the default run's own verdict is "worse")
+    identity = across["mixers"]["identity"]
+    assert identity["verdict"] in ("worse", "mixed"), identity["verdict"]
+    assert identity["suite_test"]["p_holm"] < across["alpha"]
+    assert identity["suite_effect"] < 0 and identity["suite_effect_ci95"][1] < 0

@@ -84,9 +84,15 @@ def family_text(report: Analysis) -> str:
     partial = (
         f" (partial: {design.finished} of {design.comparisons} finished)" if design.partial else ""
     )
+    needs = (
+        f"; no per-track verdict: the run plans the claims across tracks, per-track verdicts "
+        f"need {design.per_track_seeds} seeds (--design per-track into the same --out)"
+        if design.suite_claims() and design.seeds < design.min_seeds_for_significance
+        else ""
+    )
     return (
         f"Holm over {design.comparisons} comparisons{partial}; MDE and first Holm step at "
-        f"α = {num(design.verdict_alpha, 2)}"
+        f"α = {num(design.verdict_alpha, 2)}{needs}"
     )
 
 

@@ -25,12 +25,22 @@ from benchsuite.results.axes import AxisCell, AxisGroup, axis_groups
 from benchsuite.results.cell_schema import MixerResult, SignatureCheck, TrackResult
 from benchsuite.results.schema import Analysis, Design
 from benchsuite.results.stats import Comparison
+from benchsuite.vocabulary import Verdict
 
 
 def verdict_text(name: str, short: bool = False) -> str:
     """A verdict with its symbol, in its colour: ``▲ significant_win`` (``▲ win`` if short)."""
     look = verdict(name)
     return f"[{look.style}]{look.symbol} {look.short if short else name}[/]"
+
+
+def verdict_cell(c: Comparison, short: bool = False) -> str:
+    """A comparison's verdict; in the wide layout, where its seeds cannot decide it, with how
+    many seeds agree (``… needs_more_seeds, 2 of 3 ahead``)."""
+    text = verdict_text(c.verdict, short)
+    if short or c.verdict != Verdict.NEEDS_MORE_SEEDS:
+        return text
+    return f"{text}, {c.wins} of {c.n} ahead" + (f" ({c.ties} tied)" if c.ties else "")
 
 
 def legend(names: list[str]) -> str:
@@ -195,7 +205,7 @@ def track_table(name: str, entry: TrackResult, design: Design | None = None) -> 
             num(c.p_value, 3),
             num(c.p_holm, 3),
             mde(c),
-            verdict_text(c.verdict),
+            verdict_cell(c),
             _flags(entry, mixer),
         )
     return table
@@ -253,7 +263,7 @@ def track_tables_narrow(
                 num(c.p_value, 3),
                 num(c.p_holm, 3),
                 mde(c),
-                verdict_text(c.verdict, short=True),
+                verdict_cell(c, short=True),
             )
         tables.append(against)
     return tables
