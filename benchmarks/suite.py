@@ -14,7 +14,9 @@ Prints the first run's wall time, the re-run's (nothing retrained, start-up incl
 track: the median MDE at the verdicts' alpha (how blind the design is), the identity control's
 verdict (a track that tests mixing must make it lose), the mixers it separates from the
 baseline, the training seconds its jobs took, and across the run the share of cells that chose
-an end of their grid. Then the cost in *reference steps* (job-seconds divided by the seconds of
+an end of their grid and the verdicts across tracks (all the default suite design claims: under
+it every per-track verdict needs more seeds and its MDE is n/a). Then the cost in *reference
+steps* (job-seconds divided by the seconds of
 the fixed step of :mod:`benchsuite.train.reference`, measured at the start of the same run and
 stored in report.json's environment): in total, per track and per mixer. Reference steps
 compare across machines; seconds do not.
@@ -121,6 +123,22 @@ def grid_ends_line(report: dict) -> str:
     )
 
 
+def suite_line(report: dict) -> str:
+    """The across-tracks verdicts (what the default suite design claims): identity's, the
+    mixers separated from the baseline, and the level and looks they were tested at."""
+    across = report.get("across_tracks")
+    if not across:
+        return "across tracks: none (one track)"
+    found = {m: row["verdict"] for m, row in across["mixers"].items()}
+    separated = sorted(m for m, v in found.items() if v in ("better", "worse", "mixed"))
+    return (
+        f"across tracks ({report['design'].get('claims', 'per-track')} design, alpha "
+        f"{across['alpha']:.3g}, looks at {across.get('looks', [])} seeds): identity "
+        f"{found.get('identity', 'not run')}; separates {len(separated)}/{len(found)} "
+        f"({', '.join(f'{m} {found[m]}' for m in separated)})"
+    )
+
+
 def verdicts(out: Path) -> dict[tuple[str, str], tuple[str, list[float]]]:
     """Each comparison's verdict and the mixer's per-seed test metrics, from report.json."""
     report = json.loads((out / "report.json").read_text())
@@ -155,7 +173,12 @@ def against(revision: str, extra: list[str]) -> None:
         per_track = by(job_seconds(out / "benchsuite.sqlite"), 0)
         print(
             "\n".join(
-                f"  {line}" for line in [*track_lines(report, per_track), grid_ends_line(report)]
+                f"  {line}"
+                for line in [
+                    *track_lines(report, per_track),
+                    grid_ends_line(report),
+                    suite_line(report),
+                ]
             )
         )
     (wall_a, sec_a, ref_a, cells_a), (wall_b, sec_b, ref_b, cells_b) = figures["A"], figures["B"]
@@ -194,6 +217,7 @@ def main() -> None:
     seconds = job_seconds(out / "benchsuite.sqlite")
     print("\n".join(track_lines(report, by(seconds, 0))))
     print(grid_ends_line(report))
+    print(suite_line(report))
     print("\n".join(cost_lines(seconds, report["environment"]["reference_step_seconds"])))
 
 

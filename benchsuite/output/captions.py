@@ -38,10 +38,10 @@ HEADLINE_SUITE = (
 HEADLINE = (
     "Per mixer, against the baseline: the tracks where its Holm-adjusted verdict is a "
     "significant win or loss (below the margin included) and those where it is equivalent "
-    "within the margin (on the others it is inconclusive); its suite effect (the mean over "
-    "tracks of the "
-    "paired normalised-score difference, 95% CI: the shifts its sign-flip test does not "
-    "reject) and the suite verdict; "
+    "within the margin (on the others it is undecided: inconclusive, or its seeds could not "
+    "reach Holm's first step, marked needs more seeds); its suite effect (the mean over tracks "
+    "of the paired normalised-score difference, with the interval of its sign-flip test at the "
+    "suite verdicts' level) and the suite verdict; "
     "its parameters and training step time relative to the baseline's (geometric mean over its "
     "tracks). Largest suite effect first."
 )

@@ -180,7 +180,9 @@ def _headline_rows(lines: list[Line]) -> list[tuple[str, ...]]:
             tracks_text(line.better),
             tracks_text(line.worse),
             tracks_text(line.equivalent),
-            tracks_text(line.inconclusive),
+            tracks_text(
+                line.inconclusive + [f"{track} (needs more seeds)" for track in line.undecided]
+            ),
             f"{num(line.suite_effect, 3)} [{num(line.suite_ci95[0], 3)}, "
             f"{num(line.suite_ci95[1], 3)}]",
             line.suite_verdict or "–",
