@@ -13,9 +13,12 @@ is ready: it has seen a job of every track), the error every minute, and the wor
 and 10 minutes in (the last minute left out). The error is (predicted − real) / real time
 left: −30% means the run took 1/0.7 of what was promised. ``--seeds N`` replays each run scaled
 to N seeds per cell (its recorded seeds' seconds repeated, with a little noise): the 2-seed
-sample of the default run stands in for the 13-seed default. A job's seconds do not depend on the
-order (each runs on one thread of its own), so the replay measures the model and the order,
-not the machine.
+sample of the default run stands in for the 13-seed default. ``--futility`` replays a run planned
+with a futility look (the per-track design; docs/protocol.md, "The futility look") as it runs: first
+every cell's seeds up to the look, then only the later seeds of the comparisons it did not stop,
+read from the store as the run decides them (with ``--seeds``, the scaled run's later seeds).
+A job's seconds do not depend on the order (each runs on one thread of its own), so the replay
+measures the model and the order, not the machine.
 """
 
 from __future__ import annotations
@@ -25,11 +28,15 @@ import heapq
 import json
 import random
 import sqlite3
+import sys
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchsuite.api import stopped_by_look
 from benchsuite.plan.cost import CostModel, JobCost, run_order, units
+from benchsuite.plan.plan import Plan
+from benchsuite.store.store import Store
 
 
 @dataclass(frozen=True)
@@ -125,6 +132,24 @@ def more_seeds(jobs: list[StoredJob], seeds: int) -> list[StoredJob]:
     ]
 
 
+def after_look(out: Path, jobs: list[StoredJob]) -> tuple[list[StoredJob], list[StoredJob]]:
+    """The jobs before the futility look of the run stored in ``out`` (every cell's first seeds)
+    and those after it that the run trains (the comparisons the look did not stop)."""
+    store = Store.in_folder(out)
+    try:
+        plan = Plan.from_dict(store.last_plan() or {})
+        stopped = stopped_by_look(plan, store)
+    finally:
+        store.close()
+    if plan.futility is None:
+        sys.exit(f"{out}: its run planned no futility look (the per-track design plans one)")
+    look, needed = plan.futility.seeds, set(plan.needed_keys(stopped))
+    trained = {(cell.track, cell.mixer) for cell in plan.cell_list() if set(cell.jobs) <= needed}
+    early = [job for job in jobs if job.seed < look]
+    later = [j for j in jobs if j.seed >= look and (j.cost.track, j.cost.mixer) in trained]
+    return early, later
+
+
 def error(predicted: float, real: float) -> float:
     return (predicted - real) / real
 
@@ -133,11 +158,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", nargs="+", type=Path, help="folders of finished runs")
     parser.add_argument("--seeds", type=int, help="replay each run scaled to this many seeds")
+    parser.add_argument(
+        "--futility", action="store_true", help="replay the run's futility look (two phases)"
+    )
     args = parser.parse_args()
     for out in args.out:
         jobs, slots = stored_jobs(out)
         if args.seeds:
             jobs = more_seeds(jobs, args.seeds)
+        if args.futility:
+            early, later = after_look(out, jobs)
+            first, second = replay(early, slots)[0], replay(later, slots)[0] if later else 0.0
+            print(
+                f"{out}: {len(jobs)} jobs planned, {len(early)} up to the look ({first:.0f} s), "
+                f"{len(later)} of {len(jobs) - len(early)} after it ({second:.0f} s) on {slots} "
+                f"workers: replayed {first + second:.0f} s"
+            )
+            continue
         end, points = replay(jobs, slots)
         now, predicted, real = points[0]
         print(

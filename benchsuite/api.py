@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ from benchsuite.output.numbers import num
 from benchsuite.plan.code import changed_modules
 from benchsuite.plan.design import design_check
 from benchsuite.plan.extension import check_extension, looks
+from benchsuite.plan.futility import futility_look
 from benchsuite.plan.plan import Plan, Skip, plan_run, recipe
 from benchsuite.plan.power import holm_first_alpha
 from benchsuite.plan.resolve import check_executor, resolve
@@ -186,6 +188,7 @@ def run(
         settings, registry.tracks, registry.mixers, parameter_count, check_mixer, reference_step
     )
     plan.looks = looks(store.plans(), settings)
+    plan.futility = futility_look(settings, plan.family())
     if failing := [s for s in plan.skipped if s.reason.startswith("pre-flight: ")]:
         events.warning(preflight_note(failing))
     if (family := plan.family()) != design["comparisons"]:
@@ -193,6 +196,7 @@ def run(
     for note in code_changes(store.last_plan(), plan):
         events.warning(note)
     runner = Runner(plan, store, pool, worker, events, out / "logs")
+    runner.stopped = partial(stopped_by_look, plan, store)
     interrupted = False
     try:
         runner.run()
@@ -225,8 +229,18 @@ def stored_plan(store: Store, settings: RunSettings, registry: Registry) -> Plan
     if not last or last.get("recipe") != recipe(settings, registry.tracks, registry.mixers):
         return None
     plan = Plan.from_dict(last)
-    keys = plan.keys()
+    keys = plan.needed_keys(stopped_by_look(plan, store))
     return plan if len(store.known_keys(keys)) == len(keys) else None
+
+
+def stopped_by_look(plan: Plan, store: Store) -> dict[str, dict[str, int]]:
+    """The comparisons the plan's futility look stopped, from the stored results of the jobs it
+    waits for (none without a look)."""
+    if plan.futility is None:
+        return {}
+    from benchsuite.results.futility import stopped_cells
+
+    return stopped_cells(plan, store.results(plan.look_keys()))
 
 
 def code_changes(previous: dict[str, Any] | None, plan: Plan) -> list[str]:

@@ -99,6 +99,14 @@ class RunSettings:
         "several tracks, per-track with one track or with --seeds enough for it",
         TEXT,
     )
+    futility: bool = setting(
+        True,
+        "the per-track design's pre-registered futility look: once half the seeds are in, a "
+        "comparison that can no longer reach Holm's first step (as a difference or an "
+        "equivalence) stops there, reported with p = 1 (docs/protocol.md, The futility look); "
+        "--no-futility trains every seed",
+        SWITCH,
+    )
     preset: str = setting("quick", "quick (CPU, offline) or full (GPU, real datasets)", TEXT)
     out: str = setting("benchsuite-results", "output folder", TEXT)
     data_dir: str | None = setting(

@@ -149,20 +149,18 @@ def benchsuite_register_mixers(register):
 """
 
 
-@pytest.mark.slow
-def test_twenty_exchangeable_mixers_get_no_suite_verdict_and_identity_tests_worse(tmp_path):
-    """The suite design's calibration: 20 nulls and the positive control `identity` (no token
-    mixing) on four tracks, the seeds the design plans (4), short budgets; no null's suite
-    verdict is significant, identity's suite test rejects towards worse."""
+def _twenty_nulls(tmp_path, grids: dict[str, str], design: str | None = None) -> dict:
+    """The report of a run of dense, identity and the 20 nulls on the tracks of ``grids`` (each
+    with its one learning rate), 60 steps, the seeds ``design`` plans (default: the default's)."""
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     (plugins / "paired_nulls.py").write_text(PAIRED_NULLS)
     out = tmp_path / "out"
-    grids = {"sequence": "0.0464", "tabular": "0.01", "dynamics": "0.0215", "vision": "0.0215"}
     result = invoke(
         "--plugins-dir",
         str(plugins),
         "run",
+        *(("--design", design) if design else ()),
         "--tracks",
         ",".join(grids),
         "--mixers",
@@ -174,7 +172,16 @@ def test_twenty_exchangeable_mixers_get_no_suite_verdict_and_identity_tests_wors
         str(out),
     )
     assert result.returncode == 0, result.stderr
-    report = json.loads((out / "report.json").read_text())
+    return json.loads((out / "report.json").read_text())
+
+
+@pytest.mark.slow
+def test_twenty_exchangeable_mixers_get_no_suite_verdict_and_identity_tests_worse(tmp_path):
+    """The suite design's calibration: 20 nulls and the positive control `identity` (no token
+    mixing) on four tracks, the seeds the design plans (4), short budgets; no null's suite
+    verdict is significant, identity's suite test rejects towards worse."""
+    grids = {"sequence": "0.0464", "tabular": "0.01", "dynamics": "0.0215", "vision": "0.0215"}
+    report = _twenty_nulls(tmp_path, grids)
     assert report["design"]["claims"] == "suite" and report["settings"]["seeds"] == 4
     across = report["across_tracks"]
     assert across["holm_family"] == 21 and across["alpha"] == 0.025
@@ -189,3 +196,28 @@ def test_twenty_exchangeable_mixers_get_no_suite_verdict_and_identity_tests_wors
     assert identity["verdict"] in ("worse", "mixed"), identity["verdict"]
     assert identity["suite_test"]["p_holm"] < across["alpha"]
     assert identity["suite_effect"] < 0 and identity["suite_effect_ci95"][1] < 0
+
+
+@pytest.mark.slow
+def test_per_track_nulls_under_the_futility_look_get_no_verdict_and_identity_tests_worse(tmp_path):
+    """The per-track design's calibration with its futility look (docs/protocol.md, "The
+    futility look"): the 20 nulls and `identity` on two tracks at the seeds the design plans (12
+    for 42 comparisons, a look at 6). No null's per-track verdict is significant; the look
+    stops some nulls (it is exercised) and never identity, whose seeds all say worse; its
+    per-track test rejects towards worse on a track."""
+    report = _twenty_nulls(tmp_path, {"sequence": "0.0464", "tabular": "0.01"}, "per-track")
+    assert (report["design"]["seeds"], report["design"]["futility_seeds"]) == (12, 6)
+    cells = [
+        (track, mixer, cell["comparison"])
+        for track, entry in report["tracks"].items()
+        for mixer, cell in entry["comparisons"].items()
+    ]
+    nulls = [(t, m, c) for t, m, c in cells if m.startswith("null_")]
+    assert len(nulls) == 40
+    assert not [(t, m) for t, m, c in nulls if c["verdict"].startswith("significant")]
+    assert any(c["stopped_at"] == 6 for _, _, c in nulls)
+    identity = {t: c for t, m, c in cells if m == "identity"}
+    assert not any(c["stopped_at"] for c in identity.values())
+    assert any(c["verdict"] == "significant_loss" for c in identity.values()), {
+        t: (c["verdict"], c["per_seed_improvements"]) for t, c in identity.items()
+    }

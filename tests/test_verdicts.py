@@ -67,6 +67,7 @@ def seven_seeds(tmp_path_factory):
         str(SEEDS),
         "--design",
         "per-track",
+        "--no-futility",  # every seed of every cell: the verdicts' own rules, not the look's
         "--budget",
         "steps=30",
         *[f"--grid={t}.lr=0.01" for t in TRACKS],  # one config: half the training

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -22,6 +22,7 @@ from benchsuite.execute.events import Events
 from benchsuite.execute.executors import Executor
 from benchsuite.execute.worker import Cell, Worker
 from benchsuite.plan.cost import CostModel, JobCost, job_units, run_order
+from benchsuite.plan.futility import FutilityLook
 from benchsuite.plan.jobs import Job
 from benchsuite.plan.plan import Plan
 from benchsuite.records import RunRecord
@@ -43,20 +44,45 @@ class Runner:
     counts: dict[str, int] = field(default_factory=lambda: {"trained": 0, "reused": 0, "failed": 0})
     owner: Owner = field(default_factory=Owner.here)  # this run, as its leases name it
     poll: float = POLL_SECONDS  # how often a waiting run looks at the store again
+    # the comparisons the plan's futility look stopped (track -> mixer -> seeds at the look),
+    # asked once the look's jobs are stored (None: it stops none)
+    stopped: Callable[[], Mapping[str, Mapping[str, int]]] | None = None
     _pending: dict[str, Job] = field(default_factory=dict, init=False, repr=False)
     _since: float = field(default=0.0, init=False, repr=False)
     outlook: CostModel = field(default_factory=lambda: CostModel({}), init=False, repr=False)
 
     def run(self) -> None:
         """Save the plan, then run every job (each record, with the config its seed chose, is
-        stored as it arrives)."""
+        stored as it arrives); under a futility look, first every cell's seeds up to the look,
+        then the seeds of the comparisons it did not stop."""
         self.store.save_plan(self.plan.to_dict())
         with Heartbeat(partial(renew_leases, self.store.path, self.owner)):
             try:
-                self.execute("train", self.plan.keys())
+                if (look := self.plan.futility) is None:
+                    self.execute("train", self.plan.keys())
+                else:
+                    self.execute(f"train seeds 1-{look.seeds}", self.plan.look_keys())
+                    later = self._after_look(look)
+                    self.execute(f"train seeds {look.seeds + 1}-{look.planned}", later)
             finally:  # leases left by a crash are taken over anyway (the process is gone)
                 with contextlib.suppress(RunError):
                     self.store.release(self.owner)
+
+    def _after_look(self, look: FutilityLook) -> list[str]:
+        """The jobs after the futility look, less those of the comparisons it stopped (said in
+        a note)."""
+        stopped = self.stopped() if self.stopped is not None else {}
+        seen = set(self.plan.look_keys())
+        planned = self.plan.keys()
+        later = [key for key in planned if key not in seen]
+        needed = [key for key in self.plan.needed_keys(stopped) if key not in seen]
+        halted = sum(len(mixers) for mixers in stopped.values())
+        self.events.note(
+            f"futility look at {look.seeds} of {look.planned} seeds: {halted} of "
+            f"{self.plan.family()} comparisons can no longer reach Holm's first step and stop "
+            f"there (p = 1); {len(later) - len(needed)} of {len(later)} later jobs not needed"
+        )
+        return needed
 
     def execute(self, phase: str, keys: list[str]) -> None:
         """Run the plan's jobs of ``keys`` that have no stored result, leaving to other runs on

@@ -65,6 +65,12 @@ def print_design(design: dict, console: Console) -> None:
             "cell a track's data rules out, as every table states); each seed tunes on its own "
             "validation split"
         )
+        if look := design.get("futility_seeds"):
+            console.print(
+                f"  futility look at {look} of {seeds} seeds (pre-registered): a comparison that "
+                "can then no longer reach Holm's first step, as a difference or an equivalence, "
+                "stops there with p = 1 (--no-futility trains every seed)"
+            )
     if design["warning"]:
         console.print(f"[yellow]warning:[/] {design['warning']}")
     if design["design"] == Claims.SUITE:

@@ -36,9 +36,14 @@ def verdict_text(name: str, short: bool = False) -> str:
 
 def verdict_cell(c: Comparison, short: bool = False) -> str:
     """A comparison's verdict; in the wide layout, where its seeds cannot decide it, with how
-    many seeds agree (``… needs_more_seeds, 2 of 3 ahead``)."""
+    many seeds agree (``… needs_more_seeds, 2 of 3 ahead``), and where the futility look stopped
+    it (``inconclusive, stopped at 6 seeds (3 ahead)``)."""
     text = verdict_text(c.verdict, short)
-    if short or c.verdict != Verdict.NEEDS_MORE_SEEDS:
+    if short:
+        return text
+    if c.stopped_at:
+        return f"{text}, stopped at {c.stopped_at} seeds ({c.wins} ahead)"
+    if c.verdict != Verdict.NEEDS_MORE_SEEDS:
         return text
     return f"{text}, {c.wins} of {c.n} ahead" + (f" ({c.ties} tied)" if c.ties else "")
 

@@ -21,6 +21,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from benchsuite.plan.futility import futility_look
 from benchsuite.plan.power import (
     default_seeds,
     design_warning,
@@ -89,5 +90,6 @@ def design_check(
         "detectable": seeds >= 2 and min_sign_flip_p(seeds) < alpha,
         "min_seeds_for_significance": min_seeds_for_significance(max(comparisons, 1)),
         "warning": warning,
+        "futility_seeds": look.seeds if (look := futility_look(settings, comparisons)) else None,
         "tracks": planned,
     }

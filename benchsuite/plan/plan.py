@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +21,7 @@ from benchsuite.errors import PluginError, one_line
 from benchsuite.plan import jobs as jobs_
 from benchsuite.plan import matching
 from benchsuite.plan.environment import describe
+from benchsuite.plan.futility import FutilityLook
 from benchsuite.plan.jobs import Job
 from benchsuite.registry.variants import lookup
 from benchsuite.seeds import Streams, evaluation_seeds
@@ -99,6 +100,8 @@ class Plan:
     # the seed counts at which earlier runs in the folder showed these suite verdicts
     # (:func:`benchsuite.plan.extension.looks`)
     looks: list[int] = field(default_factory=list)
+    # the per-track design's pre-registered futility look (:mod:`benchsuite.plan.futility`)
+    futility: FutilityLook | None = None
     jobs: dict[str, Job] = field(default_factory=dict, repr=False)
 
     def cell_list(self) -> list[Cell]:
@@ -108,6 +111,29 @@ class Plan:
     def keys(self) -> list[str]:
         """The keys of every planned job."""
         return [key for cell in self.cell_list() for key in cell.jobs]
+
+    def look_keys(self) -> list[str]:
+        """The keys of the jobs the futility look waits for: every cell's first seeds (all
+        jobs without a look)."""
+        upto = self.futility.seeds if self.futility else None
+        return [key for cell in self.cell_list() for key in cell.jobs[:upto]]
+
+    def needed_keys(self, stopped: Mapping[str, Mapping[str, int]]) -> list[str]:
+        """The keys of the jobs the run trains once its futility look has ``stopped``
+        comparisons (track -> mixer -> seeds at the look): a stopped cell's seeds up to the
+        look only, and so the baseline's on a track where every other cell stopped."""
+        if self.futility is None:
+            return self.keys()
+        keys = []
+        for track, cells in self.cells.items():
+            halted = set(stopped.get(track, {}))
+            others = set(cells) - {self.settings.baseline}
+            for mixer, cell in cells.items():
+                done = mixer in halted or (
+                    mixer == self.settings.baseline and bool(others) and others <= halted
+                )
+                keys += cell.jobs[: self.futility.seeds] if done else cell.jobs
+        return keys
 
     def family(self) -> int:
         """The Holm family: every planned (track, mixer) cell besides the baseline's, on tracks
@@ -130,6 +156,7 @@ class Plan:
             "code": self.code,
             "recipe": self.recipe,
             "looks": self.looks,
+            "futility": self.futility.to_dict() if self.futility else None,
         }
 
     @classmethod
@@ -157,6 +184,7 @@ class Plan:
             code=raw.get("code", {}),
             recipe=raw.get("recipe", ""),
             looks=list(raw.get("looks", [])),
+            futility=FutilityLook(**raw["futility"]) if raw.get("futility") else None,
         )
 
 

@@ -12,118 +12,32 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 from pathlib import Path
 
 from benchsuite.errors import UsageError
-from benchsuite.plan.matching import comparison_size
 from benchsuite.plan.plan import Plan
 from benchsuite.plan.power import looks_alpha
 from benchsuite.records import RunRecord
 from benchsuite.results import cells as cells_
-from benchsuite.results import curves, flags, serial, stats, summaries
+from benchsuite.results import curves, flags, futility, serial, stats, summaries
 from benchsuite.results.aggregate import aggregate_across_tracks
-from benchsuite.results.cell_schema import (
-    CellResult,
-    Count,
-    Divergence,
-    SignatureCheck,
-    Size,
-    TrackResult,
-)
-from benchsuite.results.cells import Arm
+from benchsuite.results.cell_schema import CellResult, TrackResult
+from benchsuite.results.comparison import compare_cell
 from benchsuite.results.schema import REPORT_VERSION, AcrossTracks, Analysis
 from benchsuite.results.tradeoffs import quality_vs_cost
-from benchsuite.selection import NO_BETTER_THAN_TRIVIAL, NON_FINITE
-from benchsuite.specs import Signature
 from benchsuite.store.store import Store
 
 
-def _signature(signature: dict | None, arm: Arm, base: Arm) -> SignatureCheck | None:
-    if not signature:
-        return None
-    return serial.build(SignatureCheck, Signature(**signature).check(arm.probes, base.probes))
-
-
-def compare_cell(
-    plan: Plan,
-    track: str,
-    mixer: str,
-    base: Arm,
-    arm: Arm,
-    undertrained: tuple[bool, bool] = (False, False),
-) -> CellResult:
-    """The paired comparison of one mixer against the baseline on one track, built once with
-    its flags: diverged results of either arm imputed with their seed's cap, on the metric's
-    scale (log-ratios or differences); ``undertrained``: the mixer's and the baseline's learning
-    curves say so. Holm over the run's family comes later (:func:`analyse`)."""
-    facts = plan.tracks[track]
-    higher = facts.higher_is_better
-    seeds = sorted(set(base.values) & set(arm.values))
-    fill = -math.inf if higher else math.inf
-    caps = [base.caps[s] if base.caps[s] is not None else fill for s in seeds]
-    base_raw = [base.values[s] for s in seeds]
-    arm_raw = [arm.values[s] for s in seeds]
-    base_div = [base.diverged[s] for s in seeds]
-    arm_div = [arm.diverged[s] for s in seeds]
-    base_vals = base.imputed(seeds, higher, caps)
-    arm_vals = arm.imputed(seeds, higher, caps)
-    reasons = [arm.reasons[s] for s in seeds]
-    learnt_nothing = arm.not_learned  # per seed, computed once
-    not_learned = sum(learnt_nothing[s] for s in seeds)
-    size = serial.build(Size, comparison_size(plan.cells[track][mixer].size, base.costs, arm.costs))
-    comparison = stats.compare_paired(
-        base_vals,
-        arm_vals,
-        higher_is_better=higher,
-        scale=facts.scale,
-        margin_rel=plan.settings.margin,
-        flags=stats.comparison_flags(
-            non_finite=reasons.count(NON_FINITE),
-            no_better_than_trivial=not_learned,
-            n=len(seeds),
-            edge_of_grid=arm.selection.edge_of_grid,
-            baseline_edge_of_grid=base.selection.edge_of_grid,
-            indecisive_selection=arm.selection.indecisive,
-            param_mismatch=flags.param_mismatch(size.params_ratio),
-            undertrained=undertrained[0],
-            baseline_undertrained=undertrained[1],
-        ),
-    )
-    both = stats.compare_both_converged(
-        base_raw,
-        arm_raw,
-        base_div,
-        arm_div,
-        higher,
-        scale=facts.scale,
-        margin_rel=plan.settings.margin,
-    )
-    return CellResult(
-        comparison=comparison,
-        seeds=seeds,
-        missing_seeds=arm.n_planned - len(seeds),
-        divergence=Divergence(
-            mixer=Count(**stats.divergence_summary(sum(arm_div), len(seeds))),
-            baseline=Count(**stats.divergence_summary(sum(base_div), len(seeds))),
-            mixer_reasons={r: reasons.count(r) for r in (NON_FINITE, NO_BETTER_THAN_TRIVIAL)},
-            mixer_not_learned=not_learned,
-        ),
-        both_converged=both,
-        baseline_values=base_vals,
-        mixer_values=arm_vals,
-        caps=caps,
-        signature=_signature(plan.mixers[mixer].signature, arm, base),
-        size=size,
-    )
-
-
-def _track(plan: Plan, track: str, results: dict[str, RunRecord]) -> TrackResult:
-    """A track's mixers and comparisons (Holm and the flags' reasons come later)."""
+def _track(
+    plan: Plan, track: str, results: dict[str, RunRecord], stopped: dict[str, int]
+) -> TrackResult:
+    """A track's mixers and comparisons (Holm and the flags' reasons come later); a comparison
+    the futility look ``stopped`` (mixer -> seeds at the look) stands on those seeds, at p = 1."""
     facts, settings = plan.tracks[track], plan.settings
     baseline, planned = settings.baseline, plan.cells.get(track, {})
     mixers = [m for m in settings.mixers or () if m in planned]
-    arms = {m: cells_.arm(plan, track, m, results) for m in mixers}
+    early = futility.look_results(plan, results) if stopped else {}
+    arms = {m: cells_.arm(plan, track, m, early if m in stopped else results) for m in mixers}
     found = {m: a for m, a in arms.items() if a is not None}
     entry = TrackResult(
         **dataclasses.asdict(facts),
@@ -138,6 +52,8 @@ def _track(plan: Plan, track: str, results: dict[str, RunRecord]) -> TrackResult
             continue
         undertrained = (entry.mixers[mixer].undertrained, entry.mixers[baseline].undertrained)
         entry.comparisons[mixer] = compare_cell(plan, track, mixer, base, arm, undertrained)
+        if mixer in stopped:
+            entry.comparisons[mixer].stop_at(stopped[mixer])
     return entry
 
 
@@ -151,7 +67,8 @@ def analyse(
     :func:`report_digest`, when known)."""
     settings = plan.settings
     baseline = settings.baseline
-    tracks = {track: _track(plan, track, results) for track in plan.tracks}
+    stopped = futility.stopped_cells(plan, results)
+    tracks = {track: _track(plan, track, results, stopped.get(track, {})) for track in plan.tracks}
     cells = [c for e in tracks.values() for c in e.comparisons.values()]
     family = [c.comparison for c in cells]
     both_family = [
@@ -166,7 +83,7 @@ def analyse(
     for entry in tracks.values():
         for mixer, cell in entry.comparisons.items():
             cell.flag_reasons = flags.reasons(cell, entry.mixers[mixer], entry.mixers[baseline])
-    planned = plan.keys()
+    planned = plan.needed_keys(stopped)
     across = _across(tracks, plan, baseline)
     return Analysis(
         report_version=REPORT_VERSION,
@@ -184,6 +101,8 @@ def analyse(
             len(both_family),
             (sum(key in results for key in planned), len(planned)),
             settings.design,
+            plan.futility,
+            sum(len(mixers) for mixers in stopped.values()),
         ),
         selection=summaries.selection_summary(tracks),
         across_tracks=across,
@@ -213,10 +132,23 @@ def report_digest(plan: Plan, results: dict[str, RunRecord], failures: list[RunR
     return hashlib.sha256(payload).hexdigest()[:24]
 
 
+def _pairs(cell: CellResult, upto: int | None) -> dict[str, list[float]]:
+    """A comparison's paired values and caps, of its seeds below ``upto`` (None: all)."""
+    kept = [i for i, seed in enumerate(cell.seeds) if upto is None or seed < upto]
+    return {
+        "baseline": [cell.baseline_values[i] for i in kept],
+        "mixer": [cell.mixer_values[i] for i in kept],
+        "caps": [cell.caps[i] for i in kept],
+    }
+
+
 def _across(tracks: dict[str, TrackResult], plan: Plan, baseline: str) -> AcrossTracks | None:
     """The across-track figures, from the tracks and mixers in name order: the bootstrap and the
     sign flips draw in that order, so the same store gives the same figures whatever order a run
-    listed them in (a reloaded plan's are sorted)."""
+    listed them in (a reloaded plan's are sorted). Under a futility look they pool the look's
+    seeds only: which later seeds exist depends on the signs seen there, so pooling them would
+    weigh the comparisons whose seeds agreed more (docs/protocol.md, "The futility look")."""
+    upto = plan.futility.seeds if plan.futility else None
     per_track, verdicts = {}, {}
     for name, entry in sorted(tracks.items()):
         if not entry.comparisons:
@@ -224,10 +156,7 @@ def _across(tracks: dict[str, TrackResult], plan: Plan, baseline: str) -> Across
         per_track[name] = {
             "higher_is_better": entry.higher_is_better,
             "ideal": plan.tracks[name].ideal,
-            "pairs": {
-                mixer: {"baseline": c.baseline_values, "mixer": c.mixer_values, "caps": c.caps}
-                for mixer, c in sorted(entry.comparisons.items())
-            },
+            "pairs": {mixer: _pairs(c, upto) for mixer, c in sorted(entry.comparisons.items())},
         }
         verdicts[name] = {m: c.comparison.verdict for m, c in entry.comparisons.items()}
     if not per_track:
@@ -238,7 +167,7 @@ def _across(tracks: dict[str, TrackResult], plan: Plan, baseline: str) -> Across
         if mixer != baseline
     }
     planned = {mixer: tracks for mixer, tracks in planned.items() if tracks}
-    every_look = [*plan.looks, plan.settings.seeds or 0]
+    every_look = [*plan.looks, upto or plan.settings.seeds or 0]
     across = serial.build(
         AcrossTracks,
         aggregate_across_tracks(

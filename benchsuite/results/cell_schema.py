@@ -196,6 +196,14 @@ class CellResult:
         """The mixer model's parameters over the baseline's."""
         return self.size.params_ratio
 
+    def stop_at(self, seeds: int) -> None:
+        """The futility look stopped this comparison at ``seeds`` (docs/protocol.md, "The
+        futility look"): p = 1 for its tests, and no planned seed counts as missing."""
+        self.missing_seeds = 0
+        for comparison in (self.comparison, self.both_converged):
+            if comparison is not None:
+                comparison.stopped_at, comparison.p_value, comparison.p_tost = seeds, 1.0, 1.0
+
 
 @dataclass
 class TestSet:

@@ -19,10 +19,11 @@ from benchsuite.settings import RunSettings
 from benchsuite.vocabulary import Claims, SuiteVerdict
 
 OMIT_NONE = {"omit_none": True}
-# 5: the design first (its claims: suite or per-track), then the suite verdicts with their looks;
-# the per-track verdict needs_more_seeds. 4: the across-tracks verdict one_track and its CI the
-# sign-flip test inverted; 3: no param_ratio
-REPORT_VERSION = 5
+# 6: the per-track design's futility look (design.futility_seeds and stopped, a comparison's
+# stopped_at). 5: the design first (its claims: suite or per-track), then the suite verdicts
+# with their looks; the per-track verdict needs_more_seeds. 4: the across-tracks verdict
+# one_track and its CI the sign-flip test inverted; 3: no param_ratio
+REPORT_VERSION = 6
 
 
 @dataclass
@@ -193,6 +194,8 @@ class Design:
     jobs_finished: int = 0  # of those, with a stored result
     claims: str = "per-track"  # the claims the seeds were planned for (vocabulary.Claims)
     per_track_seeds: int = 0  # the seeds per-track verdicts need (one discordant seed allowed)
+    futility_seeds: int = 0  # the seeds of the per-track design's futility look (0: none)
+    stopped: int = 0  # the comparisons that look stopped
 
     def suite_claims(self) -> bool:
         """The run planned the claims across tracks, not per track."""

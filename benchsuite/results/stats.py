@@ -76,6 +76,7 @@ class Comparison:
     detectable: bool = True
     p_holm: float = math.nan
     p_tost_holm: float = math.nan
+    stopped_at: int | None = None  # the seeds at which the futility look stopped it (p = 1)
     verdict: str = Verdict.INCONCLUSIVE
     flags: list[str] = field(default_factory=list)
 
@@ -160,7 +161,7 @@ def _verdict(c: Comparison) -> Verdict:
     """Significant: Holm p below alpha and the 95% CI of the same mean excludes 0 (when the
     sign-flip p and the t interval disagree, the verdict is not significant); ``needs_more_seeds``
     where no sign pattern of its seeds could reach the alpha of Holm's first step."""
-    if c.n < 2:
+    if c.n < 2 or c.stopped_at:  # a stopped comparison could reach no verdict (p = 1)
         return Verdict.INCONCLUSIVE
     if not c.detectable:  # no sign pattern of n seeds reaches alpha: the design cannot decide
         return Verdict.NEEDS_MORE_SEEDS
@@ -217,19 +218,14 @@ def compare_paired(
     n = base.size
     if n == 0:
         raise ValueError("no paired seeds to compare")
-    if scale not in tuple(Scale):
-        raise ValueError(f"unknown scale {scale!r}; valid: log, difference")
-    if scale == Scale.LOG and (higher_is_better or not (np.all(base > 0) and np.all(mix > 0))):
-        scale = Scale.DIFFERENCE
+    d, scale, margin = improvements(base, mix, higher_is_better, scale, margin_rel)
     sign = 1.0 if higher_is_better else -1.0
     raw = mix - base
     d_diff = sign * raw
-    d = np.log(base / mix) if scale == Scale.LOG else d_diff
     base_mean = float(base.mean())
     sd_d = float(d.std(ddof=1)) if n >= 2 else math.nan
     half, ci = _t_interval(d)
     p, p_method, seed_used = sign_flip_p(d, mc_seed)
-    margin = math.log1p(margin_rel) if scale == Scale.LOG else margin_rel * abs(base_mean)
     comp = Comparison(
         n=n,
         higher_is_better=higher_is_better,
@@ -270,6 +266,23 @@ def compare_paired(
     comp.set_mde(alpha)
     comp.verdict = _verdict(comp)
     return comp
+
+
+def improvements(
+    baseline: np.ndarray, mixer: np.ndarray, higher_is_better: bool, scale: Scale, margin_rel: float
+) -> tuple[np.ndarray, Scale, float]:
+    """The paired improvements d on the analysis scale (> 0: the mixer better), the scale used
+    (``log`` falls back to differences for a higher-is-better metric or a value that is not
+    positive) and the equivalence margin on it."""
+    if scale not in tuple(Scale):
+        raise ValueError(f"unknown scale {scale!r}; valid: log, difference")
+    positive = np.all(baseline > 0) and np.all(mixer > 0)
+    if scale == Scale.LOG and (higher_is_better or not positive):
+        scale = Scale.DIFFERENCE
+    if scale == Scale.LOG:
+        return np.log(baseline / mixer), scale, math.log1p(margin_rel)
+    sign = 1.0 if higher_is_better else -1.0
+    return sign * (mixer - baseline), scale, margin_rel * abs(float(baseline.mean()))
 
 
 def holm(p_values: Sequence[float], family: int | None = None) -> list[float]:

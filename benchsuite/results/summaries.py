@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from benchsuite.plan.futility import FutilityLook
 from benchsuite.plan.power import default_seeds, design_warning, min_seeds_for_significance
 from benchsuite.records import RunRecord
 from benchsuite.results.cell_schema import TestSet, TrackResult
@@ -115,13 +116,16 @@ def design(
     both_converged: int = 0,
     jobs: tuple[int, int] = (0, 0),
     claims: str | None = None,
+    look: FutilityLook | None = None,
+    stopped: int = 0,
 ) -> Design:
     """Whether ``seeds`` can reach Holm significance for this family size; ``finished``:
     the comparisons with every planned seed (fewer than the family after an interruption: the
     tables are ``partial``); ``both_converged``: the size of the both-converged analyses' own
     family; ``jobs``: (finished, planned); ``claims``: the run's design (None, as before
-    designs were named: per-track). Under the suite design the per-track family's warning is
-    not one: those verdicts were not planned, and each row says how many seeds they need."""
+    designs were named: per-track); ``look``: its futility look, which ``stopped`` comparisons.
+    Under the suite design the per-track family's warning is not one: those verdicts were not
+    planned, and each row says how many seeds they need."""
     needed = min_seeds_for_significance(max(comparisons, 1))
     claims = claims or Claims.PER_TRACK
     finished = comparisons if finished is None else finished
@@ -139,6 +143,8 @@ def design(
         warning=None if claims == Claims.SUITE else design_warning(seeds, max(comparisons, 1)),
         claims=str(claims),
         per_track_seeds=default_seeds(max(comparisons, 1)),
+        futility_seeds=look.seeds if look else 0,
+        stopped=stopped,
     )
 
 

@@ -1,0 +1,100 @@
+"""One paired comparison of a mixer with the baseline on one track, built from the two cells'
+stored runs with its flags (Holm over the run's family comes later, in the analysis)."""
+
+from __future__ import annotations
+
+import math
+
+from benchsuite.plan.matching import comparison_size
+from benchsuite.plan.plan import Plan
+from benchsuite.results import flags, serial, stats
+from benchsuite.results.cell_schema import CellResult, Count, Divergence, SignatureCheck, Size
+from benchsuite.results.cells import Arm
+from benchsuite.selection import NO_BETTER_THAN_TRIVIAL, NON_FINITE
+from benchsuite.specs import Signature
+
+
+def _signature(signature: dict | None, arm: Arm, base: Arm) -> SignatureCheck | None:
+    if not signature:
+        return None
+    return serial.build(SignatureCheck, Signature(**signature).check(arm.probes, base.probes))
+
+
+def paired(
+    base: Arm, arm: Arm, higher: bool
+) -> tuple[list[int], list[float], list[float], list[float]]:
+    """The seeds both arms have, each seed's cap (the baseline's), and both arms' test scores
+    there with a diverged result imputed by its seed's cap."""
+    seeds = sorted(set(base.values) & set(arm.values))
+    fill = -math.inf if higher else math.inf
+    caps = [base.caps[s] if base.caps[s] is not None else fill for s in seeds]
+    return seeds, caps, base.imputed(seeds, higher, caps), arm.imputed(seeds, higher, caps)
+
+
+def compare_cell(
+    plan: Plan,
+    track: str,
+    mixer: str,
+    base: Arm,
+    arm: Arm,
+    undertrained: tuple[bool, bool] = (False, False),
+) -> CellResult:
+    """The paired comparison of one mixer against the baseline on one track, built once with
+    its flags: diverged results of either arm imputed with their seed's cap, on the metric's
+    scale (log-ratios or differences); ``undertrained``: the mixer's and the baseline's learning
+    curves say so. Holm over the run's family comes later (:func:`analyse`)."""
+    facts = plan.tracks[track]
+    higher = facts.higher_is_better
+    seeds, caps, base_vals, arm_vals = paired(base, arm, higher)
+    base_raw = [base.values[s] for s in seeds]
+    arm_raw = [arm.values[s] for s in seeds]
+    base_div = [base.diverged[s] for s in seeds]
+    arm_div = [arm.diverged[s] for s in seeds]
+    reasons = [arm.reasons[s] for s in seeds]
+    learnt_nothing = arm.not_learned  # per seed, computed once
+    not_learned = sum(learnt_nothing[s] for s in seeds)
+    size = serial.build(Size, comparison_size(plan.cells[track][mixer].size, base.costs, arm.costs))
+    comparison = stats.compare_paired(
+        base_vals,
+        arm_vals,
+        higher_is_better=higher,
+        scale=facts.scale,
+        margin_rel=plan.settings.margin,
+        flags=stats.comparison_flags(
+            non_finite=reasons.count(NON_FINITE),
+            no_better_than_trivial=not_learned,
+            n=len(seeds),
+            edge_of_grid=arm.selection.edge_of_grid,
+            baseline_edge_of_grid=base.selection.edge_of_grid,
+            indecisive_selection=arm.selection.indecisive,
+            param_mismatch=flags.param_mismatch(size.params_ratio),
+            undertrained=undertrained[0],
+            baseline_undertrained=undertrained[1],
+        ),
+    )
+    both = stats.compare_both_converged(
+        base_raw,
+        arm_raw,
+        base_div,
+        arm_div,
+        higher,
+        scale=facts.scale,
+        margin_rel=plan.settings.margin,
+    )
+    return CellResult(
+        comparison=comparison,
+        seeds=seeds,
+        missing_seeds=arm.n_planned - len(seeds),
+        divergence=Divergence(
+            mixer=Count(**stats.divergence_summary(sum(arm_div), len(seeds))),
+            baseline=Count(**stats.divergence_summary(sum(base_div), len(seeds))),
+            mixer_reasons={r: reasons.count(r) for r in (NON_FINITE, NO_BETTER_THAN_TRIVIAL)},
+            mixer_not_learned=not_learned,
+        ),
+        both_converged=both,
+        baseline_values=base_vals,
+        mixer_values=arm_vals,
+        caps=caps,
+        signature=_signature(plan.mixers[mixer].signature, arm, base),
+        size=size,
+    )
