@@ -137,7 +137,10 @@ def after_look(out: Path, jobs: list[StoredJob]) -> tuple[list[StoredJob], list[
     and those after it that the run trains (the comparisons the look did not stop)."""
     store = Store.in_folder(out)
     try:
-        plan = Plan.from_dict(store.last_plan() or {})
+        saved = store.last_plan()
+        if saved is None:
+            sys.exit(f"{out}: holds no run")
+        plan = Plan.from_dict(saved)
         stopped = stopped_by_look(plan, store)
     finally:
         store.close()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import statistics
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +41,10 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=200, help="continuations drawn")
     args = parser.parse_args()
     store = Store.in_folder(args.out)
-    plan = Plan.from_dict(store.last_plan() or {})
+    saved = store.last_plan()
+    if saved is None:
+        sys.exit(f"{args.out}: holds no run")
+    plan = Plan.from_dict(saved)
     if plan.futility is None:
         raise SystemExit(f"{args.out}: its run planned no futility look (--design per-track)")
     stopped = stopped_by_look(plan, store)
