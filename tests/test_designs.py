@@ -177,6 +177,11 @@ def test_a_run_extended_to_more_seeds_trains_only_the_new_ones_and_counts_the_lo
     }
     assert verdicts == {"needs_more_seeds"}
     assert report["across_tracks"]["looks"] == [2] and report["across_tracks"]["alpha"] == 0.025
+    # two seeds bound no exact interval: said as such, never an interval of impossible values
+    cells = [c for t in report["tracks"].values() for c in t["comparisons"].values()]
+    intervals = [c["comparison"]["ci95"] for c in cells]
+    assert intervals == [[None, None]] * 2
+    assert "[needs 6 seeds]" in first.stdout
 
     extended = invoke(*common, "--seeds", "3")
     assert extended.returncode == 0, extended.stderr

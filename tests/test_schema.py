@@ -70,7 +70,7 @@ def test_report_json_is_the_analysis_and_reads_back_into_it(out):
     assert report.to_dict() == raw
     fresh = analyse_store(out / "benchsuite.sqlite")
     assert fresh.to_dict() == raw  # the store and its file give the same report
-    assert raw["report_version"] == 6
+    assert raw["report_version"] == 7
     for entry in raw["tracks"].values():
         for arm in entry["mixers"].values():
             assert arm["best_index"] == arm["selection"]["modal"]  # one choice, written twice

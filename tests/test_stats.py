@@ -2,6 +2,7 @@
 degenerate inputs, caps at float32 precision, ties, the attainable p."""
 
 import gc
+import itertools
 import json
 import math
 
@@ -28,6 +29,7 @@ from benchsuite.results.stats import (
     compare_paired,
     comparison_flags,
     divergence_summary,
+    excludes_zero,
     holm,
     impute_diverged,
 )
@@ -80,15 +82,15 @@ def test_worked_example_reproduces_protocol_table():
     assert (c.wins, c.ties, c.losses) == (2, 0, 6)
     assert c.p_method == "exact" and c.mc_seed is None
     assert c.p_value == pytest.approx(34 / 256, abs=1e-12)
-    assert c.ci95[0] == pytest.approx(-0.285047, abs=1e-6)
-    assert c.ci95[1] == pytest.approx(0.041658, abs=1e-6)
-    assert [round(x, 2) for x in c.ci95_rel_pct] == [-59.81, 8.74]
+    assert c.ci95[0] == pytest.approx(-0.296315, abs=1e-6)  # the sign-flip test inverted
+    assert c.ci95[1] == pytest.approx(0.044488, abs=1e-6)
+    assert [round(x, 2) for x in c.ci95_rel_pct] == [-62.17, 9.33]
     assert c.mde == pytest.approx(0.225881, abs=1e-6)
     assert round(c.mde_rel_pct, 2) == 47.39
-    assert c.ci_half_width == pytest.approx(0.163353, abs=1e-6)
-    assert round(100 * c.ci_half_width / c.baseline_mean, 2) == 34.27
+    assert c.ci_half_width == pytest.approx(0.170402, abs=1e-6)
+    assert round(100 * c.ci_half_width / c.baseline_mean, 2) == 35.75
     assert c.margin == pytest.approx(0.05 * 0.4766220450401306, abs=1e-12)
-    assert c.p_tost == pytest.approx(0.900, abs=1e-3)
+    assert c.p_tost == 230 / 256  # the sign-flip TOST, every pattern counted
     assert c.verdict == "inconclusive"
     assert c.per_seed_diffs == pytest.approx(list(np.subtract(MIXER, BASE)), abs=1e-15)
     apply_holm([c])
@@ -225,14 +227,15 @@ def test_degenerate_inputs():
         compare_paired([1.0, 2.0], [1.0, math.nan])
     one = compare_paired([1.0], [0.5])
     assert one.p_value == 1.0 and one.verdict == "inconclusive"
-    assert math.isnan(one.ci95[0]) and math.isnan(one.mde)
-    assert one.to_dict()["ci95"] == [None, None]
+    assert one.ci95 == (-math.inf, math.inf) and math.isnan(one.mde)
+    assert one.to_dict()["ci95"] == [None, None] and not one.interval_bounded
     same = compare_paired([1.0, 2.0, 3.0], [1.0, 2.0, 3.0])
     assert same.p_value == 1.0 and same.ties == 3
     assert not same.detectable and math.isnan(same.mde)  # 3 seeds: p >= 2/8 > alpha
     six = compare_paired([1.0, 2.0, 3.0] * 2, [1.0, 2.0, 3.0] * 2)
     assert six.detectable and six.mde == 0.0
-    assert same.ci95 == (0.0, 0.0)
+    assert same.ci95 == (-math.inf, math.inf)  # 3 seeds cannot bound it at 95%
+    assert six.ci95 == (0.0, 0.0)  # 6 can: every other shift is rejected
     # zero difference, zero spread, but 3 seeds cannot reach alpha: the design cannot decide
     assert same.verdict == "needs_more_seeds"
     assert six.verdict == "equivalent_within_margin"  # at 6 seeds it can: equivalent
@@ -246,7 +249,8 @@ def test_min_seeds_and_design_warning():
     assert min_seeds_for_significance(1, alpha=0.0625) == 6  # 2/2**5 == alpha is not < alpha
     msg = design_warning(3, 4)
     assert msg == (
-        "with 3 seeds and 4 comparisons no result can reach significance after Holm; "
+        "with 3 seeds no per-track verdict can reach significance after Holm over the 4 "
+        "per-track comparisons; "
         "use at least 8 seeds"
     )
     assert design_warning(8, 4) is None
@@ -432,15 +436,23 @@ def test_property_holm_is_statsmodels_holm_bit_for_bit(ps, unfinished):
     assert all(np.diff([adjusted[i] for i in order]) >= -1e-15)
 
 
-def test_tost_equals_statsmodels_ttost_paired():
-    from statsmodels.stats.weightstats import ttost_paired
+def _one_sided(d: np.ndarray, greater: bool) -> float:
+    means = [np.mean(d * np.array(s)) for s in itertools.product((1.0, -1.0), repeat=len(d))]
+    hits = [m >= d.mean() - 1e-12 if greater else m <= d.mean() + 1e-12 for m in means]
+    return float(np.mean(hits))
 
+
+def test_tost_is_two_one_sided_sign_flip_tests():
     rng = np.random.default_rng(11)
-    base = rng.normal(5.0, 0.3, 12)
-    mix = base + rng.normal(0.05, 0.2, 12)
+    base = rng.normal(5.0, 0.3, 10)
+    mix = base + rng.normal(0.05, 0.2, 10)
     c = compare_paired(base, mix, higher_is_better=True, margin_rel=0.05)
-    margin = 0.05 * abs(base.mean())
-    assert c.p_tost == pytest.approx(ttost_paired(mix, base, -margin, margin)[0], rel=1e-10)
+    d, margin = mix - base, 0.05 * abs(base.mean())
+    expected = max(_one_sided(d + margin, greater=True), _one_sided(d - margin, greater=False))
+    assert c.p_tost == pytest.approx(expected, abs=1e-12)
+    # the smallest TOST p of n seeds is 1/2**n: 4 seeds inside the margin cannot show it at 0.05
+    inside = compare_paired(np.ones(4), np.ones(4) + 1e-3, higher_is_better=True)
+    assert inside.p_tost == 1 / 16 and inside.verdict != "equivalent_within_margin"
 
 
 def test_log_scale_effects_are_geometric_mean_ratios_and_never_pass_100_percent():
@@ -597,13 +609,20 @@ def test_holm_over_the_planned_family_counts_unfinished_comparisons():
         holm(done, family=1)
 
 
-def test_a_significant_verdict_needs_its_interval_to_exclude_zero():
-    """Sign-flip p below alpha with a t interval that still contains 0 (one huge seed)."""
-    d = np.array([0.01] * 5 + [10.0])  # every seed better: p = 2/64 (exact); sd large
+def test_the_interval_and_the_p_are_one_test():
+    """Every seed better, one of them hugely (a t interval contained 0 here): the sign-flip p is
+    2/64, and its inverted interval excludes 0 and stays within the seeds' range."""
+    d = np.array([0.01] * 5 + [10.0])
     comp = compare_paired(np.zeros(6), d, higher_is_better=True)
     assert comp.p_value == pytest.approx(2 / 64)
-    assert comp.ci95[0] < 0 < comp.ci95[1]
-    assert comp.verdict == "inconclusive"
+    assert 0 < comp.ci95[0] <= comp.ci95[1] <= 10.0
+    assert comp.verdict == "significant_win"
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        d = rng.normal(0.3, 1.0, 7)
+        c = compare_paired(np.zeros(7), d, higher_is_better=True)
+        assert excludes_zero(c.ci95) == (c.p_value < 0.05)
+        assert d.min() <= c.ci95[0] <= c.ci95[1] <= d.max()
 
 
 def test_nothing_is_detectable_when_the_seeds_cannot_reach_alpha():

@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 from conftest import invoke, stored_run
 from rich.console import Console
-from scipy import stats as sps
 
 from benchsuite.output import numbers
 from benchsuite.output.headline import headline
@@ -112,6 +111,24 @@ def _exact_sign_flip(d: np.ndarray) -> float:
     return float(np.mean(np.abs(means) >= abs(d.mean()) - 1e-12))
 
 
+def _check_interval(bounds: list[float], d: np.ndarray) -> None:
+    """The 95% interval is the sign-flip test inverted: just inside each bound the enumerated
+    test does not reject at 0.05, just outside it does; within the seeds' range; infinite where
+    no pattern of the seeds reaches 0.05 (five seeds or fewer)."""
+    low, high = (
+        side * math.inf if b is None else b for b, side in zip(bounds, (-1, 1), strict=True)
+    )
+    if len(d) < 6:
+        assert (low, high) == (-math.inf, math.inf)
+        return
+    assert d.min() - 1e-12 <= low <= high <= d.max() + 1e-12
+    step = 1e-6 * max(np.ptp(d) + np.abs(d).max(), 1e-3)
+    for bound, outward in ((low, -1.0), (high, 1.0)):
+        inside = bound - outward * step if high - low > 2 * step else bound  # [0, 0]: itself
+        assert _exact_sign_flip(d - inside) >= 0.05
+        assert _exact_sign_flip(d - (bound + outward * step)) < 0.05
+
+
 def _check_one_statistic(c: dict, base: list[float], mix: list[float], higher: bool) -> None:
     """Effect, CI and p of a comparison all come from the same per-seed d on its scale."""
     base_a, mix_a = np.asarray(base), np.asarray(mix)
@@ -119,9 +136,9 @@ def _check_one_statistic(c: dict, base: list[float], mix: list[float], higher: b
     d = np.log(base_a / mix_a) if c["scale"] == "log" else sign * (mix_a - base_a)
     assert c["per_seed_improvements"] == pytest.approx(d.tolist())
     assert c["improvement"] == pytest.approx(d.mean())
-    half = sps.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d))
-    assert c["ci95"] == pytest.approx([d.mean() - half, d.mean() + half])
     assert c["p_value"] == pytest.approx(_exact_sign_flip(d))
+    _check_interval(c["ci95"], d)
+    assert excludes_zero(c["ci95"]) == (c["p_value"] < 0.05)
     if c["verdict"].startswith("significant"):
         assert c["p_holm"] < c["alpha"] and excludes_zero(c["ci95"])
         assert c["verdict"].startswith("significant_win") == (c["improvement"] > 0)

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from benchsuite.output import captions
 from benchsuite.output.headline import SUITE_STYLE, headline_tables, styled
-from benchsuite.output.numbers import interval, num
+from benchsuite.output.numbers import MISSING, interval, num
 from benchsuite.output.track_tables import (
     axis_table,
     improvement,
@@ -33,6 +33,7 @@ from benchsuite.output.track_tables import (
 from benchsuite.output.widths import FirstFitting, fit
 from benchsuite.results.axes import axis_groups
 from benchsuite.results.schema import AcrossMixer, AcrossTracks, Analysis, RunComparison
+from benchsuite.vocabulary import SuiteVerdict
 
 PROBLEMS = "[bold red]skipped, failed and undertrained[/]"
 
@@ -94,8 +95,16 @@ def _across_row(mixer: str, row: AcrossMixer) -> list[str]:
         f"{num(row.suite_effect, 2)} {interval(row.suite_effect_ci95, lambda v: num(v, 2))}",
         f"{num(row.suite_test.p_value, 2)} ({num(row.suite_test.p_holm, 2)})",
         styled(row.shown_verdict(), SUITE_STYLE.get(row.verdict, "")),
-        "yes" if row.robust_without_any_track else "no",
+        _robust(row),
     ]
+
+
+def _robust(row: AcrossMixer) -> str:
+    """Whether a verdict the suite test reached holds with any one track left out; ``–`` where
+    it reached none (an inconclusive row has nothing to be robust about)."""
+    if row.verdict not in (SuiteVerdict.BETTER, SuiteVerdict.WORSE, SuiteVerdict.MIXED):
+        return MISSING
+    return "yes" if row.robust_without_any_track else "no"
 
 
 def across_tables_narrow(report: Analysis, width: int) -> list[Table]:
@@ -260,7 +269,7 @@ def _compare_tables(result: RunComparison, narrow: bool) -> list[Table]:
                 escape(row.mixer),
                 num(c.baseline_mean),
                 num(c.mixer_mean),
-                improvement(c),
+                escape(improvement(c)),
                 num(c.p_value, 3),
                 num(c.p_holm, 3),
                 mde(c),
@@ -285,7 +294,7 @@ def _compare_tables(result: RunComparison, narrow: bool) -> list[Table]:
             escape(row.mixer),
             num(c.baseline_mean),
             num(c.mixer_mean),
-            improvement(c),
+            escape(improvement(c)),
         )
         tests.add_row(
             escape(row.track),

@@ -10,6 +10,7 @@ well as a colour (:mod:`benchsuite.output.palette`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from html import escape as html_escape
 
 from rich.console import RenderableType
@@ -24,7 +25,7 @@ from benchsuite.output.widths import FirstFitting
 from benchsuite.results.axes import AxisCell, AxisGroup, axis_groups
 from benchsuite.results.cell_schema import MixerResult, SignatureCheck, TrackResult
 from benchsuite.results.schema import Analysis, Design
-from benchsuite.results.stats import Comparison
+from benchsuite.results.stats import Comparison, interval_seeds
 from benchsuite.vocabulary import Verdict
 
 
@@ -90,13 +91,21 @@ def _choice(arm: MixerResult, grid: list[dict]) -> str:
 
 
 def improvement(c: Comparison) -> str:
-    """``+1.2% [-0.3%, +2.8%]``."""
-    return f"{pct(c.improvement_rel_pct)} {interval(list(c.ci95_rel_pct), pct)}"
+    """``+1.2% [-0.3%, +2.8%]``: the effect and its exact 95% interval, or what bounding it
+    needs (``+1.2% [needs 6 seeds]``)."""
+    return f"{pct(c.improvement_rel_pct)} {_bounds(c, list(c.ci95_rel_pct), pct)}"
 
 
-def _points(c: Comparison) -> str:
+def in_points(c: Comparison) -> str:
+    """The effect in points of the metric (difference scale) with its interval."""
     scaled = [100 * v for v in c.ci95_diff]
-    return f"{num(100 * c.improvement_diff, 3)} {interval(scaled, lambda v: num(v, 3))}"
+    return f"{num(100 * c.improvement_diff, 3)} {_bounds(c, scaled, lambda v: num(v, 3))}"
+
+
+def _bounds(c: Comparison, bounds: list[float], write: Callable[[float], str]) -> str:
+    if not c.interval_bounded:
+        return f"[needs {interval_seeds()} seeds]"
+    return interval(bounds, write)
 
 
 def mde(c: Comparison) -> str:
@@ -205,8 +214,8 @@ def track_table(name: str, entry: TrackResult, design: Design | None = None) -> 
         c = cell.comparison
         table.add_row(
             *row,
-            improvement(c),
-            *([_points(c)] if points else []),
+            escape(improvement(c)),
+            *([escape(in_points(c))] if points else []),
             num(c.p_value, 3),
             num(c.p_holm, 3),
             mde(c),
@@ -263,8 +272,8 @@ def track_tables_narrow(
             c = entry.comparisons[mixer].comparison
             against.add_row(
                 escape(mixer),
-                improvement(c),
-                *([_points(c)] if points else []),
+                escape(improvement(c)),
+                *([escape(in_points(c))] if points else []),
                 num(c.p_value, 3),
                 num(c.p_holm, 3),
                 mde(c),

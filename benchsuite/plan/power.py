@@ -130,6 +130,7 @@ def design_warning(n_seeds: int, m: int, alpha: float = 0.05) -> str | None:
     if n_seeds >= need:
         return None
     return (
-        f"with {n_seeds} seeds and {m} comparisons no result can reach significance after Holm; "
+        f"with {n_seeds} seeds no per-track verdict can reach significance after Holm over the "
+        f"{m} per-track comparisons; "
         f"use at least {need} seeds"
     )

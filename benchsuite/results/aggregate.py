@@ -22,20 +22,17 @@ trivial-predictor scores.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from benchsuite.results.signflip import FLIPS, Flips, sign_flips, suite_interval, suite_test
 from benchsuite.results.stats import excludes_zero, holm
 from benchsuite.vocabulary import SuiteVerdict, Verdict
 
 TrackInput = Mapping[str, Any]
-FLIPS = 20_000  # Monte Carlo sign flips: p resolves to 1/20001, far below alpha/(mixers)
-CHUNK = 5_000
 
 
 def normalised(values: Any, caps: Any, track: TrackInput, reference: float) -> np.ndarray:
@@ -67,97 +64,6 @@ def track_scores(track: TrackInput) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         )
         for mixer, pair in track["pairs"].items()
     }
-
-
-@dataclass(frozen=True)
-class Flips:
-    """One mixer's sign flips, stratified by track: per track and flip, the mean of the flipped
-    differences (``effects``) and of the signs alone (``signs``), so that the null of a shifted
-    hypothesis (every difference minus ``delta``) is ``effects - delta * signs``. ``exact``: every
-    sign pattern enumerated once (where there are at most ``FLIPS``), else ``FLIPS`` Monte Carlo
-    draws."""
-
-    effects: dict[str, np.ndarray]
-    signs: dict[str, np.ndarray]
-    exact: bool
-
-
-def sign_flips(diffs: dict[str, np.ndarray], seed: int) -> Flips:
-    """The flips of the suite test: exact enumeration when the seeds of all tracks have at most
-    ``FLIPS`` sign patterns, else ``FLIPS`` draws (in chunks) from a generator seeded ``seed``."""
-    sizes = {t: len(d) for t, d in diffs.items()}
-    if 2 ** sum(sizes.values()) <= FLIPS:
-        every = np.array(list(itertools.product((-1.0, 1.0), repeat=sum(sizes.values()))))
-        cuts = np.cumsum([0, *sizes.values()])
-        signs = {t: every[:, a:b] for t, a, b in zip(diffs, cuts[:-1], cuts[1:], strict=True)}
-        return Flips(
-            {t: (s * diffs[t]).mean(axis=1) for t, s in signs.items()},
-            {t: s.mean(axis=1) for t, s in signs.items()},
-            exact=True,
-        )
-    rng = np.random.default_rng(seed)
-    effects: dict[str, list[np.ndarray]] = {t: [] for t in diffs}
-    means: dict[str, list[np.ndarray]] = {t: [] for t in diffs}
-    for start in range(0, FLIPS, CHUNK):
-        size = min(CHUNK, FLIPS - start)
-        for track, d in diffs.items():
-            flips = rng.choice((-1.0, 1.0), size=(size, len(d)))
-            effects[track].append((flips * d).mean(axis=1))
-            means[track].append(flips.mean(axis=1))
-    return Flips(
-        {t: np.concatenate(c) for t, c in effects.items()},
-        {t: np.concatenate(c) for t, c in means.items()},
-        exact=False,
-    )
-
-
-def suite_test(
-    diffs: dict[str, np.ndarray], flips: Flips, tracks: list[str], delta: float = 0.0
-) -> tuple[float, float]:
-    """The equal-weight suite effect over ``tracks`` and the two-sided stratified sign-flip p of
-    the hypothesis that it is ``delta`` (every seed's difference shifted by ``delta`` is
-    symmetric about 0): exact over every pattern, or Monte Carlo with the +1 of a valid p."""
-    effect = float(np.mean([diffs[t].mean() for t in tracks]))
-    null = np.mean([flips.effects[t] - delta * flips.signs[t] for t in tracks], axis=0)
-    observed = effect - delta
-    tol = 1e-12 * max(1.0, abs(observed))
-    extreme = np.count_nonzero(np.abs(null) >= abs(observed) - tol)
-    if flips.exact:
-        return effect, float(extreme / len(null))
-    return effect, float((1 + extreme) / (1 + len(null)))
-
-
-def suite_interval(
-    diffs: dict[str, np.ndarray], flips: Flips, tracks: list[str], alpha: float = 0.05
-) -> list[float]:
-    """The suite effect's 1 - ``alpha`` interval by inverting :func:`suite_test`: the shifts
-    ``delta`` around the effect that the same test does not reject at ``alpha`` (each bound
-    found by doubling a step outwards, then bisecting to 1e-9 of the data's spread); a bound no
-    shift reaches (too few seeds for ``alpha``) is infinite. It excludes 0 exactly when the test
-    rejects 0, barring a p that is not monotone between the effect and 0."""
-    effect = suite_test(diffs, flips, tracks)[0]
-    spread = max(float(np.ptp(diffs[t])) + float(np.abs(diffs[t]).max()) for t in tracks)
-    step0 = spread if spread > 0 else 1.0
-
-    def rejects(delta: float) -> bool:
-        return suite_test(diffs, flips, tracks, delta)[1] < alpha
-
-    bounds = []
-    for side in (-1.0, 1.0):
-        inside, step = effect, step0
-        for _ in range(60):
-            if rejects(effect + side * step):
-                break
-            inside, step = effect + side * step, 2 * step
-        else:
-            bounds.append(side * math.inf)
-            continue
-        outside = effect + side * step
-        while abs(outside - inside) > 1e-9 * step0:
-            middle = (inside + outside) / 2
-            inside, outside = (inside, middle) if rejects(middle) else (middle, outside)
-        bounds.append(inside)
-    return [float(bounds[0]), float(bounds[1])]
 
 
 def _direction(p_holm: float, effect: float, alpha: float) -> str:

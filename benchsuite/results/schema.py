@@ -19,11 +19,13 @@ from benchsuite.settings import RunSettings
 from benchsuite.vocabulary import Claims, SuiteVerdict
 
 OMIT_NONE = {"omit_none": True}
-# 6: the per-track design's futility look (design.futility_seeds and stopped, a comparison's
-# stopped_at). 5: the design first (its claims: suite or per-track), then the suite verdicts
-# with their looks; the per-track verdict needs_more_seeds. 4: the across-tracks verdict
-# one_track and its CI the sign-flip test inverted; 3: no param_ratio
-REPORT_VERSION = 6
+# 7: a comparison's ci95 and p_tost from the sign-flip test (inverted; two one-sided), not t
+# tests; an interval the seeds cannot bound is null. 6: the per-track design's futility look
+# (design.futility_seeds and stopped, a comparison's stopped_at). 5: the design first (its
+# claims: suite or per-track), then the suite verdicts with their looks; the per-track verdict
+# needs_more_seeds. 4: the across-tracks verdict one_track and its CI the sign-flip test
+# inverted; 3: no param_ratio
+REPORT_VERSION = 7
 
 
 @dataclass

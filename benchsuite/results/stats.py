@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from benchsuite.plan.matching import TOLERANCE
-from benchsuite.plan.power import dz_star, min_sign_flip_p
+from benchsuite.plan.power import dz_star, min_seeds_for_significance, min_sign_flip_p
+from benchsuite.results.signflip import Flips, one_sided_p, sign_flips, suite_interval
 from benchsuite.vocabulary import Flag, Scale, Verdict
 
 MAX_EXACT = 100_000
@@ -81,7 +82,7 @@ class Comparison:
     flags: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able dict: floats, lists, str, bool, int; NaN becomes None."""
+        """Plain JSON-able dict: floats, lists, str, bool, int; NaN and infinities become None."""
         return {key: _plain(value) for key, value in asdict(self).items()}
 
     def relative(self, value: float) -> float:
@@ -89,6 +90,11 @@ class Comparison:
         if self.scale == Scale.LOG:
             return 100.0 * (1.0 - math.exp(-value)) if math.isfinite(value) else math.nan
         return _rel(value, self.baseline_mean)
+
+    @property
+    def interval_bounded(self) -> bool:
+        """The seeds bound the 95% interval (the sign-flip test can reject at 0.05: six seeds)."""
+        return all(bound is not None and math.isfinite(bound) for bound in self.ci95)
 
     def set_mde(self, alpha: float) -> None:
         """The power-based MDE (power .8, two-sided) at ``alpha`` on the analysis scale; NaN and
@@ -105,7 +111,7 @@ def _plain(value: Any) -> Any:
     if isinstance(value, bool | str | int) or value is None:
         return value
     value = float(value)
-    return None if math.isnan(value) else value
+    return value if math.isfinite(value) else None
 
 
 def _mean_stat(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -132,23 +138,35 @@ def sign_flip_p(d: np.ndarray, mc_seed: int = 0) -> tuple[float, str, int | None
     return float(res.pvalue), ("exact" if exact else "monte_carlo"), (None if exact else mc_seed)
 
 
-def _tost_p(d: np.ndarray, margin: float) -> float:
-    """TOST p that mean(d) lies strictly inside (-margin, +margin), two one-sided t tests."""
-    n = len(d)
-    if n < 2 or margin <= 0:
+def _tost_p(d: np.ndarray, margin: float, flips: Flips) -> float:
+    """Exact sign-flip TOST p that mean(d) lies strictly inside (-margin, +margin): the larger
+    of the one-sided sign-flip p of ``mean > -margin`` and of ``mean < +margin`` (the same flips
+    as the interval; 1 without a margin or with one seed)."""
+    if len(d) < 2 or margin <= 0:
         return 1.0
-    mean, se = float(d.mean()), float(d.std(ddof=1)) / math.sqrt(n)
-    if se == 0:
-        return 0.0 if abs(mean) < margin else 1.0
-    from scipy import stats
+    seeds = {"d": d}
+    above = one_sided_p(seeds, flips, -margin, greater=True)
+    below = one_sided_p(seeds, flips, margin, greater=False)
+    return max(above, below)
 
-    p_low = stats.t.sf((mean + margin) / se, n - 1)  # H0: mean <= -margin
-    p_high = stats.t.cdf((mean - margin) / se, n - 1)  # H0: mean >= +margin
-    return float(max(p_low, p_high))
+
+def exact_interval(d: np.ndarray, flips: Flips, alpha: float = 0.05) -> tuple[float, float]:
+    """The 1 - ``alpha`` interval of mean(d): the sign-flip test inverted, the shifts it does not
+    reject (infinite where no shift is rejected: too few seeds for ``alpha``). It lies within the
+    seeds' own range, so never outside the metric's."""
+    if len(d) < 2:
+        return -math.inf, math.inf
+    low, high = suite_interval({"d": d}, flips, ["d"], alpha)
+    return low, high
+
+
+def interval_seeds(alpha: float = 0.05) -> int:
+    """The fewest seeds whose sign-flip test can reject at ``alpha`` (a bounded interval)."""
+    return min_seeds_for_significance(1, alpha)
 
 
 def _rel(value: float, ref: float) -> float:
-    return 100.0 * value / abs(ref) if ref != 0 else math.nan
+    return 100.0 * value / abs(ref) if ref != 0 and math.isfinite(value) else math.nan
 
 
 def excludes_zero(interval: Sequence[float | None]) -> bool:
@@ -176,16 +194,6 @@ def _verdict(c: Comparison) -> Verdict:
     if p_tost < c.alpha and Flag.NO_BETTER_THAN_TRIVIAL not in c.flags:
         return Verdict.EQUIVALENT  # never to a model that learnt nothing
     return Verdict.INCONCLUSIVE
-
-
-def _t_interval(d: np.ndarray) -> tuple[float, tuple[float, float]]:
-    n = len(d)
-    if n < 2:
-        return math.nan, (math.nan, math.nan)
-    from scipy import stats
-
-    half = float(stats.t.ppf(0.975, n - 1) * d.std(ddof=1) / math.sqrt(n))
-    return half, (float(d.mean()) - half, float(d.mean()) + half)
 
 
 def compare_paired(
@@ -224,7 +232,10 @@ def compare_paired(
     d_diff = sign * raw
     base_mean = float(base.mean())
     sd_d = float(d.std(ddof=1)) if n >= 2 else math.nan
-    half, ci = _t_interval(d)
+    flips = sign_flips({"d": d}, mc_seed, MAX_EXACT)
+    ci = exact_interval(d, flips)
+    ci_diff = exact_interval(d_diff, sign_flips({"d": d_diff}, mc_seed, MAX_EXACT))
+    half = (ci[1] - ci[0]) / 2 if all(map(math.isfinite, ci)) else math.nan
     p, p_method, seed_used = sign_flip_p(d, mc_seed)
     comp = Comparison(
         n=n,
@@ -244,7 +255,7 @@ def compare_paired(
         ci95=ci,
         ci95_rel_pct=(math.nan, math.nan),
         improvement_diff=float(d_diff.mean()),
-        ci95_diff=_t_interval(d_diff)[1],
+        ci95_diff=ci_diff,
         ci_half_width=half,
         sd_diff=sd_d,
         sd_rel=sd_d if scale == Scale.LOG else sd_d / abs(base_mean) if base_mean else math.nan,
@@ -258,7 +269,7 @@ def compare_paired(
         mde_rel_pct=math.nan,
         mde_alpha=alpha,
         margin=margin,
-        p_tost=_tost_p(d, margin),
+        p_tost=_tost_p(d, margin, flips),
         flags=list(flags),
     )
     comp.improvement_rel_pct = comp.relative(comp.improvement)
