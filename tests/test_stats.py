@@ -575,26 +575,40 @@ def test_a_seed_whose_choice_was_an_exact_tie_shows_as_tied():
     order: the config column says that no seed decided, instead of reading as agreement."""
     from types import SimpleNamespace
 
-    from benchsuite.output.track_tables import _choice
+    from benchsuite.output.track_tables import choice
 
     grid = [{"lr": lr} for lr in (0.001, 0.003, 0.01)]
     flat = {seed: [0.687, 0.687, 0.687] for seed in range(12)}
     picked = selection(grid, dict.fromkeys(flat, 0), _records(flat), "accuracy")
     assert picked.tied_seeds == [str(seed) for seed in range(12)]
     arm = SimpleNamespace(selection=picked, best_cfg=grid[picked.modal])
-    assert _choice(arm, grid) == "lr=0.001 (0/12 decided, 12 tied)"
+    assert choice(arm, grid) == "lr=0.001 (0/12 decided, 12 tied)"
 
     mixed = {0: [0.70, 0.70, 0.60], 1: [0.71, 0.70, 0.60], 2: [0.60, 0.70, 0.71], 3: [0.9, 0, 0]}
     picked = selection(grid, {0: 0, 1: 0, 2: 2, 3: 0}, _records(mixed), "accuracy")
     assert picked.tied_seeds == ["0"]  # seed 0's 0.70 equals another config's; the others won
     arm = SimpleNamespace(selection=picked, best_cfg=grid[picked.modal])
-    assert _choice(arm, grid) == "lr=0.001 (2/4 decided, 1 tied)"
+    assert choice(arm, grid) == "lr=0.001 (2/4 decided, 1 tied)"
     decided = selection(grid, {1: 0, 2: 2}, _records(mixed), "accuracy")
     assert decided.tied_seeds == []
-    assert _choice(SimpleNamespace(selection=decided, best_cfg=grid[decided.modal]), grid) in (
+    assert choice(SimpleNamespace(selection=decided, best_cfg=grid[decided.modal]), grid) in (
         "lr=0.001 (1/2)",
         "lr=0.01 (1/2)",
     )
+
+
+def test_choices_an_exact_tie_decided_never_make_an_edge():
+    """vision/monarch: two seeds' validation tied between the two lowest rates, and the grid's
+    order chose the lowest; the one seed that decided chose the middle: no edge of the grid."""
+    grid = [{"lr": lr} for lr in (0.01, 0.03, 0.1)]
+    val = {0: [0.8, 0.8, 0.5], 1: [0.7, 0.7, 0.6], 2: [0.6, 0.9, 0.5]}
+    picked = selection(grid, {0: 0, 1: 0, 2: 1}, _records(val), "accuracy")
+    assert picked.modal == 0 and picked.tied_seeds == ["0", "1"]
+    assert not picked.edge_of_grid and picked.edge_share == 0.0
+    every = selection(grid, {0: 0, 1: 0}, _records(val), "accuracy")
+    assert not every.edge_of_grid  # no seed decided: nothing says the optimum lies beyond
+    decided = {0: [0.9, 0.8, 0.5], 1: [0.9, 0.7, 0.6], 2: [0.6, 0.9, 0.5]}
+    assert selection(grid, {0: 0, 1: 0, 2: 1}, _records(decided), "accuracy").edge_of_grid
 
 
 def test_holm_over_the_planned_family_counts_unfinished_comparisons():

@@ -33,7 +33,13 @@ from benchsuite.output.numbers import finite, num, pct
 from benchsuite.output.palette import verdict
 from benchsuite.output.plots import heatmap_order, make_plots, write_plots
 from benchsuite.output.tables import by_suite_effect
-from benchsuite.output.track_tables import axes_section, improvement, in_points, rows_by_effect
+from benchsuite.output.track_tables import (
+    axes_section,
+    choice,
+    improvement,
+    in_points,
+    rows_by_effect,
+)
 from benchsuite.results.cell_schema import TrackResult
 from benchsuite.results.schema import Analysis
 from benchsuite.vocabulary import Scale
@@ -60,7 +66,11 @@ def environment() -> Any:
         num=num, pct=pct, config=numbers.config, slug=slug, data_uri=data_uri, css_px=css_pixels
     )
     env.globals.update(
-        captions=captions, verdict_look=verdict, improvement=improvement, in_points=in_points
+        captions=captions,
+        verdict_look=verdict,
+        improvement=improvement,
+        in_points=in_points,
+        config_choice=choice,
     )
     return env
 

@@ -76,7 +76,7 @@ def _cfg(config: dict, grid: list[dict]) -> str:
     return numbers.config({k: config[k] for k in varying})
 
 
-def _choice(arm: MixerResult, grid: list[dict]) -> str:
+def choice(arm: MixerResult, grid: list[dict]) -> str:
     """The config most seeds chose, with how many of them did; where some seeds' choice was an
     exact tie, how many of the config's seeds decided and how many seeds tied."""
     picked = arm.selection
@@ -207,7 +207,7 @@ def track_table(name: str, entry: TrackResult, design: Design | None = None) -> 
     )
     for mixer in rows_by_effect(entry):
         arm, cell = entry.mixers[mixer], entry.comparisons.get(mixer)
-        row = [_label(entry, mixer), _choice(arm, entry.grid), _spread(arm)]
+        row = [_label(entry, mixer), choice(arm, entry.grid), _spread(arm)]
         if cell is None:
             table.add_row(*row, *[""] * (6 if points else 5), _flags(entry, mixer))
             continue
@@ -241,7 +241,7 @@ def track_tables_narrow(
     for mixer in rows_by_effect(entry):
         arm = entry.mixers[mixer]
         results.add_row(
-            _label(entry, mixer), _choice(arm, entry.grid), _spread(arm), _flags(entry, mixer)
+            _label(entry, mixer), choice(arm, entry.grid), _spread(arm), _flags(entry, mixer)
         )
     tables = [results]
     if entry.comparisons:

@@ -106,30 +106,35 @@ def selection(
     """How a cell's seeds chose: counts per config, the modal config (ties: best validation mean,
     then grid order), how many seeds agree with it, how many chose an end of the grid, and which
     seeds' own choice was an exact tie.
-    ``edge_of_grid`` needs every config tied for the most choices on an end of the grid (a
-    tie-break never makes an edge). ``chance``: the cell is at chance, so an end of the grid is
-    recorded (``modal_on_edge``) but not flagged."""
+    The edge rule counts only the seeds that decided (not an exact tie, which the grid's order
+    broke): ``edge_of_grid`` needs every config tied for the most of their choices on an end of
+    the grid (a tie-break never makes an edge). ``chance``: the cell is at chance, so an end of
+    the grid is recorded (``modal_on_edge``) but not flagged."""
     counts = [sum(index == k for index in chosen.values()) for k in range(len(grid))]
     modal, tied = _modal(counts, sweep_rows(grid, counts, records, metric), higher)
     n = max(len(chosen), 1)
     steps, axis = flags.selection_spread(grid, list(chosen.values()))
+    tied_seeds = [
+        seed
+        for seed, index in sorted(chosen.items())
+        if seed in records and tied_choice(records[seed], index, metric)
+    ]
+    decided = [index for seed, index in chosen.items() if seed not in tied_seeds]
+    most = [sum(index == k for index in decided) for k in range(len(grid))]
+    top = [k for k, count in enumerate(most) if decided and count == max(most)]
     return Selection(
         modal=modal,
         tied=tied if len(tied) > 1 else [],
         counts=counts,
         agreement=counts[modal] / n,
-        edge_share=sum(on_edge(grid, grid[i]) for i in chosen.values()) / n,
+        edge_share=sum(on_edge(grid, grid[i]) for i in decided) / max(len(decided), 1),
         modal_on_edge=on_edge(grid, grid[modal]),
-        edge_of_grid=all(on_edge(grid, grid[k]) for k in tied) and not chance,
+        edge_of_grid=bool(top) and all(on_edge(grid, grid[k]) for k in top) and not chance,
         at_chance=chance,
         spread=Spread(steps=steps, axis=axis),
         indecisive=flags.indecisive(steps) and not chance,
         chosen={str(seed): index for seed, index in sorted(chosen.items())},
-        tied_seeds=[
-            str(seed)
-            for seed, index in sorted(chosen.items())
-            if seed in records and tied_choice(records[seed], index, metric)
-        ],
+        tied_seeds=[str(seed) for seed in tied_seeds],
     )
 
 
