@@ -11,9 +11,9 @@ does not reject, so the interval excludes 0 exactly when the test rejects 0. The
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -34,12 +34,21 @@ class Flips:
     exact: bool
 
 
+@lru_cache(maxsize=8)
+def every_pattern(n: int) -> np.ndarray:
+    """Every one of the 2**n sign patterns of n seeds, one per row (read-only, remembered)."""
+    bits = (np.arange(2**n)[:, None] >> np.arange(n - 1, -1, -1)) & 1
+    signs = 1.0 - 2.0 * bits
+    signs.flags.writeable = False
+    return signs
+
+
 def sign_flips(diffs: dict[str, np.ndarray], seed: int, limit: int = FLIPS) -> Flips:
     """The flips of the test: exact enumeration when the seeds of all strata have at most
     ``limit`` sign patterns, else ``limit`` draws (in chunks) from a generator seeded ``seed``."""
     sizes = {t: len(d) for t, d in diffs.items()}
     if 2 ** sum(sizes.values()) <= limit:
-        every = np.array(list(itertools.product((-1.0, 1.0), repeat=sum(sizes.values()))))
+        every = every_pattern(sum(sizes.values()))
         cuts = np.cumsum([0, *sizes.values()])
         signs = {t: every[:, a:b] for t, a, b in zip(diffs, cuts[:-1], cuts[1:], strict=True)}
         return Flips(

@@ -176,9 +176,9 @@ def excludes_zero(interval: Sequence[float | None]) -> bool:
 
 
 def _verdict(c: Comparison) -> Verdict:
-    """Significant: Holm p below alpha and the 95% CI of the same mean excludes 0 (when the
-    sign-flip p and the t interval disagree, the verdict is not significant); ``needs_more_seeds``
-    where no sign pattern of its seeds could reach the alpha of Holm's first step."""
+    """Significant: Holm p below alpha and the 95% interval (the same sign-flip test inverted)
+    excludes 0, which it then does; ``needs_more_seeds`` where no sign pattern of its seeds could
+    reach the alpha of Holm's first step; ``inconclusive`` once the futility look stopped it."""
     if c.n < 2 or c.stopped_at:  # a stopped comparison could reach no verdict (p = 1)
         return Verdict.INCONCLUSIVE
     if not c.detectable:  # no sign pattern of n seeds reaches alpha: the design cannot decide
