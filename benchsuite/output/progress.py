@@ -46,8 +46,8 @@ def print_design(design: dict, console: Console) -> None:
         )
         console.print(
             f"design: suite claims, {seeds} paired seeds ({why}); each seed tunes on its own "
-            "validation split. Per-track rows show each effect, its interval and the seeds that "
-            f"agree; per-track verdicts (Holm over {m} comparisons) need "
+            "validation split. Per-track rows show each effect, its interval (from 6 seeds) and "
+            f"the seeds that agree; per-track verdicts (Holm over {m} comparisons) need "
             f"{design['per_track_seeds']} seeds: --design per-track into the same --out trains "
             "only the new seeds"
         )
