@@ -117,7 +117,8 @@ IQM = (
     "line is the baseline's IQM."
 )
 ACROSS_COST = (
-    "Suite effect (mean over tracks of the paired score difference with the baseline, 95% CI; "
+    "Suite effect (mean over tracks of the paired score difference with the baseline, with the "
+    "interval of its test at the suite verdicts' level; "
     "the baseline at 0) against each cost relative to the baseline's (geometric mean over the "
     "mixer's tracks; the baseline at 1), log scale; ringed and joined: the Pareto front. The "
     "numbers are in report.json under quality_vs_cost."
@@ -152,3 +153,11 @@ SCALING = (
     "doubles. Cells are relative to the baseline at the same length; the exponent is the "
     "log-log slope over the upper half of the ladder (1: linear in the length, 2: quadratic)."
 )
+
+
+def suite_effect_label(alpha: float | None) -> str:
+    """The suite effect's column: its interval is its test inverted at the look's level
+    (``alpha``: 0.025 at a run's first look, so 97.5%), not at 95%."""
+    if alpha is None:
+        return "suite effect [CI]"
+    return f"suite effect [{100 * (1 - alpha):g}% CI]"

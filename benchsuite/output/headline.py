@@ -186,12 +186,13 @@ def headline_tables(report: Analysis, narrow: bool = False) -> list[Table]:
             )
         return [table]
     title = f"[bold]headline[/]: each mixer against {escape(report.baseline)}"
+    level = report.across_tracks.alpha if report.across_tracks else None
     columns = [
         "mixer",
         "better on",
         "worse on",
         "equivalent on",
-        "suite effect [95% CI]",
+        captions.suite_effect_label(level),
         "suite verdict",
         "params ×",
         "step time ×",
@@ -200,7 +201,7 @@ def headline_tables(report: Analysis, narrow: bool = False) -> list[Table]:
         columns = [
             "mixer",
             "better / worse / equivalent on",
-            "suite effect [95% CI]",
+            captions.suite_effect_label(level),
             "params ×",
             "step time ×",
         ]

@@ -445,7 +445,8 @@ def make_plots(report: Analysis) -> list[Plot]:
                 overall,
                 costs,
                 styles,
-                f"suite effect vs {baseline} (score difference), 95% CI",
+                f"suite effect vs {baseline} (score difference), "
+                + (f"{100 * (1 - across.alpha):g}% CI" if across else "CI"),
                 relative=True,
             ),
             "; ".join(filter(None, [across_note(across, "iqm"), cost_note(overall, costs)])),

@@ -60,7 +60,7 @@ def across_table(report: Analysis) -> Table | None:
         _across_caption(across, report),
         [
             "mixer",
-            "suite effect [95% CI]",
+            captions.suite_effect_label(across.alpha),
             *map(escape, across.tracks),
             "p of the effect (Holm)",
             "verdict",
@@ -115,7 +115,13 @@ def across_tables_narrow(report: Analysis, width: int) -> list[Table]:
         "[bold]across tracks[/] (score: fraction of the gap from the trivial "
         "predictor to the ideal value closed)",
         _across_caption(across, report),
-        ["mixer", "suite effect [95% CI]", "p of the effect (Holm)", "verdict", "robust"],
+        [
+            "mixer",
+            captions.suite_effect_label(across.alpha),
+            "p of the effect (Holm)",
+            "verdict",
+            "robust",
+        ],
         narrow=True,
     )
     for mixer in by_suite_effect(across):
