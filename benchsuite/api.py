@@ -195,8 +195,8 @@ def run(
         events.note(family_note(plan, design, family))
     for note in code_changes(store.last_plan(), plan):
         events.warning(note)
-    runner = Runner(plan, store, pool, worker, events, out / "logs")
-    runner.stopped = partial(stopped_by_look, plan, store)
+    stopped = partial(stopped_by_look, plan, store)
+    runner = Runner(plan, store, pool, worker, events, out / "logs", stopped=stopped)
     interrupted = False
     try:
         runner.run()

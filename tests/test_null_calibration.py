@@ -54,14 +54,9 @@ def benchsuite_register_mixers(register):
 
 @pytest.mark.slow
 def test_mixers_exchangeable_with_the_baseline_get_no_significant_verdict(tmp_path):
-    plugins = tmp_path / "plugins"
-    plugins.mkdir()
-    (plugins / "null_mixers.py").write_text(NULL_MIXERS)
-    out = tmp_path / "out"
-    result = invoke(
-        "--plugins-dir",
-        str(plugins),
-        "run",
+    report = _run_with(
+        tmp_path,
+        NULL_MIXERS,
         "--tracks",
         "sequence",
         "--seeds",
@@ -90,11 +85,8 @@ def test_mixers_exchangeable_with_the_baseline_get_no_significant_verdict(tmp_pa
         "sequence.series=24",
         "--track-option",
         "sequence.length=64",
-        "--out",
-        str(out),
     )
-    assert result.returncode == 0, result.stderr
-    comparisons = json.loads((out / "report.json").read_text())["tracks"]["sequence"]["comparisons"]
+    comparisons = report["tracks"]["sequence"]["comparisons"]
     assert len(comparisons) == 9
     verdicts = [c["comparison"]["verdict"] for c in comparisons.values()]
     assert not [v for v in verdicts if v.startswith("significant")], verdicts
@@ -102,12 +94,7 @@ def test_mixers_exchangeable_with_the_baseline_get_no_significant_verdict(tmp_pa
     rejections = sum(c["comparison"]["p_value"] < 0.05 for c in comparisons.values())
     assert rejections <= 3
     # the premise: seeds really chose different configs, so selection luck was in play
-    chosen = [
-        arm["selection"]["counts"]
-        for arm in json.loads((out / "report.json").read_text())["tracks"]["sequence"][
-            "mixers"
-        ].values()
-    ]
+    chosen = [arm["selection"]["counts"] for arm in report["tracks"]["sequence"]["mixers"].values()]
     assert any(sum(c > 0 for c in counts) > 1 for counts in chosen)
 
 
@@ -149,17 +136,24 @@ def benchsuite_register_mixers(register):
 """
 
 
+def _run_with(tmp_path, plugin: str, *arguments: str) -> dict:
+    """The report of ``benchsuite run ARGUMENTS`` with ``plugin`` (a module's source) in a plugins
+    folder of its own (the run must succeed)."""
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "nulls.py").write_text(plugin)
+    out = tmp_path / "out"
+    result = invoke("--plugins-dir", str(plugins), "run", *arguments, "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    return json.loads((out / "report.json").read_text())
+
+
 def _twenty_nulls(tmp_path, grids: dict[str, str], design: str | None = None) -> dict:
     """The report of a run of dense, identity and the 20 nulls on the tracks of ``grids`` (each
     with its one learning rate), 60 steps, the seeds ``design`` plans (default: the default's)."""
-    plugins = tmp_path / "plugins"
-    plugins.mkdir()
-    (plugins / "paired_nulls.py").write_text(PAIRED_NULLS)
-    out = tmp_path / "out"
-    result = invoke(
-        "--plugins-dir",
-        str(plugins),
-        "run",
+    return _run_with(
+        tmp_path,
+        PAIRED_NULLS,
         *(("--design", design) if design else ()),
         "--tracks",
         ",".join(grids),
@@ -168,11 +162,7 @@ def _twenty_nulls(tmp_path, grids: dict[str, str], design: str | None = None) ->
         "--budget",
         "steps=60",
         *(arg for track, lr in grids.items() for arg in ("--grid", f"{track}.lr={lr}")),
-        "--out",
-        str(out),
     )
-    assert result.returncode == 0, result.stderr
-    return json.loads((out / "report.json").read_text())
 
 
 @pytest.mark.slow

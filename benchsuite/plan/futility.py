@@ -14,12 +14,13 @@ pre-registered.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from benchsuite.plan.power import holm_first_alpha, min_sign_flip_p
+import numpy as np
+
+from benchsuite.plan.power import holm_first_alpha, min_sign_flip_p, sign_patterns
 from benchsuite.settings import RunSettings
 from benchsuite.vocabulary import Claims
 
@@ -53,7 +54,7 @@ def futility_look(settings: RunSettings, family: int, alpha: float = 0.05) -> Fu
     return FutilityLook(planned // 2, planned, first)
 
 
-ENUMERATED = 12  # seeds at a look up to which every sign pattern is counted (4,096)
+ENUMERATED = 16  # seeds at a look up to which every sign pattern is counted (65,536)
 TIES = 1e-14  # relative: no looser than scipy.stats.permutation_test's (on the mean)
 
 
@@ -61,17 +62,14 @@ def _at_least_as_extreme(values: Sequence[float], below: bool) -> int:
     """Sign patterns of ``values`` whose sum is at least as extreme as theirs (as low, with
     ``below``; as high otherwise); past :data:`ENUMERATED` values, the patterns that flip only
     values on the other side or tied (a count every pattern-set contains)."""
-    observed = sum(values)
-    if len(values) > ENUMERATED:
-        against = sum(v > 0 if below else v < 0 for v in values)
-        return 2 ** (against + sum(v == 0 for v in values))
+    seen = np.asarray(values, dtype=float)
+    if len(seen) > ENUMERATED:
+        against = np.sum(seen > 0) if below else np.sum(seen < 0)
+        return 2 ** int(against + np.sum(seen == 0))
+    observed = seen.sum()
     slack = max(TIES, TIES * abs(observed))  # sums this close count as ties, as in scipy's test
-    sums = (sum(s * v for s, v in zip(signs, values, strict=True)) for signs in _patterns(values))
-    return sum(total <= observed + slack if below else total >= observed - slack for total in sums)
-
-
-def _patterns(values: Sequence[float]) -> itertools.product:
-    return itertools.product((1.0, -1.0), repeat=len(values))
+    sums = sign_patterns(len(seen)) @ seen
+    return int(np.sum(sums <= observed + slack if below else sums >= observed - slack))
 
 
 def lowest_difference_p(improvements: Sequence[float], planned: int) -> float:

@@ -11,6 +11,8 @@ from functools import lru_cache
 from importlib.metadata import version
 from pathlib import Path
 
+import numpy as np
+
 from benchsuite.paths import cache_dir
 
 
@@ -56,6 +58,16 @@ def _remember(memo: dict[str, float]) -> None:
         partial.replace(path)
     except OSError:
         pass
+
+
+@lru_cache(maxsize=8)
+def sign_patterns(n: int) -> np.ndarray:
+    """Every one of the 2**n sign patterns of n seeds, one per row (read-only, remembered): the
+    exact sign-flip tests enumerate these."""
+    bits = (np.arange(2**n)[:, None] >> np.arange(n - 1, -1, -1)) & 1
+    signs = 1.0 - 2.0 * bits
+    signs.flags.writeable = False
+    return signs
 
 
 def min_sign_flip_p(n: int) -> float:

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
+
+from benchsuite.plan.power import sign_patterns
 
 FLIPS = 20_000  # Monte Carlo sign flips: p resolves to 1/20001, far below alpha/(mixers)
 CHUNK = 5_000
@@ -34,21 +35,12 @@ class Flips:
     exact: bool
 
 
-@lru_cache(maxsize=8)
-def every_pattern(n: int) -> np.ndarray:
-    """Every one of the 2**n sign patterns of n seeds, one per row (read-only, remembered)."""
-    bits = (np.arange(2**n)[:, None] >> np.arange(n - 1, -1, -1)) & 1
-    signs = 1.0 - 2.0 * bits
-    signs.flags.writeable = False
-    return signs
-
-
 def sign_flips(diffs: dict[str, np.ndarray], seed: int, limit: int = FLIPS) -> Flips:
     """The flips of the test: exact enumeration when the seeds of all strata have at most
     ``limit`` sign patterns, else ``limit`` draws (in chunks) from a generator seeded ``seed``."""
     sizes = {t: len(d) for t, d in diffs.items()}
     if 2 ** sum(sizes.values()) <= limit:
-        every = every_pattern(sum(sizes.values()))
+        every = sign_patterns(sum(sizes.values()))
         cuts = np.cumsum([0, *sizes.values()])
         signs = {t: every[:, a:b] for t, a, b in zip(diffs, cuts[:-1], cuts[1:], strict=True)}
         return Flips(

@@ -234,7 +234,11 @@ def compare_paired(
     sd_d = float(d.std(ddof=1)) if n >= 2 else math.nan
     flips = sign_flips({"d": d}, mc_seed, MAX_EXACT)
     ci = exact_interval(d, flips)
-    ci_diff = exact_interval(d_diff, sign_flips({"d": d_diff}, mc_seed, MAX_EXACT))
+    ci_diff = (
+        ci  # d is the difference itself
+        if scale == Scale.DIFFERENCE
+        else exact_interval(d_diff, sign_flips({"d": d_diff}, mc_seed, MAX_EXACT))
+    )
     half = (ci[1] - ci[0]) / 2 if all(map(math.isfinite, ci)) else math.nan
     p, p_method, seed_used = sign_flip_p(d, mc_seed)
     comp = Comparison(
