@@ -27,6 +27,7 @@ class JobResult:
     data_description: str
     data_verified: bool
     cap: float | None  # the trivial predictor's test score
+    test_se: float | None  # the test score's standard error over the test examples (folds)
     test_digest: str  # hash of the test split the result was scored on
 
 
@@ -47,6 +48,7 @@ class RunRecord:
     data_description: str = ""
     data_verified: bool = True
     cap: float | None = None
+    test_se: float | None = None  # None: a record from before it was measured
     test_digest: str = ""  # hash of the test split the record was scored on
     seconds: float = 0.0
     error: str = ""

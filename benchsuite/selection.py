@@ -72,8 +72,14 @@ def worse_than_cap(score: float, cap: float, higher_is_better: bool) -> bool:
 
 
 LEARNT_MIN = 0.01
-"""A score that closes at most this fraction of the gap from its seed's trivial predictor (the
-cap) to the metric's ideal value has learnt nothing (docs/statistics.md, Flags)."""
+"""Where a score's noise is not known (a record from before it was measured): a score that
+closes at most this fraction of the gap from its seed's trivial predictor (the cap) to the
+metric's ideal value has learnt nothing. Early stopping uses the same floor on validation."""
+
+LEARNT_Z = 1.6448536269514722
+"""One-sided 5% normal quantile: a seed learnt something only when its test score beats the
+trivial predictor's by more than this many of its own standard errors over the test examples
+(docs/statistics.md, Flags)."""
 
 
 def learnt_floor(cap: float, ideal: float | None, higher_is_better: bool) -> float:
@@ -85,13 +91,21 @@ def learnt_floor(cap: float, ideal: float | None, higher_is_better: bool) -> flo
 
 
 def learnt_nothing(
-    score: float, cap: float | None, ideal: float | None, higher_is_better: bool
+    score: float,
+    cap: float | None,
+    ideal: float | None,
+    higher_is_better: bool,
+    noise: float | None = None,
 ) -> bool:
-    """True when a finite ``score`` is at or below :func:`learnt_floor`: a model that learnt
-    nothing (False without a cap)."""
+    """True when a finite ``score`` is no better than its seed's trivial predictor: not above
+    ``cap`` by more than ``LEARNT_Z`` times ``noise`` (the score's standard error over the test
+    examples; a one-sided test at 5%), or, without a measured noise, at or below
+    :func:`learnt_floor`. False without a cap."""
     if cap is None or not math.isfinite(score) or not math.isfinite(cap):
         return False
     signed = score if higher_is_better else -score
+    if noise is not None and math.isfinite(noise):
+        return signed <= (cap if higher_is_better else -cap) + LEARNT_Z * noise
     return signed <= learnt_floor(cap, ideal, higher_is_better)
 
 

@@ -33,9 +33,10 @@ class Verdict(StrEnum):
 class SuiteVerdict(StrEnum):
     """A mixer's verdict across tracks (docs/statistics.md, "Across tracks")."""
 
-    BETTER = "better"
+    BETTER = "better"  # significant, and still with any one track left out
     WORSE = "worse"
-    MIXED = "mixed"
+    NOT_ROBUST = "not_robust"  # significant, but not with some track left out: rests on it
+    MIXED = "mixed"  # significant wins on some tracks and significant losses on others
     INCONCLUSIVE = "inconclusive"
     ONE_TRACK = "one_track"
 

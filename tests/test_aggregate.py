@@ -129,11 +129,11 @@ def test_a_large_precise_track_cannot_outvote_the_printed_effect():
     )
     m = out["mixers"]["m"]
     lo, hi = m["suite_effect_ci95"]
-    significant = m["verdict"] in ("better", "worse", "mixed")
+    significant = m["verdict"] in ("better", "worse", "not_robust")
     assert not (significant and lo <= 0 <= hi)
     assert m["suite_test"]["statistic"] == pytest.approx(m["suite_effect"])
     if significant:
-        assert (m["verdict"] == "better") == (m["suite_effect"] > 0) or m["verdict"] == "mixed"
+        assert (m["verdict"] == "better") == (m["suite_effect"] > 0) or m["verdict"] == "not_robust"
 
 
 def test_seeded_and_fewer_tracks_marked():
@@ -162,6 +162,52 @@ def test_verdict_counts():
     m = aggregate_across_tracks(suite, baseline_name="base", verdicts=verdicts, n_boot=50)
     m = m["mixers"]["m"]
     assert (m["tracks_won"], m["tracks_lost"], m["tracks_equivalent"]) == (2, 0, 1)
+
+
+def test_a_verdict_that_rests_on_one_track_is_not_robust_and_names_it():
+    """A large loss on one track and noise on three: the suite test rejects, but not without
+    that track, so the verdict is ``not_robust`` (never ``mixed``: nothing was won), and the row
+    names the track it rests on."""
+    from benchsuite.results.schema import AcrossMixer
+
+    rng = np.random.default_rng(4)
+    suite = {}
+    base = rng.uniform(0.4, 0.6, 10)
+    suite["a"] = track(base, {"m": base + 0.3 + rng.normal(0, 0.01, 10)}, [1.0] * 10)
+    for name in ("b", "c", "d"):
+        base = rng.uniform(0.4, 0.6, 10)
+        suite[name] = track(base, {"m": base + rng.normal(0, 0.02, 10)}, [1.0] * 10)
+    out = aggregate_across_tracks(suite, baseline_name="base", n_boot=50)
+    m = out["mixers"]["m"]
+    assert m["suite_test"]["p_holm"] < 0.05 and m["suite_effect_ci95"][1] < 0
+    assert m["without_track"]["a"] == "none" and m["verdict"] == "not_robust"
+    row = AcrossMixer(**{**m, "suite_test": _suite_test(m)})
+    assert row.rests_on() == ["a"] and row.shown_verdict() == "worse, rests on a"
+
+
+def test_mixed_means_significant_wins_and_losses_on_tracks():
+    """``mixed`` only where the per-track verdicts hold both a significant win and a significant
+    loss; a significant suite effect beside wins alone keeps its direction."""
+    from benchsuite.results.schema import AcrossMixer
+
+    base = np.linspace(0.4, 0.6, 8)
+    suite = {t: track(base, {"m": base * 0.8}, [1.0] * 8) for t in ("a", "b", "c")}
+    win, neither = {"m": "significant_win"}, {"m": "inconclusive"}
+    wins = {"a": win, "b": win, "c": neither}
+    one_way = aggregate_across_tracks(suite, baseline_name="base", verdicts=wins, n_boot=50)
+    assert one_way["mixers"]["m"]["verdict"] == "better"
+    both = {**wins, "c": {"m": "significant_loss_below_margin"}}
+    out = aggregate_across_tracks(suite, baseline_name="base", verdicts=both, n_boot=50)
+    m = out["mixers"]["m"]
+    assert m["verdict"] == "mixed" and (m["tracks_won"], m["tracks_lost"]) == (2, 1)
+    row = AcrossMixer(**{**m, "suite_test": _suite_test(m)})
+    assert row.shown_verdict() == "mixed (won 2, lost 1)"
+
+
+def _suite_test(mixer: dict):
+    from benchsuite.results.schema import SuiteTest
+
+    return SuiteTest(**mixer["suite_test"])
 
 
 def test_ranks_friedman_and_nemenyi():

@@ -181,9 +181,9 @@ def test_twenty_exchangeable_mixers_get_no_suite_verdict_and_identity_tests_wors
         n: (m["verdict"], m["suite_test"]["p_holm"]) for n, m in nulls.items()
     }
     # the positive control's suite test rejects, towards worse (at these 60-step budgets one track
-    # may not survive leaving out: "mixed"; the default run's own verdict is "worse")
+    # may not survive leaving out: "not_robust"; the default run's own verdict is "worse")
     identity = across["mixers"]["identity"]
-    assert identity["verdict"] in ("worse", "mixed"), identity["verdict"]
+    assert identity["verdict"] in ("worse", "not_robust"), identity["verdict"]
     assert identity["suite_test"]["p_holm"] < across["alpha"]
     assert identity["suite_effect"] < 0 and identity["suite_effect_ci95"][1] < 0
 

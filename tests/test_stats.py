@@ -31,9 +31,11 @@ from benchsuite.results.stats import (
     divergence_summary,
     excludes_zero,
     holm,
+    improvements,
     impute_diverged,
 )
 from benchsuite.selection import divergence, learnt_nothing, select_best_config
+from benchsuite.vocabulary import Scale
 
 # also run at the lowest declared dependency versions (make test-min)
 pytestmark = pytest.mark.floors
@@ -198,8 +200,22 @@ def test_a_model_that_learnt_nothing_is_never_equivalent():
     assert comps[1].flags == ["no_better_than_trivial"] and comps[1].verdict == "inconclusive"
 
 
-def test_learnt_nothing_is_at_or_below_the_trivial_level():
-    """Within 1% of the way from the trivial predictor's score to the ideal, or worse."""
+def test_learnt_nothing_is_a_one_sided_test_against_the_trivial_score():
+    """With its test noise measured, a seed learnt something only when its score beats the
+    trivial predictor's by more than 1.645 standard errors: tabular's majority class 0.687 with
+    a test error of 0.0137 (the default run's) needs 0.7096."""
+    assert learnt_nothing(0.70, 0.687, 1.0, True, noise=0.0137)  # 0.9 standard errors above
+    assert not learnt_nothing(0.71, 0.687, 1.0, True, noise=0.0137)  # 1.7 above
+    assert not learnt_nothing(0.689, 0.687, 1.0, True, noise=0.0001)  # a precise split
+    assert learnt_nothing(0.97, 1.0, 0.0, False, noise=0.02)  # an error 1.5 below the trivial
+    assert not learnt_nothing(0.96, 1.0, 0.0, False, noise=0.02)
+    assert learnt_nothing(0.60, 0.687, 1.0, True, noise=0.0)  # worse than trivial
+    assert not learnt_nothing(0.5, None, 1.0, True, noise=0.01)  # no trivial level declared
+
+
+def test_learnt_nothing_without_a_measured_noise_is_at_or_below_the_trivial_level():
+    """A record from before the noise was measured: within 1% of the way from the trivial
+    predictor's score to the ideal, or worse."""
     assert learnt_nothing(0.687, 0.687, 1.0, True)  # tabular: the majority class exactly
     assert learnt_nothing(0.689, 0.687, 1.0, True)  # 0.6% of the gap to 1
     assert not learnt_nothing(0.70, 0.687, 1.0, True)
@@ -207,6 +223,29 @@ def test_learnt_nothing_is_at_or_below_the_trivial_level():
     assert learnt_nothing(0.995, 1.0, 0.0, False) and not learnt_nothing(0.98, 1.0, 0.0, False)
     assert not learnt_nothing(math.nan, 0.687, 1.0, True)  # non-finite: diverged, not this
     assert not learnt_nothing(0.5, None, 1.0, True)  # no trivial level declared
+
+
+def test_the_equivalence_margin_is_at_most_a_quarter_of_the_baseline_gain():
+    """Tabular: a baseline at 0.735 over a majority class of 0.687 gained 4.8 points; 5% of its
+    value (3.7 points, 77% of the gain) would call a mixer that lost most of it equivalent, so
+    the margin is a quarter of the gain, 1.2 points. Where the gain is large (vision: 0.95 over
+    0.09) the relative margin, the smaller, stays; without caps it is the margin alone."""
+    base, mix = np.array([0.73, 0.74]), np.array([0.72, 0.73])
+    caps = np.array([0.687, 0.687])
+    _, _, margin = improvements(base, mix, True, Scale.DIFFERENCE, 0.05, caps)
+    assert margin == pytest.approx(0.25 * (0.735 - 0.687))
+    assert improvements(base, mix, True, Scale.DIFFERENCE, 0.05)[2] == pytest.approx(0.03675)
+    vision = np.array([0.95, 0.96]), np.array([0.09, 0.08])
+    margin = improvements(vision[0], vision[0], True, Scale.DIFFERENCE, 0.05, vision[1])[2]
+    assert margin == pytest.approx(0.05 * 0.955)
+    # log-ratio: an error of 0.98 against a trivial 1.0 gained log(1/0.98) = 0.0202
+    errors, trivial = np.array([0.98, 0.98]), np.array([1.0, 1.0])
+    _, scale, margin = improvements(errors, errors, False, Scale.LOG, 0.05, trivial)
+    assert scale == Scale.LOG and margin == pytest.approx(0.25 * math.log(1 / 0.98))
+    below = improvements(errors, errors, False, Scale.LOG, 0.05, np.array([0.9, 0.9]))[2]
+    assert below == pytest.approx(math.log1p(0.05))  # no gain: the relative margin alone
+    c = compare_paired(base, mix, higher_is_better=True, caps=caps)
+    assert c.margin == pytest.approx(0.012)
 
 
 def test_direction_invariance():

@@ -213,7 +213,7 @@ def _check_suite_row(report: dict, mixer: str, row: dict, alpha: float) -> None:
     grid = functools.reduce(np.add.outer, nulls).ravel() / len(nulls)
     exact = np.mean(np.abs(grid) >= abs(effect) - 1e-12)
     assert row["suite_test"]["p_value"] == pytest.approx(exact, abs=0.01)
-    if row["verdict"] in ("better", "worse", "mixed"):
+    if row["verdict"] in ("better", "worse", "not_robust"):
         assert row["suite_test"]["p_holm"] < alpha
         assert excludes_zero(row["suite_effect_ci95"])
     if row["verdict"] in ("better", "worse"):
@@ -252,7 +252,9 @@ def test_captions_state_the_alpha_scale_and_family_of_report_json(seven_seed_rep
     assert "Stouffer" not in text
     row = report["across_tracks"]["mixers"]["identity"]
     direction = row["suite_test"]["direction"]
-    shown = f"mixed ({direction})" if row["verdict"] == "mixed" else row["verdict"]
+    rests_on = ", ".join(t for t, held in row["without_track"].items() if held != direction)
+    not_robust = row["verdict"] == "not_robust"
+    shown = f"{direction}, rests on {rests_on}" if not_robust else row["verdict"]
     assert f"{numbers.num(row['suite_effect'], 2)} " in text and f"│ {shown} " in text
     page = " ".join(html.unescape((out / "report.html").read_text(encoding="utf-8")).split())
     assert f"at α = {alpha} (Holm's first step over {design['comparisons']} comparisons" in page
@@ -355,3 +357,54 @@ def test_a_cell_at_the_trivial_level_on_a_quarter_of_its_seeds_is_flagged(finish
     (line,) = [line for line in headline(analysis) if line.mixer == mixer]
     named = line.better + line.worse + line.equivalent + line.inconclusive + line.undecided
     assert f"{track} (learnt nothing)" in named
+
+
+def test_learnt_nothing_is_each_seeds_test_against_its_own_test_noise(finished_run):
+    """A seed set within 1.645 of its own test standard errors of its trivial predictor's score
+    learnt nothing; the same seed set 3 standard errors past it learnt something. A record
+    stored before the noise was measured (no ``test_se``) keeps the fixed floor of 1% of the
+    gap to the ideal."""
+    report, plan, results = _stored(finished_run)
+    track, entry, mixer, _ = _cells(report)[0]
+    assert entry["higher_is_better"] is False  # an error: better is below the cap
+    record = min(
+        (results[key] for key in plan.cells[track][mixer].jobs), key=lambda r: r.job["seed"]
+    )
+    assert record.test_se is not None and record.test_se > 0
+    metric = f"test.{entry['metric']}"
+
+    def learnt_nothing(value: float, noise: float | None) -> int:
+        record.metrics[metric], record.test_se = value, noise
+        return (
+            analyse(plan, results, []).tracks[track].comparisons[mixer].divergence.mixer_not_learned
+        )
+
+    se = record.test_se
+    others = learnt_nothing(record.cap - 3 * se, se)  # this seed learnt: count the others
+    assert learnt_nothing(record.cap - 1.0 * se, se) == others + 1
+    assert learnt_nothing(record.cap - 1.7 * se, se) == others
+    gap = record.cap - entry["ideal"]
+    assert learnt_nothing(record.cap - 0.009 * gap, None) == others + 1  # the old floor: 1%
+    assert learnt_nothing(record.cap - 0.011 * gap, None) == others
+
+
+def test_the_equivalence_margin_is_the_smaller_of_5_percent_and_a_quarter_of_the_gain(
+    finished_run,
+):
+    """Every comparison's margin (a log-ratio here) is min(log 1.05, a quarter of the baseline's
+    mean log gain over its seeds' caps); a baseline barely better than its trivial predictor
+    narrows it to the quarter; an equivalence is only ever claimed where the exact TOST can
+    reach Holm's first step."""
+    report, plan, results = _stored(finished_run)
+    for *_, cell in _cells(report):
+        c = cell["comparison"]
+        gain = float(np.mean(np.log(np.asarray(cell["caps"]) / cell["baseline_values"])))
+        assert c["margin"] == pytest.approx(min(math.log1p(0.05), 0.25 * gain))
+        if c["verdict"] == "equivalent_within_margin":
+            assert c["p_tost_holm"] < c["alpha"] and 0.5 ** c["n"] < c["alpha"] / c["family"]
+    track, _, mixer, cell = _cells(report)[0]
+    for key in plan.cells[track][plan.settings.baseline].jobs:
+        record = results[key]
+        record.metrics[f"test.{report['tracks'][track]['metric']}"] = record.cap / 1.02
+    narrow = analyse(plan, results, []).tracks[track].comparisons[mixer].comparison
+    assert narrow.margin == pytest.approx(0.25 * math.log(1.02))

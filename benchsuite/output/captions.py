@@ -109,7 +109,8 @@ ACROSS = (
     "same suite effect (its sign is the direction tested), {level}% CI: the shifts that test "
     "does not reject at α = {alpha} (this look's: docs/statistics.md, Looks); "
     "Holm across {mixers} mixers; better/worse: Holm p < {alpha} and the CI excludes 0, "
-    "holding with any one track left out (else mixed); IQM and P(improvement): descriptive, "
+    "holding with any one track left out (else: rests on the tracks it needs); mixed: "
+    "significant wins and losses on tracks; IQM and P(improvement): descriptive, "
     "stratified bootstrap CIs. Largest suite effect first."
 )
 IQM = (
@@ -140,7 +141,8 @@ TERMINAL_ACROSS = (
     "CI the shifts that test does not reject at α = {alpha} (this look's: docs/statistics.md), "
     "Holm across {mixers} mixers; better/worse: Holm p < {alpha} and the CI excludes 0; "
     "robust: the verdict holds with any one track left out "
-    "(mixed: it does not; its direction in brackets); * ran on fewer tracks; ranks: "
+    "(else it rests on the tracks named); mixed: significant wins and losses on tracks; "
+    "* ran on fewer tracks; ranks: "
     "docs/statistics.md{dropped}; rows by suite effect, largest first; {scale}"
 )
 COMPARE = (

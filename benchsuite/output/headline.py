@@ -35,7 +35,7 @@ class Line:
     suite_effect: float | None = None
     suite_p_holm: float | None = None
     suite_ci95: tuple[float | None, float | None] = (None, None)
-    suite_verdict: str = ""  # as shown ("mixed (worse)", "better (without x)")
+    suite_verdict: str = ""  # as shown ("worse, rests on x", "better (without x)")
     suite_style: str = ""  # the rich style of the verdict itself
     params_ratio: float | None = None
     time_ratio: float | None = None
@@ -97,6 +97,7 @@ def tracks_text(tracks: list[str]) -> str:
 SUITE_STYLE = {
     SuiteVerdict.BETTER: "bold blue",
     SuiteVerdict.WORSE: "bold red",
+    SuiteVerdict.NOT_ROBUST: "magenta",
     SuiteVerdict.MIXED: "magenta",
     SuiteVerdict.INCONCLUSIVE: "yellow",
 }

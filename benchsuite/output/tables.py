@@ -101,8 +101,9 @@ def _across_row(mixer: str, row: AcrossMixer) -> list[str]:
 
 def _robust(row: AcrossMixer) -> str:
     """Whether a verdict the suite test reached holds with any one track left out; ``–`` where
-    it reached none (an inconclusive row has nothing to be robust about)."""
-    if row.verdict not in (SuiteVerdict.BETTER, SuiteVerdict.WORSE, SuiteVerdict.MIXED):
+    it reached none (an inconclusive row has nothing to be robust about, a mixed one no one
+    direction)."""
+    if row.verdict not in (SuiteVerdict.BETTER, SuiteVerdict.WORSE, SuiteVerdict.NOT_ROBUST):
         return MISSING
     return "yes" if row.robust_without_any_track else "no"
 

@@ -13,7 +13,9 @@ its 95% CI is that test inverted (the shifts it does not reject), so the two can
 Holm across the planned mixers. A suite of one track gets no suite verdict (``one_track``). A
 verdict is significant only when its Holm p is below alpha and its CI excludes 0; it is
 ``better`` or ``worse`` (the sign of the effect) only when it holds with any single track left
-out (``robust_without_any_track``); a significant result that does not is ``mixed``.
+out (``robust_without_any_track``); a significant result that does not is ``not_robust`` (it
+rests on the tracks without which it fails). A mixer with significant per-track wins and
+significant per-track losses is ``mixed``, whatever its suite effect.
 
 Input, per track: ``{"higher_is_better", "ideal", "pairs": {mixer: {"baseline": [...],
 "mixer": [...], "caps": [...]}}}`` — each mixer's paired, imputed per-seed metrics and the seeds'
@@ -249,8 +251,10 @@ def aggregate_across_tracks(
             if direction == "none"
             else SuiteVerdict(direction)
             if robust
-            else SuiteVerdict.MIXED
+            else SuiteVerdict.NOT_ROBUST
         )
+        if mixers[name]["tracks_won"] and mixers[name]["tracks_lost"]:
+            verdict = SuiteVerdict.MIXED  # significant wins and losses: no one direction
         if len(observed[name]) == 1:
             verdict = SuiteVerdict.ONE_TRACK  # a suite of one track: its table says it all
         mixers[name]["suite_test"] = {

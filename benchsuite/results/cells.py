@@ -35,6 +35,7 @@ def at_chance(
     caps: dict[int, float | None],
     higher: bool,
     ideal: float | None = None,
+    noise: dict[int, float | None] | None = None,
 ) -> bool:
     """True when a cell's test scores are not better than its seeds' trivial predictor: its
     validation curve is flat noise, so where its choice falls in the grid says nothing about the
@@ -45,7 +46,8 @@ def at_chance(
     if not seeds:
         return False
     if 0.5 ** len(seeds) >= AT_CHANCE_P:  # the smallest one-sided p of so few seeds
-        return all(learnt_nothing(values[s], caps[s], ideal, higher) for s in seeds)
+        noise = noise or {}
+        return all(learnt_nothing(values[s], caps[s], ideal, higher, noise.get(s)) for s in seeds)
     gain = np.array([values[s] - caps[s] for s in seeds]) * (1.0 if higher else -1.0)
     p_two_sided = stats.sign_flip_p(gain)[0]
     return not (gain.mean() > 0 and p_two_sided / 2 < AT_CHANCE_P)
@@ -155,12 +157,15 @@ class Arm:
     @property
     def not_learned(self) -> dict[int, bool]:
         """Per seed: its chosen run scored no better than the trivial predictor: worse than its
-        cap (imputed), or at it within ``LEARNT_MIN`` of the way to the ideal."""
+        cap (imputed), or not above it by more than its test noise allows
+        (:func:`benchsuite.selection.learnt_nothing`)."""
         return {
             seed: self.reasons[seed] == NO_BETTER_THAN_TRIVIAL
             or (
                 not self.reasons[seed]
-                and learnt_nothing(value, self.caps[seed], self.ideal, self.higher)
+                and learnt_nothing(
+                    value, self.caps[seed], self.ideal, self.higher, self.records[seed].test_se
+                )
             )
             for seed, value in self.values.items()
         }
@@ -219,7 +224,8 @@ def arm(plan: Plan, track: str, mixer: str, results: dict[str, RunRecord]) -> Ar
     values = {seed: r.metrics.get(metric, math.nan) for seed, r in records.items()}
     caps = {seed: r.cap for seed, r in records.items()}
     higher = facts.higher_is_better
-    chance = at_chance(values, caps, higher, facts.ideal)
+    noise = {seed: r.test_se for seed, r in records.items()}
+    chance = at_chance(values, caps, higher, facts.ideal, noise)
     picked = selection(facts.grid, chosen, records, facts.metric, chance, higher)
     return Arm(
         records=records,

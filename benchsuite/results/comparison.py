@@ -60,6 +60,7 @@ def compare_cell(
         higher_is_better=higher,
         scale=facts.scale,
         margin_rel=plan.settings.margin,
+        caps=caps,
         flags=stats.comparison_flags(
             non_finite=reasons.count(NON_FINITE),
             no_better_than_trivial=not_learned,
@@ -80,6 +81,7 @@ def compare_cell(
         higher,
         scale=facts.scale,
         margin_rel=plan.settings.margin,
+        caps=caps,
     )
     return CellResult(
         comparison=comparison,

@@ -39,13 +39,14 @@ def stopped_cells(plan: Plan, results: dict[str, RunRecord]) -> dict[str, dict[s
             if arm is None or len(arm.records) < look.seeds:
                 continue
             facts = plan.tracks[track]
-            seeds, _, base_values, arm_values = paired(base, arm, facts.higher_is_better)
+            seeds, caps, base_values, arm_values = paired(base, arm, facts.higher_is_better)
             seen, _, margin = improvements(
                 np.asarray(base_values),
                 np.asarray(arm_values),
                 facts.higher_is_better,
                 facts.scale,
                 plan.settings.margin,
+                np.asarray(caps),
             )
             # an equivalence is never claimed for a mixer that learnt nothing on a quarter of
             # its seeds: as many already seen rule it out at every seed count up to the plan's

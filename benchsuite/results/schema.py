@@ -19,13 +19,16 @@ from benchsuite.settings import RunSettings
 from benchsuite.vocabulary import Claims, SuiteVerdict
 
 OMIT_NONE = {"omit_none": True}
-# 7: a comparison's ci95 and p_tost from the sign-flip test (inverted; two one-sided), not t
+# 8: the suite verdict not_robust (a significant result resting on a track; was mixed), and mixed
+# only for significant wins and losses on tracks; the equivalence margin at most a quarter of
+# the baseline's gain over the trivial predictor; learnt nothing tested against each seed's
+# test noise. 7: a comparison's ci95 and p_tost from the sign-flip test (inverted; two one-sided), not t
 # tests; an interval the seeds cannot bound is null. 6: the per-track design's futility look
 # (design.futility_seeds and stopped, a comparison's stopped_at). 5: the design first (its
 # claims: suite or per-track), then the suite verdicts with their looks; the per-track verdict
 # needs_more_seeds. 4: the across-tracks verdict one_track and its CI the sign-flip test
 # inverted; 3: no param_ratio
-REPORT_VERSION = 7
+REPORT_VERSION = 8
 
 
 @dataclass
@@ -70,13 +73,21 @@ class AcrossMixer:
     verdict: str
     tracks_missing: list[str] = field(default_factory=list)  # planned, without results yet
 
+    def rests_on(self) -> list[str]:
+        """The tracks without which the suite test's verdict does not hold."""
+        direction = self.suite_test.direction
+        return [track for track, held in self.without_track.items() if held != direction]
+
     def shown_verdict(self) -> str:
-        """The verdict; ``mixed`` with the direction its effect tested; a one-track suite sends
-        the reader to its table; tracks the plan had that lack results are named."""
+        """The verdict in words: ``not_robust`` with its direction and the tracks it rests on,
+        ``mixed`` with its counts of won and lost tracks; a one-track suite sends the reader to
+        its table; tracks the plan had that lack results are named."""
         if self.verdict == SuiteVerdict.ONE_TRACK:
             shown = "one track: see its table"
-        elif self.verdict == SuiteVerdict.MIXED and self.suite_test.direction:
-            shown = f"mixed ({self.suite_test.direction})"
+        elif self.verdict == SuiteVerdict.NOT_ROBUST:
+            shown = f"{self.suite_test.direction}, rests on {', '.join(self.rests_on())}"
+        elif self.verdict == SuiteVerdict.MIXED:
+            shown = f"mixed (won {self.tracks_won}, lost {self.tracks_lost})"
         else:
             shown = self.verdict
         missing = f" (without {', '.join(self.tracks_missing)})" if self.tracks_missing else ""

@@ -203,6 +203,7 @@ def compare_paired(
     *,
     scale: Scale = Scale.DIFFERENCE,
     margin_rel: float = 0.05,
+    caps: Sequence[float] | None = None,
     alpha: float = 0.05,
     mc_seed: int = 0,
     flags: Sequence[str] = (),
@@ -226,7 +227,8 @@ def compare_paired(
     n = base.size
     if n == 0:
         raise ValueError("no paired seeds to compare")
-    d, scale, margin = improvements(base, mix, higher_is_better, scale, margin_rel)
+    given_caps = None if caps is None else np.asarray(caps, dtype=float)
+    d, scale, margin = improvements(base, mix, higher_is_better, scale, margin_rel, given_caps)
     sign = 1.0 if higher_is_better else -1.0
     raw = mix - base
     d_diff = sign * raw
@@ -283,21 +285,52 @@ def compare_paired(
     return comp
 
 
+GAIN_SHARE = 0.25
+"""The equivalence margin is at most this share of the baseline's gain over the trivial
+predictor (docs/statistics.md, "Equivalence margin"): a mixer called equivalent keeps at least
+three quarters of what the baseline learnt."""
+
+
 def improvements(
-    baseline: np.ndarray, mixer: np.ndarray, higher_is_better: bool, scale: Scale, margin_rel: float
+    baseline: np.ndarray,
+    mixer: np.ndarray,
+    higher_is_better: bool,
+    scale: Scale,
+    margin_rel: float,
+    caps: np.ndarray | None = None,
 ) -> tuple[np.ndarray, Scale, float]:
     """The paired improvements d on the analysis scale (> 0: the mixer better), the scale used
     (``log`` falls back to differences for a higher-is-better metric or a value that is not
-    positive) and the equivalence margin on it."""
+    positive) and the equivalence margin on it: ``margin_rel`` of the baseline (a log-ratio of
+    ``log1p(margin_rel)``; a difference of ``margin_rel`` of its mean), and never more than
+    ``GAIN_SHARE`` of the baseline's mean gain over its seeds' trivial predictors ``caps`` on
+    the same scale (where the baseline gained; no caps: the relative margin alone)."""
     if scale not in tuple(Scale):
         raise ValueError(f"unknown scale {scale!r}; valid: log, difference")
     positive = np.all(baseline > 0) and np.all(mixer > 0)
     if scale == Scale.LOG and (higher_is_better or not positive):
         scale = Scale.DIFFERENCE
     if scale == Scale.LOG:
-        return np.log(baseline / mixer), scale, math.log1p(margin_rel)
-    sign = 1.0 if higher_is_better else -1.0
-    return sign * (mixer - baseline), scale, margin_rel * abs(float(baseline.mean()))
+        d, margin = np.log(baseline / mixer), math.log1p(margin_rel)
+        gain = _mean_gain(caps, lambda c: np.log(c / baseline), positive=True)
+    else:
+        sign = 1.0 if higher_is_better else -1.0
+        d, margin = sign * (mixer - baseline), margin_rel * abs(float(baseline.mean()))
+        gain = _mean_gain(caps, lambda c: sign * (baseline - c), positive=False)
+    if gain > 0:
+        margin = min(margin, GAIN_SHARE * gain)
+    return d, scale, margin
+
+
+def _mean_gain(caps: np.ndarray | None, gain: Any, positive: bool) -> float:
+    """The baseline's mean gain over the caps (NaN without caps, or with one that is not finite
+    or, for a log-ratio, not positive)."""
+    if caps is None or len(caps) == 0:
+        return math.nan
+    caps = np.asarray(caps, dtype=float)
+    if not np.all(np.isfinite(caps)) or (positive and not np.all(caps > 0)):
+        return math.nan
+    return float(np.mean(gain(caps)))
 
 
 def holm(p_values: Sequence[float], family: int | None = None) -> list[float]:
@@ -418,6 +451,11 @@ def compare_both_converged(
     keep = [i for i in range(len(baseline)) if not (base_div[i] or mix_div[i])]
     if len(keep) < 2:
         return None
+    caps = kwargs.pop("caps", None)
     return compare_paired(
-        [baseline[i] for i in keep], [mixer[i] for i in keep], higher_is_better, **kwargs
+        [baseline[i] for i in keep],
+        [mixer[i] for i in keep],
+        higher_is_better,
+        caps=None if caps is None else [caps[i] for i in keep],
+        **kwargs,
     )

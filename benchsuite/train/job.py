@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import itertools
 import logging
 from dataclasses import dataclass
 from functools import lru_cache
@@ -241,14 +242,46 @@ def prepare(job: Job, track: Track, mixer: Mixer) -> Prepared:
     return Prepared(job, budget, rungs)
 
 
+def _predicted(
+    data: TrackData, model: Encoder, split: Split, batch_size: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``model``'s prediction of a split's inputs, and the split's targets, on its device."""
+    x, y = getattr(data, f"x_{split}"), getattr(data, f"y_{split}")
+    device = next(model.parameters()).device
+    return predict(model, to_device(x, device), batch_size), to_device(y, device)
+
+
 def _metrics(
     track: Track, data: TrackData, model: Encoder, split: Split, batch_size: int
 ) -> dict[str, float]:
-    x, y = getattr(data, f"x_{split}"), getattr(data, f"y_{split}")
-    device = next(model.parameters()).device
-    prediction = predict(model, to_device(x, device), batch_size)
-    scores = track.evaluate(prediction, to_device(y, device), data)
+    scores = track.evaluate(*_predicted(data, model, split, batch_size), data)
     return {metric_key(split, name): float(value) for name, value in scores.items()}
+
+
+NOISE_FOLDS = 20
+"""The test split is cut into this many consecutive folds to estimate its score's noise."""
+
+
+def _test_scores(
+    track: Track, data: TrackData, model: Encoder, metric: str, batch_size: int
+) -> tuple[dict[str, float], float]:
+    """``model``'s test metrics and the standard error of its score ``metric`` over the test
+    examples: the spread of the score on ``NOISE_FOLDS`` consecutive folds over the square root
+    of their number (NaN with fewer than two examples). Consecutive folds keep neighbouring
+    examples (windows of one trajectory) together, so their correlation widens the error
+    rather than hiding in it; the folds cost one more ``evaluate`` of the same predictions."""
+    prediction, target = _predicted(data, model, Split.TEST, batch_size)
+    scores = track.evaluate(prediction, target, data)
+    metrics = {metric_key(Split.TEST, name): float(value) for name, value in scores.items()}
+    folds = min(NOISE_FOLDS, len(target))
+    if folds < 2:
+        return metrics, float("nan")
+    bounds = np.linspace(0, len(target), folds + 1).round().astype(int)
+    per_fold = [
+        track.evaluate(prediction[a:b], target[a:b], data)[metric]
+        for a, b in itertools.pairwise(bounds)
+    ]
+    return metrics, float(np.std(per_fold, ddof=1) / np.sqrt(folds))
 
 
 def _over_rungs(per_rung: list[dict[str, float]]) -> dict[str, float]:
@@ -303,15 +336,15 @@ def score(
             for row in sweep
         ]
     )
-    test = _over_rungs(
-        [
-            _metrics(
-                track, rung.data, rung.members[chosen].model, Split.TEST, budget.eval_batch_size
-            )
-            for rung in rungs
-        ]
-    )
-    metrics = {**sweep[chosen]["metrics"], **test}
+    tested = [
+        _test_scores(
+            track, rung.data, rung.members[chosen].model, metric.name, budget.eval_batch_size
+        )
+        for rung in rungs
+    ]
+    metrics = {**sweep[chosen]["metrics"], **_over_rungs([m for m, _ in tested])}
+    # the score is the rungs' mean: its error, theirs added in quadrature over their number
+    test_se = float(np.sqrt(np.sum(np.square([se for _, se in tested]))) / len(tested))
     first = rungs[0]
     model = first.members[chosen].model
     costs = {
@@ -351,6 +384,7 @@ def score(
         data_description=described,
         data_verified=all(rung.data.verified for rung in rungs),
         cap=cap,
+        test_se=test_se if np.isfinite(test_se) else None,
         test_digest=digest(*[a for r in rungs for a in identity_of_test_set(r.data)]),
     )
 
