@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from benchsuite.errors import UsageError, one_line
 from benchsuite.execute.events import Events
 from benchsuite.execute.executors import check_available, make_executor
+from benchsuite.execute.interrupts import exit_code, stoppable
 from benchsuite.execute.runner import Runner
 from benchsuite.execute.worker import Worker
 from benchsuite.output.numbers import num
@@ -57,6 +58,9 @@ class RunSummary:
     warnings: list[str] = field(default_factory=list)
     interrupted: bool = False
     exit_code: int = 0
+    signal: str = ""  # the signal that stopped it (SIGINT, SIGTERM)
+    dropped: int = 0  # jobs in flight when it stopped, not stored (they train again on resume)
+    complete_tracks: list[str] = field(default_factory=list)  # every needed job stored
 
     @property
     def broken(self) -> int:
@@ -174,6 +178,18 @@ def run(
     """
     events = events or Events()
     settings, registry, design = prepare(settings, registry, events)
+    with stoppable(events.stopping) as interrupts:
+        summary = _run(settings, registry, design, events)
+    if summary.interrupted:  # no signal recorded: a run off the main thread, stopped by Ctrl-C
+        summary.signal = interrupts.received or "SIGINT"
+        summary.exit_code = exit_code(summary.signal)
+    return summary
+
+
+def _run(
+    settings: RunSettings, registry: Registry, design: dict[str, Any], events: Events
+) -> RunSummary:
+    """:func:`run` once its settings are checked: plan, train, analyse, write."""
     out = Path(settings.out)
     store = Store.in_folder(out)
     worker = Worker(settings.plugins_dir, settings.threads, registry)
@@ -207,17 +223,26 @@ def run(
     from benchsuite.results.analysis import analyse, stored_inputs
 
     results, failures, digest = stored_inputs(store, plan)
+    needed = set(plan.needed_keys(stopped_by_look(plan, store)))
     store.close()
     report, warnings = _cached_report(out, digest), []
     if report is None:
+        events.analysing(len(results) + len(failures))
         report = analyse(plan, results, failures, digest)
         warnings = write_all(report, out)
     counts = runner.counts
     summary = RunSummary(
         out, report, counts["trained"], counts["reused"], counts["failed"], warnings, interrupted
     )
+    summary.dropped = runner.in_flight if interrupted else 0
+    stored = set(results) | {failure.key for failure in failures}
+    summary.complete_tracks = [
+        track
+        for track, cells in plan.cells.items()
+        if all(key in stored for cell in cells.values() for key in cell.jobs if key in needed)
+    ]
     failed = summary.failed and not settings.allow_failures
-    summary.exit_code = 130 if interrupted else 1 if failed or summary.broken else 0
+    summary.exit_code = 1 if failed or summary.broken else 0
     return summary
 
 

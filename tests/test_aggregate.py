@@ -185,6 +185,25 @@ def test_a_verdict_that_rests_on_one_track_is_not_robust_and_names_it():
     assert row.rests_on() == ["a"] and row.shown_verdict() == "worse, rests on a"
 
 
+def test_a_suite_of_two_seeds_cannot_show_robustness_and_says_so():
+    """The 2-seed default run: six tracks of two seeds, every seed far worse, Holm over 17
+    mixers. The suite test passes (2/2**12 x 17 < 0.025), but with a track left out no data of
+    these seeds could (2/2**10 x 17 > 0.025), so no track is named as the one it rests on."""
+    from benchsuite.results.schema import AcrossMixer
+
+    base = [0.4, 0.5]
+    suite = {t: track(base, {"m": [0.8, 0.9]}, [1.0] * 2) for t in "abcdef"}
+    planned = {f"other{i}": list("abcdef") for i in range(16)} | {"m": list("abcdef")}
+    out = aggregate_across_tracks(
+        suite, baseline_name="base", n_boot=50, alpha=0.025, planned=planned
+    )
+    m = out["mixers"]["m"]
+    assert m["suite_test"]["p_holm"] < 0.025 and m["verdict"] == "not_robust"
+    assert set(m["without_track"].values()) == {"unreachable"}
+    row = AcrossMixer(**{**m, "suite_test": _suite_test(m)})
+    assert row.rests_on() == [] and row.shown_verdict() == "worse, robustness needs more seeds"
+
+
 def test_mixed_means_significant_wins_and_losses_on_tracks():
     """``mixed`` only where the per-track verdicts hold both a significant win and a significant
     loss; a significant suite effect beside wins alone keeps its direction."""

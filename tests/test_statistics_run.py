@@ -41,7 +41,8 @@ def benchsuite_register_mixers(register):
     register(Mixer(name="flaky", build=build, description="diverges on about half the seeds"))
 """
 
-ARGS = ["run", "--tracks", "sequence", "--seeds", "6", *TINY]
+# every seed of every cell (no futility look): the baseline's seeds are the same in every run
+ARGS = ["run", "--tracks", "sequence", "--seeds", "6", "--no-futility", *TINY]
 
 
 @pytest.fixture(scope="module")
@@ -157,11 +158,10 @@ def test_report_agrees_with_the_run_whatever_order_the_run_listed(tmp_path):
 @pytest.mark.slow
 def test_compare_pairs_two_runs_and_refuses_different_budgets(runs, tmp_path):
     root, _ = runs
+    # the runs share only the baseline, whose jobs are the very same in both: nothing to test
     same = invoke("compare", str(root / "plain"), str(root / "flaky"), "--json")
-    assert same.returncode == 0, same.stderr
-    rows = {row["mixer"]: row["comparison"] for row in json.loads(same.stdout)["rows"]}
-    assert rows["dense"]["improvement"] == 0.0  # the same baseline seeds in both runs
-    assert rows["dense"]["verdict"] == "equivalent_within_margin"
+    assert same.returncode == 2 and same.stderr.count("\n") == 1
+    assert "(the same jobs in both: sequence/dense)" in same.stderr
 
     other = invoke(
         *ARGS,
@@ -186,9 +186,44 @@ def test_compare_analyses_a_log_ratio_track_as_run_does(finished_run):
     want = report.tracks["sequence"].comparisons["butterfly"].comparison
     a = load_run(finished_run)  # the stored per-seed values, no analysis of the whole run
     b = copy.deepcopy(a)
-    b.tracks["sequence"].values["dense"] = a.tracks["sequence"].values["butterfly"]
+    b.tracks["sequence"].cells["dense"] = a.tracks["sequence"].cells["butterfly"]
     row = next(r for r in compare_runs(a, b).rows if r.mixer == "dense").comparison
     assert row.scale == "log" and row.margin == pytest.approx(want.margin)
     for key in ("improvement", "improvement_rel_pct", "p_value", "p_tost"):
         assert getattr(row, key) == pytest.approx(getattr(want, key)), key
     assert row.ci95 == pytest.approx(want.ci95)
+
+
+def test_compare_of_runs_that_differ_in_one_mixer_tests_that_mixer_alone(tmp_path):
+    """Runs A and B differ only in attention's heads: dense and identity train the very same jobs
+    in both (reused, identical results), so compare leaves them out of Holm's family and says
+    so; attention's row then has the Holm p and verdict of comparing attention alone."""
+    common = ["--tracks", "sequence", "--mixers", "dense,identity,attention", "--seeds", "3"]
+    runs = {}
+    for name, heads in (("a", 4), ("b", 2)):
+        runs[name] = tmp_path / name
+        done = invoke(
+            "run",
+            *common,
+            *TINY,
+            "--mixer-option",
+            f"attention.heads={heads}",
+            "--executor",
+            "local",
+            "--no-config",
+            "--out",
+            str(runs[name]),
+            "-q",
+        )
+        assert done.returncode == 0, done.stderr
+    a, b = load_run(runs["a"]), load_run(runs["b"])
+    both = compare_runs(a, b)
+    assert [row.mixer for row in both.rows] == ["attention"]
+    assert both.unchanged == ["sequence/dense", "sequence/identity"]
+    alone = compare_runs(a, b, mixers=["attention"]).rows[0].comparison
+    row = both.rows[0].comparison
+    assert (row.p_holm, row.verdict, row.family) == (alone.p_holm, alone.verdict, 1)
+    shown = invoke("compare", str(runs["a"]), str(runs["b"]))
+    text = " ".join(shown.stdout.split())
+    assert "Holm over the 1 rows whose jobs differ between the runs" in text
+    assert "the same jobs in both: sequence/dense, sequence/identity" in text

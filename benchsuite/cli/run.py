@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from benchsuite import settings as run_settings
 from benchsuite.cli import arguments
 from benchsuite.settings import RunSettings
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from benchsuite import api
 
 HELP = "run mixers x tracks, paired by seed, every seed tuned alike"
 EXAMPLES = (
@@ -60,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
 
     from benchsuite import api
     from benchsuite.output.progress import console, progress_events
-    from benchsuite.output.tables import print_report
+    from benchsuite.output.tables import print_partial, print_report
 
     path, config_line = config_file(args)
     settings = settings_from(args, path)
@@ -69,17 +73,45 @@ def run(args: argparse.Namespace) -> int:
     verbose = args.verbose and not args.quiet
     with progress_events(tables, status, config=config_line, verbose=verbose) as events:
         summary = api.run(settings, events=events)
-    print_report(summary.report, tables)
     if summary.interrupted:
-        console(stderr=True).print(
-            "[yellow]interrupted:[/] the tables above hold what finished; "
+        print_partial(summary.report, summary.complete_tracks, tables)
+        for line in interrupted_lines(summary):
+            status.print(line, highlight=False)
+        console(stderr=True).print(  # even under --quiet: how the run ended, and its exit code
+            f"[yellow]interrupted[/] ({summary.signal}; exit {summary.exit_code}): "
             "run the same command again to resume"
         )
         return summary.exit_code
+    print_report(summary.report, tables)
     for warning in summary.warnings:
         status.print(f"[yellow]warning:[/] {escape(warning)}")
     console().print(  # even under --quiet: the one line that says how the run ended
         f"jobs: {summary.trained} trained, {summary.reused} reused, {summary.failed} failed; "
-        f"report: {Path(settings.out) / 'report.html'}"
+        f"report: {Path(settings.out) / 'report.html'}{exit_reason(summary, settings)}"
     )
     return summary.exit_code
+
+
+def interrupted_lines(summary: api.RunSummary) -> list[str]:
+    """What an interrupted run kept, what it dropped and what is complete, in three lines."""
+    design = summary.report.design
+    complete = summary.complete_tracks
+    tracks = f"{', '.join(complete)} (tables above)" if complete else "none yet"
+    return [
+        f"kept: {design.jobs_finished} of {design.jobs} jobs ({summary.trained} trained now); "
+        f"dropped: {summary.dropped} in flight (they train again on resume)",
+        f"complete: {design.finished} of {design.comparisons} comparisons; tracks: {tracks}",
+        f"the report of what finished: {Path(summary.out) / 'report.html'}",
+    ]
+
+
+def exit_reason(summary: api.RunSummary, settings: RunSettings) -> str:
+    """Why the exit code is not 0, after the final line (empty when it is 0)."""
+    if not summary.exit_code:
+        return ""
+    why = []
+    if summary.failed and not settings.allow_failures:
+        why.append(f"{summary.failed} job(s) failed (--allow-failures accepts them)")
+    if summary.broken:
+        why.append(f"{summary.broken} cell(s) failed before training")
+    return f" (exit {summary.exit_code}: {'; '.join(why)})"

@@ -2,9 +2,13 @@
 
 Typical use: a mixer before and after a change. Run B is the "mixer", run A the "baseline" of each
 paired comparison, so improvement > 0 means B is better. Each comparison is analysed as ``run``
-analyses the track: on its scale (log-ratios or differences) with run A's equivalence margin, and
-Holm over every row. Runs whose budget signatures or seeds differ are refused, naming the
-settings that differ: their numbers do not mean the same thing.
+analyses the track: on its scale (log-ratios or differences) with run A's equivalence margin (and
+A's gain over its seeds' trivial predictors), flagged ``no_better_than_trivial`` when either run
+learnt nothing on a quarter of the seeds (never then ``equivalent``), and Holm over the rows whose
+jobs differ between the runs: a cell whose every job is the same in both (the same key: same code,
+settings and seed, such as a reused baseline) has the same results by construction, so it is
+listed as unchanged and kept out of the family. Runs whose budget signatures or seeds differ are
+refused, naming the settings that differ: their numbers do not mean the same thing.
 
 Each run is read from its store: the plan and, per cell, each seed's stored test score (a
 diverged one imputed with its seed's cap, as ``run`` does). No other figure of the runs' reports
@@ -28,11 +32,27 @@ from benchsuite.store.store import FILENAME
 
 
 @dataclass
+class StoredCell:
+    """One mixer on one track of a stored run: by seed, its test score (a diverged one imputed
+    with its seed's cap), the cap, whether it learnt nothing, and its job's key."""
+
+    values: dict[int, float]
+    caps: dict[int, float | None]
+    not_learned: dict[int, bool]
+    jobs: dict[int, str]
+
+
+@dataclass
 class StoredTrack:
-    """One track of a stored run: its facts and each mixer's test score by seed."""
+    """One track of a stored run: its facts and each mixer's cell."""
 
     facts: TrackFacts
-    values: dict[str, dict[int, float]]
+    cells: dict[str, StoredCell]
+
+    @property
+    def values(self) -> dict[str, dict[int, float]]:
+        """Each mixer's test score by seed."""
+        return {mixer: cell.values for mixer, cell in self.cells.items()}
 
 
 @dataclass
@@ -93,30 +113,54 @@ def compare_runs(a: StoredRun, b: StoredRun, *, mixers: list[str] | None = None)
     shared_tracks = [t for t in a.tracks if t in b.tracks]
     if not shared_tracks:
         raise UsageError("the two runs have no track in common")
-    rows, family = [], []
+    rows, unchanged = [], []
     for track in shared_tracks:
         _check_comparable(a, b, track)
-        facts, before, after = a.tracks[track].facts, a.tracks[track].values, b.tracks[track].values
+        facts, before, after = a.tracks[track].facts, a.tracks[track].cells, b.tracks[track].cells
         names = [m for m in before if m in after]
         for mixer in names if mixers is None else [m for m in names if m in mixers]:
-            seeds = sorted(before[mixer])
-            if not seeds or seeds != sorted(after[mixer]):
+            old, new = before[mixer], after[mixer]
+            seeds = sorted(set(old.values) & set(new.values))  # paired: the seeds both have
+            if len(seeds) < 2:
                 continue
+            if all(old.jobs[s] == new.jobs[s] for s in seeds):
+                unchanged.append(f"{track}/{mixer}")
+                continue
+            learnt_nothing = max(sum(cell.not_learned[s] for s in seeds) for cell in (old, new))
             comparison = stats.compare_paired(
-                [before[mixer][s] for s in seeds],
-                [after[mixer][s] for s in seeds],
+                [old.values[s] for s in seeds],
+                [new.values[s] for s in seeds],
                 higher_is_better=facts.higher_is_better,
                 scale=facts.scale,
                 margin_rel=a.settings.margin,
+                caps=_caps(old, seeds),
+                flags=stats.comparison_flags(
+                    non_finite=0,
+                    no_better_than_trivial=learnt_nothing,
+                    n=len(seeds),
+                    edge_of_grid=False,
+                    baseline_edge_of_grid=False,
+                    indecisive_selection=False,
+                ),
             )
-            family.append(comparison)
             rows.append(
                 CompareRow(track=track, mixer=mixer, metric=facts.metric, comparison=comparison)
             )
     if not rows:
-        raise UsageError("the two runs share no (track, mixer) with the same seeds")
-    stats.apply_holm(family)
-    return RunComparison(a=a.settings.to_dict(), b=b.settings.to_dict(), rows=rows)
+        same = f" (the same jobs in both: {', '.join(unchanged)})" if unchanged else ""
+        raise UsageError(
+            f"the two runs share no (track, mixer) that differs on two seeds or more{same}"
+        )
+    stats.apply_holm([row.comparison for row in rows])
+    return RunComparison(
+        a=a.settings.to_dict(), b=b.settings.to_dict(), rows=rows, unchanged=unchanged
+    )
+
+
+def _caps(cell: StoredCell, seeds: list[int]) -> list[float] | None:
+    """The cell's caps on ``seeds`` (None when a seed has none: the relative margin alone)."""
+    caps = [cell.caps[s] for s in seeds]
+    return None if any(cap is None for cap in caps) else [float(c) for c in caps if c is not None]
 
 
 def load_run(path: Path | str) -> StoredRun:
@@ -134,13 +178,17 @@ def load_run(path: Path | str) -> StoredRun:
         store.close()
     tracks = {}
     for track, facts in plan.tracks.items():
-        values = {}
-        for mixer in plan.cells.get(track, {}):
+        cells = {}
+        for mixer, planned in plan.cells.get(track, {}).items():
             found = arm(plan, track, mixer, results)
             if found is not None:
                 seeds = sorted(found.values)
-                values[mixer] = dict(
-                    zip(seeds, found.imputed(seeds, facts.higher_is_better), strict=True)
+                imputed = found.imputed(seeds, facts.higher_is_better)
+                cells[mixer] = StoredCell(
+                    values=dict(zip(seeds, imputed, strict=True)),
+                    caps={s: found.caps[s] for s in seeds},
+                    not_learned=found.not_learned,
+                    jobs={results[key].job["seed"]: key for key in planned.jobs if key in results},
                 )
-        tracks[track] = StoredTrack(facts=facts, values=values)
+        tracks[track] = StoredTrack(facts=facts, cells=cells)
     return StoredRun(settings=plan.settings, tracks=tracks)

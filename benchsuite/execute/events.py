@@ -20,3 +20,7 @@ class Events:
     # pace as the runner reports each finished one
     start: Callable[[str, int, CostModel], None] = lambda phase, total, outlook: None
     advance: Callable[[RunRecord, bool], None] = lambda record, reused: None
+    # the first SIGINT or SIGTERM (its name) arrived: said at once, from the signal handler
+    stopping: Callable[[str], None] = lambda signal: None
+    # training is over (finished or stopped); the report of ``records`` stored jobs is written
+    analysing: Callable[[int], None] = lambda records: None

@@ -25,8 +25,9 @@ that dies while running a job (a signal, ``os._exit``, a segfault) has its job r
 the same seed, on a fresh worker; a second death makes a failure record ("killed by signal 9
 (SIGKILL)"). A job past its hard ``timeout`` (counted from when it was handed to its worker) has
 its worker killed and becomes a failure record ("timed out after 30 s"); it is not retried, since a
-hang is almost always deterministic. Workers ignore SIGINT (Ctrl-C is the driver's to handle) and
-exit when the driver dies, so no worker outlives its run.
+hang is almost always deterministic. Workers ignore SIGINT and SIGTERM (Ctrl-C and a scheduler's
+stop are the driver's to handle: :mod:`benchsuite.execute.interrupts`) and exit when the driver
+dies, so no worker outlives its run.
 
 Workers start with glibc's allocator told to keep freed memory (:data:`ALLOCATOR`, unless the
 environment already sets those variables): by default every tensor above its threshold is
@@ -95,6 +96,7 @@ def _exit_with_parent() -> None:
 def serve(conn: Connection, worker: PoolWorker) -> None:
     """A worker process's life: set up once (torch, plugins), then run jobs until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the driver stops the run, then its workers
     _exit_with_parent()
     worker.setup()
     try:

@@ -48,6 +48,7 @@ class Runner:
     # asked once the look's jobs are stored (None: it stops none)
     stopped: Callable[[], Mapping[str, Mapping[str, int]]] | None = None
     _pending: dict[str, Job] = field(default_factory=dict, init=False, repr=False)
+    _leased: set[str] = field(default_factory=set, init=False, repr=False)  # not stored yet
     _since: float = field(default=0.0, init=False, repr=False)
     outlook: CostModel = field(default_factory=lambda: CostModel({}), init=False, repr=False)
 
@@ -117,6 +118,7 @@ class Runner:
             self.counts["trained"] += 1
         self.store.put(record, self.owner)
         self._pending.pop(record.key, None)
+        self._leased.discard(record.key)
         self.outlook.finish(record.key, record.seconds if record.status == Status.OK else 0.0)
         self.events.advance(record, False)
 
@@ -142,7 +144,13 @@ class Runner:
     def _claim(self, jobs: list[Job]) -> list[Job]:
         """Those of ``jobs`` leased to this run now (see :meth:`_lease`)."""
         mine = set(self._lease(jobs).mine)
+        self._leased |= mine
         return [job for job in jobs if job.key in mine]
+
+    @property
+    def in_flight(self) -> int:
+        """Jobs leased to this run and not stored: those an interrupt drops."""
+        return len(self._leased)
 
     def _claim_tasks(self, tasks: list[Job | Cell]) -> list[Job | Cell]:
         """Those of ``tasks`` leased to this run now, in one lease; of a cell, its seeds that are

@@ -147,8 +147,9 @@ TERMINAL_ACROSS = (
 )
 COMPARE = (
     "improvement > 0 means B is better, on each track's scale as run analyses it (log-ratio "
-    "tracks: 1 − the geometric-mean ratio B/A in %; others: % of A's mean); Holm over {rows} "
-    "rows; significant: Holm p < {alpha} and the 95% CI excludes 0; MDE at alpha {mde_alpha}"
+    "tracks: 1 − the geometric-mean ratio B/A in %; others: % of A's mean); Holm over the "
+    "{rows} rows whose jobs differ between the runs{unchanged}; significant: Holm p < {alpha} "
+    "and the 95% CI excludes 0; MDE at alpha {mde_alpha}"
 )
 SCALING = (
     "From benchsuite scale ({date}): one training step of each mixer as the token count "

@@ -203,11 +203,30 @@ def progress_events(
     def warning(text: str) -> None:
         status.print(f"[yellow]warning:[/] {escape(text)}")
 
+    def stopping(signal: str) -> None:  # from the signal handler: print only
+        status.print(
+            f"[yellow]stopping ({signal}):[/] every finished job is kept, the jobs in flight are "
+            "dropped; writing the report of what finished (Ctrl-C again to quit now)"
+        )
+
+    def analysing(records: int) -> None:
+        if bar.live.is_started:
+            bar.stop()  # the clock stops with the training
+        status.print(f"writing the report of {records} stored jobs…", highlight=False)
+
     def note(text: str) -> None:
         status.print(escape(text))
 
     try:
-        yield Events(design=design, warning=warning, note=note, start=start, advance=advance)
+        yield Events(
+            design=design,
+            warning=warning,
+            note=note,
+            start=start,
+            advance=advance,
+            stopping=stopping,
+            analysing=analysing,
+        )
     finally:
         if bar.live.is_started:  # stopping a bar never started prints an empty line
             bar.stop()

@@ -198,6 +198,14 @@ def problems_table_narrow(report: Analysis) -> Table:
     return table
 
 
+def print_partial(report: Analysis, complete: list[str], console: Console) -> None:
+    """After an interrupt: the tables of the tracks whose every job is stored (their verdicts
+    over the planned family), nothing of the others (the page has what finished)."""
+    for name in complete:
+        if name in report.tracks:
+            console.print(track_view(name, report.tracks[name], report.design))
+
+
 def print_report(report: Analysis, console: Console) -> None:
     """Print every table of a report, each in the widest layout the terminal fits, and the
     headline last (the answer where the eye lands when the run ends)."""
@@ -247,8 +255,10 @@ def _compare_tables(result: RunComparison, narrow: bool) -> list[Table]:
     title = "[bold]compare[/]: run B against run A, paired by seed"
     rows = result.rows
     first = rows[0].comparison if rows else None
+    same = result.unchanged
     caption = captions.COMPARE.format(
         rows=len(rows),
+        unchanged=f" (left out, the same jobs in both: {', '.join(same)})" if same else "",
         alpha=num(first and first.alpha, 2),
         mde_alpha=num(first and first.mde_alpha, 2),
     )

@@ -14,8 +14,10 @@ Holm across the planned mixers. A suite of one track gets no suite verdict (``on
 verdict is significant only when its Holm p is below alpha and its CI excludes 0; it is
 ``better`` or ``worse`` (the sign of the effect) only when it holds with any single track left
 out (``robust_without_any_track``); a significant result that does not is ``not_robust`` (it
-rests on the tracks without which it fails). A mixer with significant per-track wins and
-significant per-track losses is ``mixed``, whatever its suite effect.
+rests on the tracks without which it fails; ``unreachable`` where, without a track, the effect is
+as extreme as its seeds allow and still not significant: too few seeds to show robustness). A
+mixer with significant per-track wins and significant per-track losses is ``mixed``, whatever
+its suite effect.
 
 Input, per track: ``{"higher_is_better", "ideal", "pairs": {mixer: {"baseline": [...],
 "mixer": [...], "caps": [...]}}}`` — each mixer's paired, imputed per-seed metrics and the seeds'
@@ -30,7 +32,14 @@ from typing import Any
 
 import numpy as np
 
-from benchsuite.results.signflip import FLIPS, Flips, sign_flips, suite_interval, suite_test
+from benchsuite.results.signflip import (
+    FLIPS,
+    Flips,
+    sign_flips,
+    suite_floor,
+    suite_interval,
+    suite_test,
+)
 from benchsuite.results.stats import excludes_zero, holm
 from benchsuite.vocabulary import SuiteVerdict, Verdict
 
@@ -66,6 +75,9 @@ def track_scores(track: TrackInput) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         )
         for mixer, pair in track["pairs"].items()
     }
+
+
+UNREACHABLE = "unreachable"  # without_track: no data of these seeds could be significant
 
 
 def _direction(p_holm: float, effect: float, alpha: float) -> str:
@@ -237,9 +249,13 @@ def aggregate_across_tracks(
     for track in scores:
         rest = {n: [t for t in observed[n] if t != track] for n in names if track in observed[n]}
         partial = {n: suite_test(observed[n], flips[n], ts) for n, ts in rest.items() if ts}
-        partial_holm = _holm({n: p for n, (_, p) in partial.items()}, family)
+        ps = {n: p for n, (_, p) in partial.items()}
+        partial_holm = _holm(ps, family)
         for n, (effect, _) in partial.items():
-            left_out[n][track] = _direction(partial_holm[n], effect, alpha)
+            held = _direction(partial_holm[n], effect, alpha)
+            # even an effect as extreme as these seeds allow would not pass Holm: seeds decided
+            floor = _holm({**ps, n: suite_floor(flips[n], rest[n])}, family)[n]
+            left_out[n][track] = UNREACHABLE if held == "none" and floor >= alpha else held
     for name in names:
         effect, p = full[name]
         direction = _direction(holm[name], effect, alpha)

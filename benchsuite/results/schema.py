@@ -22,12 +22,12 @@ OMIT_NONE = {"omit_none": True}
 # 8: the suite verdict not_robust (a significant result resting on a track; was mixed), and mixed
 # only for significant wins and losses on tracks; the equivalence margin at most a quarter of
 # the baseline's gain over the trivial predictor; learnt nothing tested against each seed's
-# test noise. 7: a comparison's ci95 and p_tost from the sign-flip test (inverted; two one-sided), not t
-# tests; an interval the seeds cannot bound is null. 6: the per-track design's futility look
-# (design.futility_seeds and stopped, a comparison's stopped_at). 5: the design first (its
-# claims: suite or per-track), then the suite verdicts with their looks; the per-track verdict
-# needs_more_seeds. 4: the across-tracks verdict one_track and its CI the sign-flip test
-# inverted; 3: no param_ratio
+# test noise. 7: a comparison's ci95 and p_tost from the sign-flip test (inverted; two
+# one-sided), not t tests; an interval the seeds cannot bound is null. 6: the per-track
+# design's futility look (design.futility_seeds and stopped, a comparison's stopped_at). 5: the
+# design first (its claims: suite or per-track), then the suite verdicts with their looks; the
+# per-track verdict needs_more_seeds. 4: the across-tracks verdict one_track and its CI the
+# sign-flip test inverted; 3: no param_ratio
 REPORT_VERSION = 8
 
 
@@ -74,9 +74,14 @@ class AcrossMixer:
     tracks_missing: list[str] = field(default_factory=list)  # planned, without results yet
 
     def rests_on(self) -> list[str]:
-        """The tracks without which the suite test's verdict does not hold."""
+        """The tracks without which the suite test's verdict does not hold (not those whose
+        absence leaves too few seeds to tell)."""
         direction = self.suite_test.direction
-        return [track for track, held in self.without_track.items() if held != direction]
+        return [
+            track
+            for track, held in self.without_track.items()
+            if held not in (direction, "unreachable")
+        ]
 
     def shown_verdict(self) -> str:
         """The verdict in words: ``not_robust`` with its direction and the tracks it rests on,
@@ -85,7 +90,10 @@ class AcrossMixer:
         if self.verdict == SuiteVerdict.ONE_TRACK:
             shown = "one track: see its table"
         elif self.verdict == SuiteVerdict.NOT_ROBUST:
-            shown = f"{self.suite_test.direction}, rests on {', '.join(self.rests_on())}"
+            rests = self.rests_on()
+            shown = f"{self.suite_test.direction}, " + (
+                f"rests on {', '.join(rests)}" if rests else "robustness needs more seeds"
+            )
         elif self.verdict == SuiteVerdict.MIXED:
             shown = f"mixed (won {self.tracks_won}, lost {self.tracks_lost})"
         else:
@@ -353,7 +361,8 @@ class RunComparison:
 
     a: dict[str, Any]
     b: dict[str, Any]
-    rows: list[CompareRow]
+    rows: list[CompareRow]  # the cells whose jobs differ between the runs: Holm's family
+    unchanged: list[str] = field(default_factory=list)  # track/mixer with the same jobs in both
 
     def to_dict(self) -> dict[str, Any]:
         """Strict JSON data (``--json``; NaN as None)."""

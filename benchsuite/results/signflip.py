@@ -80,6 +80,17 @@ def suite_test(
     return effect, float((1 + extreme) / (1 + len(null)))
 
 
+def suite_floor(flips: Flips, tracks: list[str]) -> float:
+    """The smallest p :func:`suite_test` of ``tracks`` can give with these seeds: that of an
+    effect as extreme as the most extreme sign pattern."""
+    null = np.abs(np.mean([flips.effects[t] for t in tracks], axis=0))
+    top = float(null.max())
+    extreme = np.count_nonzero(null >= top - 1e-12 * max(1.0, top))
+    if flips.exact:
+        return float(extreme / len(null))
+    return float((1 + extreme) / (1 + len(null)))
+
+
 def suite_interval(
     diffs: dict[str, np.ndarray], flips: Flips, tracks: list[str], alpha: float = 0.05
 ) -> list[float]:
