@@ -16,12 +16,13 @@ store before the next starts, so an interrupted run resumes::
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchsuite.errors import UsageError, one_line
+from benchsuite.errors import RunError, UsageError, one_line
 from benchsuite.execute.events import Events
 from benchsuite.execute.executors import check_available, make_executor
 from benchsuite.execute.interrupts import exit_code, stoppable
@@ -151,6 +152,19 @@ def preflight_note(failing: list[Skip]) -> str:
     )
 
 
+def nothing_to_compare(plan: Plan) -> str:
+    """Why a plan has no comparison left once the data is probed and the mixers are checked."""
+    kinds = {"error": "failed before training", "unsupported": "are ruled out by the data"}
+    cells = [s for s in plan.skipped if s.mixer != "*"]
+    said = [
+        f"{sum(s.kind == kind for s in cells)} cell(s) {text}"
+        for kind, text in kinds.items()
+        if any(s.kind == kind for s in cells)
+    ]
+    why = f" ({', '.join(said)}: the warnings above name each)" if said else ""
+    return f"nothing to compare with the baseline{why}; nothing was trained"
+
+
 def stored_plans(out: Path) -> list[dict[str, Any]]:
     """The plans of the runs stored in ``out`` (none when it holds no store yet)."""
     if not (out / FILENAME).exists():
@@ -207,6 +221,10 @@ def _run(
     plan.futility = futility_look(settings, plan.family())
     if failing := [s for s in plan.skipped if s.reason.startswith("pre-flight: ")]:
         events.warning(preflight_note(failing))
+    if plan.family() == 0:
+        pool.close()
+        store.close()
+        raise RunError(nothing_to_compare(plan))
     if (family := plan.family()) != design["comparisons"]:
         events.note(family_note(plan, design, family))
     for note in code_changes(store.last_plan(), plan):
@@ -282,13 +300,17 @@ def code_changes(previous: dict[str, Any] | None, plan: Plan) -> list[str]:
     return notes
 
 
-def report(out: Path | str, *, write: bool = True) -> Analysis:
-    """Re-build every table and file of a finished run from its store alone (no training)."""
+def report(
+    out: Path | str, *, write: bool = True, say: Callable[[str], None] = lambda text: None
+) -> Analysis:
+    """Re-build every table and file of a finished run from its store alone (no training);
+    ``say`` hears what it is doing before each step that takes a while."""
     from benchsuite.results.analysis import analyse_store
 
     out = Path(out)
-    result = analyse_store(out / FILENAME)
+    result = analyse_store(out / FILENAME, say)
     if write:
+        say("writing report.json, the figures and report.html…")
         write_all(result, out)
     return result
 

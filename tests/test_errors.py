@@ -159,6 +159,24 @@ def test_broken_mixers_fail_the_pre_flight_together_before_any_training(finished
     assert stored_rows(out) == before
 
 
+def test_a_pre_flight_that_leaves_nothing_to_compare_trains_nothing(tmp_path):
+    """The only mixer besides the baseline fails the pre-flight: nothing is trained (not even
+    the baseline), and under -q the one line printed says why the exit code is 1."""
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "bad.py").write_text(BAD_MIXERS)
+    out = tmp_path / "out"
+    args = ["--plugins-dir", str(plugins), *BASE, "--mixers", "dense,wrongshape", "-q"]
+    result = invoke(*args, "--out", str(out))
+    assert result.returncode == 1 and result.stdout == ""
+    last = result.stderr.strip().splitlines()[-1]
+    assert last == (
+        "error: nothing to compare with the baseline (1 cell(s) failed before training: the "
+        "warnings above name each); nothing was trained"
+    )
+    assert stored_rows(out) == []
+
+
 def write_cifar(folder, corrupt: str | None = None) -> None:
     """A folder in the CIFAR-10 python layout (tiny batches: not the published files)."""
     folder.mkdir(parents=True)

@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
         from benchsuite.output.listing import print_costs
 
         settings = run_settings.merge(arguments.given(RunSettings, args, COSTS))
+        status = arguments.status(args)
         rows = costs_table(
             registry,
             settings.preset,
@@ -66,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
             data_dir=settings.data_dir,
             device=settings.device,
             match=settings.match,
+            say=lambda text: status.print(text, highlight=False),
         )
         if args.json:
             print(json.dumps(rows, indent=2, default=str))

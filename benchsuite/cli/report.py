@@ -24,5 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from benchsuite.output.progress import console
     from benchsuite.output.tables import print_report
 
-    print_report(api.report(args.out), console(quiet=args.quiet))
+    status = console(stderr=True, quiet=args.quiet)
+    report = api.report(args.out, say=lambda text: status.print(text, highlight=False))
+    print_report(report, console(quiet=args.quiet))
     return 0

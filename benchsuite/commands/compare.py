@@ -188,7 +188,7 @@ def load_run(path: Path | str) -> StoredRun:
                     values=dict(zip(seeds, imputed, strict=True)),
                     caps={s: found.caps[s] for s in seeds},
                     not_learned=found.not_learned,
-                    jobs={results[key].job["seed"]: key for key in planned.jobs if key in results},
+                    jobs={seed: record.key for seed, record in found.records.items()},
                 )
         tracks[track] = StoredTrack(facts=facts, cells=cells)
     return StoredRun(settings=plan.settings, tracks=tracks)

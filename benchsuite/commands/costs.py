@@ -7,7 +7,7 @@ counts) on one batch of the track's training data.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -104,10 +104,12 @@ def costs_table(
     data_dir: str | None = None,
     device: str = "cpu",
     match: str = RunSettings.match,
+    say: Callable[[str], None] = lambda text: None,
 ) -> list[dict[str, Any]]:
-    """One row per track x mixer (default: all) with its costs, or the reason it has none, each
-    model sized as a run of these settings sizes it (``match="params"``: the equal-size rule;
-    ``sized_by`` says how, as the run's ``size.by``).
+    """One row per track x mixer (default: every mixer, on every track that has ``preset``)
+    with its costs, or the reason it has none, each model sized as a run of these settings
+    sizes it (``match="params"``: the equal-size rule; ``sized_by`` says how, as the run's
+    ``size.by``). ``say`` hears each track as its measuring starts.
 
     Each row has ``track``, ``mixer``, ``tokens``, ``dim``, ``reason`` (None when measured), the
     :func:`measure_costs` figures, and, when ``baseline`` is measured on the track,
@@ -116,8 +118,11 @@ def costs_table(
     data cannot be loaded and a mixer that cannot run or fails give a row with the reason instead
     of raising.
     """
-    track_names = list(tracks) if tracks else sorted(registry.tracks)
-    check_names("track", track_names, registry.tracks)
+    if tracks:
+        track_names = list(tracks)
+        check_names("track", track_names, registry.tracks)
+    else:  # the tracks a run of this preset has
+        track_names = sorted(n for n, t in registry.tracks.items() if preset in t.budgets)
     chosen = variants.select(
         mixers or sorted(registry.mixers), registry.mixers, registry.unavailable
     )
@@ -128,8 +133,9 @@ def costs_table(
     mixer_names = [v.name for v in chosen]
     resolved = variants.variant_options(chosen, registry.mixers, mixer_options or {})
     rows: list[dict[str, Any]] = []
-    for track_name in track_names:
+    for number, track_name in enumerate(track_names, 1):
         track = registry.tracks[track_name]
+        say(f"measuring {len(mixer_names)} mixers on {track_name} ({number}/{len(track_names)})…")
         if preset not in track.budgets:  # e.g. a full-only track in a quick listing
             presets = ", ".join(sorted(track.budgets))
             reason = f"no {preset!r} preset (has {presets}; --preset picks one)"

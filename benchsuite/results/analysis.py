@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from benchsuite.errors import UsageError
@@ -221,12 +222,14 @@ def open_store(path: Path) -> Store:
     return Store(path)
 
 
-def analyse_store(path: Path) -> Analysis:
-    """The report of the last run saved in the store at ``path`` (no training, no files)."""
+def analyse_store(path: Path, say: Callable[[str], None] = lambda text: None) -> Analysis:
+    """The report of the last run saved in the store at ``path`` (no training, no files);
+    ``say`` hears how many stored jobs it analyses, once they are read."""
     store = open_store(path)
     try:
         plan = last_plan(store, path)
         results, failures, digest = stored_inputs(store, plan)
-        return analyse(plan, results, failures, digest)
     finally:
         store.close()
+    say(f"analysing {len(results) + len(failures)} stored jobs of {path.parent}…")
+    return analyse(plan, results, failures, digest)
