@@ -14,6 +14,7 @@ LINTED := benchsuite plugins tracks tests benchmarks
 .PHONY: install run test test-slow test-min browser lint format clean
 
 $(STAMP): pyproject.toml
+	@echo "installing benchsuite and its dependencies into $(VENV) (torch among them: a few minutes, once)"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[$(EXTRAS)]"
 	touch $(STAMP)
@@ -54,8 +55,10 @@ test-min: $(MIN_STAMP)
 
 # Chromium for tests/test_browser.py (Debian's package; apt-get needs root, as in CI).
 browser:
-	command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
+		{ echo "installing Chromium (Debian's package, apt-get's log in .browser-install.log)"; \
+		  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
+			> .browser-install.log 2>&1 || { tail -20 .browser-install.log; exit 1; }; }
 
 # The linter and the formatter as the style: `make format` rewrites, `make lint` checks both.
 lint: $(STAMP)

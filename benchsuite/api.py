@@ -30,6 +30,7 @@ from benchsuite.execute.runner import Runner
 from benchsuite.execute.worker import Worker
 from benchsuite.output.numbers import num
 from benchsuite.plan.code import changed_modules
+from benchsuite.plan.cost import first_guess, job_units
 from benchsuite.plan.design import design_check
 from benchsuite.plan.extension import check_extension, looks
 from benchsuite.plan.futility import futility_look
@@ -229,6 +230,15 @@ def _run(
         events.note(family_note(plan, design, family))
     for note in code_changes(store.last_plan(), plan):
         events.warning(note)
+    keys = plan.keys()
+    pending = [key for key in keys if key not in store.known_keys(keys)]
+    tokens = {track: facts.tokens for track, facts in plan.tracks.items()}
+    guess = first_guess(
+        [job_units(plan.jobs[key], tokens[plan.jobs[key].track]) for key in pending],
+        pool.slots,
+        plan.environment.get("reference_step_seconds"),
+    )
+    events.planned(len(pending), len(keys), guess)
     stopped = partial(stopped_by_look, plan, store)
     runner = Runner(plan, store, pool, worker, events, out / "logs", stopped=stopped)
     interrupted = False

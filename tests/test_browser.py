@@ -221,3 +221,32 @@ def test_an_interrupted_runs_first_screen_says_partial(chromium, finished_run, t
     top, bottom = box["partial"]
     assert 0 <= top < bottom < box["headline"] < 900
     assert partial.design.banner() in html.unescape(page.read_text())
+
+
+WIDTH_GEOMETRY = """<script>
+const out = document.createElement("pre"); out.id = "geometry";
+const boxes = [...document.querySelectorAll(".wide")].map(b => b.getBoundingClientRect().right);
+out.textContent = JSON.stringify({page: document.documentElement.scrollWidth,
+  viewport: innerWidth, widest_box: Math.max(0, ...boxes)});
+document.body.appendChild(out);
+</script>"""
+WIDE_ROW = "<tr>" + "<td>a-cell-too-wide-for-any-window</td>" * 60 + "</tr>"
+
+
+def test_the_page_fits_a_1400_pixel_window_wide_tables_scroll_in_their_box(
+    chromium, report_html, tmp_path
+):
+    """At 1400 px the page never scrolls sideways: every table sits in a box that scrolls
+    itself. A table far wider than the window, put in such a box, leaves the page as wide as
+    the window; the same table outside one widens the page (the check can fail)."""
+    box = geometry(chromium, report_html, WIDTH_GEOMETRY, tmp_path)
+    assert box["viewport"] == 1400 and box["page"] <= 1400 and box["widest_box"] <= 1400
+    text = report_html.read_text()
+    boxed = tmp_path / "boxed.html"
+    boxed.write_text(
+        text.replace("</body>", f"<div class=wide><table>{WIDE_ROW}</table></div></body>")
+    )
+    assert geometry(chromium, boxed, WIDTH_GEOMETRY, tmp_path)["page"] <= 1400
+    bare = tmp_path / "bare.html"
+    bare.write_text(text.replace("</body>", f"<table>{WIDE_ROW}</table></body>"))
+    assert geometry(chromium, bare, WIDTH_GEOMETRY, tmp_path)["page"] > 1400

@@ -313,3 +313,23 @@ def test_one_number_formatter(value, written):
     assert numbers.count(10090) == numbers.cost("params", 10090) == "10.1k"
     assert numbers.pct(12.34) == "+12.3%" and numbers.pct(-3, signed=False) == "-3.0%"
     assert numbers.cost("seconds_per_step", 0.00123) == "1.23 ms"
+
+
+def test_the_per_seed_figure_splits_into_panels_past_eight_mixers(report):
+    """A track of 18 mixers (the run's comparisons copied under new names): three panels of six,
+    one above the other on one y scale, every mixer named once; a track of four: one panel."""
+    from benchsuite.output.plots import seeds_figure
+
+    track, entry = next(iter(report.tracks.items()))
+    small = seeds_figure(track, entry)
+    assert len(small.axes) == 1
+    many = copy.deepcopy(entry)
+    first = next(iter(entry.comparisons))
+    for i in range(18 - len(entry.ordered())):
+        many.comparisons[f"copy{i}"] = entry.comparisons[first]
+        many.mixers[f"copy{i}"] = entry.mixers[first]
+    fig = seeds_figure(track, many)
+    names = [[t.get_text() for t in ax.get_xticklabels()] for ax in fig.axes]
+    assert [len(panel) for panel in names] == [6, 6, 6]
+    assert sorted(itertools.chain(*names)) == sorted(many.ordered())
+    assert len({ax.get_ylim() for ax in fig.axes}) == 1  # one y scale

@@ -71,7 +71,9 @@ def run(args: argparse.Namespace) -> int:
     args.out = settings.out  # where an unexpected error's traceback is saved
     tables, status = console(quiet=args.quiet), arguments.status(args)
     verbose = args.verbose and not args.quiet
-    with progress_events(tables, status, config=config_line, verbose=verbose) as events:
+    with progress_events(
+        tables, status, config=config_line, out=str(settings.out), verbose=verbose
+    ) as events:
         summary = api.run(settings, events=events)
     if summary.interrupted:
         print_partial(summary.report, summary.complete_tracks, tables)

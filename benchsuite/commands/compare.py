@@ -179,7 +179,7 @@ def load_run(path: Path | str) -> StoredRun:
     tracks = {}
     for track, facts in plan.tracks.items():
         cells = {}
-        for mixer, planned in plan.cells.get(track, {}).items():
+        for mixer in plan.cells.get(track, {}):
             found = arm(plan, track, mixer, results)
             if found is not None:
                 seeds = sorted(found.values)

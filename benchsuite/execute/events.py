@@ -16,6 +16,8 @@ class Events:
     design: Callable[[dict], None] = lambda design: None
     warning: Callable[[str], None] = lambda text: None
     note: Callable[[str], None] = lambda text: None
+    # the plan is made: jobs to train, jobs planned, a first guess of the wall seconds (or None)
+    planned: Callable[[int, int, float | None], None] = lambda train, total, seconds: None
     # a phase of ``total`` jobs starts; ``outlook`` holds those left to train and learns their
     # pace as the runner reports each finished one
     start: Callable[[str, int, CostModel], None] = lambda phase, total, outlook: None

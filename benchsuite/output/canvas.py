@@ -40,14 +40,18 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("._") or "track"
 
 
-def new_figure(width: float, height: float, columns: int = 1) -> tuple[Figure, list[Axes]]:
-    """A figure (inches) with ``columns`` side-by-side axes."""
+def new_figure(
+    width: float, height: float, columns: int = 1, rows: int = 1
+) -> tuple[Figure, list[Axes]]:
+    """A figure (inches) with ``columns`` side-by-side axes (``rows`` of them, sharing their
+    y axis, row by row)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
-    return fig, list(fig.subplots(1, columns, squeeze=False)[0])
+    axes = fig.subplots(rows, columns, squeeze=False, sharey=rows > 1)
+    return fig, list(axes.ravel())
 
 
 def to_png(fig: Figure) -> bytes:

@@ -42,6 +42,7 @@ from benchsuite.vocabulary import Split, Verdict, metric_key
 SCALING_PREFIX = "scaling-"  # benchsuite scale's figures (output/scaling.py)
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 
@@ -49,20 +50,47 @@ def _metric_label(entry: TrackResult, split: Split) -> str:
     return f"{metric_key(split, entry.metric)} ({entry.direction})"
 
 
+PANEL_MIXERS = 8  # the per-seed figure puts at most this many mixers in one panel
+
+
 def seeds_figure(track: str, entry: TrackResult) -> Figure | None:
-    """Per-seed test metric of every mixer, each beside the baseline's paired seeds.
+    """Per-seed test metric of every mixer, each beside the baseline's paired seeds; past
+    ``PANEL_MIXERS`` mixers, in panels of as many each, one above the other on one y scale.
 
     For a mixer at x = j the baseline's seeds sit at j - 0.2 and the mixer's at j + 0.2; a line
     joins the two runs of the same seed (solid blue: the mixer is better on that seed, dashed red:
     worse, dotted grey: equal, as when both diverged and were imputed with the same cap).
     """
-    from matplotlib.collections import LineCollection
-
     names = entry.ordered()
     if not names:
         return None
+    panels = math.ceil(len(names) / PANEL_MIXERS)
+    per = math.ceil(len(names) / panels)
+    groups = [names[i : i + per] for i in range(0, len(names), per)]
+    fig, axes = new_figure(max(4.5, 1.3 * per + 1.5), 3.8 * len(groups), rows=len(groups))
+    omitted = sum(_seed_panel(ax, entry, group) for ax, group in zip(axes, groups, strict=True))
+    for ax in axes:
+        ax.set_ylabel(_metric_label(entry, Split.TEST))
+        ax.grid(axis="y", alpha=0.3)
+    note = f"; {omitted} non-finite omitted" if omitted else ""
+    axes[0].set_title(
+        titled(
+            fig,
+            f"{track}: per-seed test metric",
+            f"(hollow: baseline {entry.baseline}, "
+            f"paired by seed; solid blue: mixer better, dashed red: worse{note})",
+        ),
+        fontsize=9,
+    )
+    return fig
+
+
+def _seed_panel(ax: Axes, entry: TrackResult, names: list[str]) -> int:
+    """One panel of :func:`seeds_figure`: ``names`` at x = 0, 1, …; returns the non-finite
+    values it omitted."""
+    from matplotlib.collections import LineCollection
+
     higher = bool(entry.higher_is_better)
-    fig, (ax,) = new_figure(max(4.5, 1.3 * len(names) + 1.5), 3.8)
     omitted = 0
     for x, name in enumerate(names):
         cell = entry.comparisons.get(name)
@@ -101,19 +129,7 @@ def seeds_figure(track: str, entry: TrackResult) -> Figure | None:
             ax.scatter([x + 0.2] * len(mixes), mixes, color="0.15", zorder=3, s=22)
     ax.set_xticks(range(len(names)), labels=names, rotation=20 if len(names) > 5 else 0)
     ax.set_xlim(-0.6, len(names) - 0.4)
-    ax.set_ylabel(_metric_label(entry, Split.TEST))
-    note = f"; {omitted} non-finite omitted" if omitted else ""
-    ax.set_title(
-        titled(
-            fig,
-            f"{track}: per-seed test metric",
-            f"(hollow: baseline {entry.baseline}, "
-            f"paired by seed; solid blue: mixer better, dashed red: worse{note})",
-        ),
-        fontsize=9,
-    )
-    ax.grid(axis="y", alpha=0.3)
-    return fig
+    return omitted
 
 
 def sweep_figure(track: str, entry: TrackResult, styles: dict[str, Style]) -> Figure | None:

@@ -31,54 +31,52 @@ from benchsuite.records import RunRecord
 from benchsuite.vocabulary import Claims, Scale, Status
 
 
-def print_design(design: dict, console: Console) -> None:
-    """The design check, before training: which claims the seeds are planned for, what the
-    other claims need, and the planned per-track MDE (``design``:
-    :func:`benchsuite.plan.design.design_check`'s plain dict, not a report)."""
+def print_design(design: dict, console: Console, verbose: bool = False) -> None:
+    """The design check, before training, in one line (and its warning): which claims the seeds
+    are planned for and what the other claims need; ``verbose``: each track's planned MDE too
+    (``design``: :func:`benchsuite.plan.design.design_check`'s plain dict, not a report)."""
     m, seeds, mixers = design["comparisons"], design["seeds"], design["mixers"]
     if design["design"] == Claims.SUITE:
         why = (
             "as given"
             if design["seeds_given"]
-            else f"the fewest with which each mixer's verdict across the "
-            f"{design['tracks_planned']} tracks can pass Holm over {mixers} mixers with one "
-            "discordant seed and any one track left out"
+            else "the fewest with which a suite verdict passes Holm with one discordant seed and "
+            "any one track left out"
         )
         console.print(
-            f"design: suite claims, {seeds} paired seeds ({why}); each seed tunes on its own "
-            "validation split. Per-track rows show each effect, its interval (from 6 seeds) and "
-            f"the seeds that agree; per-track verdicts (Holm over {m} comparisons) need "
-            f"{design['per_track_seeds']} seeds: --design per-track into the same --out trains "
-            "only the new seeds"
+            f"design: suite claims, {seeds} paired seeds ({why}): each mixer's verdict across "
+            f"{design['tracks_planned']} tracks, Holm over {mixers} mixers; per-track verdicts "
+            f"(Holm over {m} comparisons) need {design['per_track_seeds']} seeds: "
+            "--design per-track into the same --out trains only the new seeds"
         )
     else:
         why = (
             "as given"
             if design["seeds_given"]
-            else f"the fewest with which a comparison with one discordant seed passes Holm over "
-            f"{m} comparisons, and at least 12"
+            else "the fewest with which a comparison with one discordant seed passes Holm, and "
+            "at least 12"
         )
+        look = design.get("futility_seeds")
         console.print(
             f"design: per-track claims, {seeds} paired seeds ({why}), {m} comparisons (Holm "
             f"needs at least {design['min_seeds_for_significance']} seeds; verdicts at alpha "
-            f"{num(design['alpha'], 2)}, its first step; the analysis uses this family less any "
-            "cell a track's data rules out, as every table states); each seed tunes on its own "
-            "validation split"
-        )
-        if look := design.get("futility_seeds"):
-            console.print(
-                f"  futility look at {look} of {seeds} seeds (pre-registered): a comparison that "
-                "can then no longer reach Holm's first step, as a difference or an equivalence, "
-                "stops there with p = 1 (--no-futility trains every seed)"
+            f"{num(design['alpha'], 2)}, its first step)"
+            + (
+                f"; futility look at {look} of {seeds} seeds (pre-registered; --no-futility "
+                "trains every seed)"
+                if look
+                else ""
             )
+        )
     if design["warning"]:
         console.print(f"[yellow]warning:[/] {design['warning']}")
-    if design["design"] == Claims.SUITE:
+    if not verbose:
         return
     for track, plan in design["tracks"].items():
         scale = "geometric-mean ratio" if plan.get("scale") == Scale.LOG else "of the baseline mean"
         mde = (
-            f"planned MDE {pct(plan['planned_mde_rel_pct'], signed=False)} ({scale}) at that alpha"
+            f"planned MDE {pct(plan['planned_mde_rel_pct'], signed=False)} ({scale}) at alpha "
+            f"{num(design['alpha'], 2)}"
             if plan["planned_mde_rel_pct"] is not None
             else f"nothing detectable: the smallest sign-flip p of {seeds} seeds is "
             "not below that alpha"
@@ -87,6 +85,15 @@ def print_design(design: dict, console: Console) -> None:
             f"  {escape(track)}: {mde} (sd of paired differences "
             f"{pct(100 * plan['planning_sd_rel'], signed=False)}, {plan['source']})"
         )
+
+
+def duration(seconds: float) -> str:
+    """``under a minute``, ``about 25 min``, ``about 2 h 10 min``."""
+    minutes = round(seconds / 60)
+    if minutes < 1:
+        return "under a minute"
+    hours, minutes = divmod(minutes, 60)
+    return f"about {hours} h {minutes} min" if hours else f"about {minutes} min"
 
 
 class PipeConsole(Console):
@@ -150,7 +157,12 @@ class Phase:
 
 @contextmanager
 def progress_events(
-    console: Console, status: Console, *, config: str = "", verbose: bool = False
+    console: Console,
+    status: Console,
+    *,
+    config: str = "",
+    out: str = "",
+    verbose: bool = False,
 ) -> Iterator[Events]:
     """Events that print the design (and ``config``, the file the settings came from) on
     ``console``, and on ``status`` the warnings and the progress: on a terminal, jobs done / total
@@ -174,9 +186,18 @@ def progress_events(
     printed = {"at": 0.0}
 
     def design(plan: dict) -> None:
-        print_design(plan, console)
-        if config:
-            console.print(f"  config: {escape(config)}")
+        print_design(plan, console, verbose)
+        if out or config:
+            console.print(f"  out: {escape(out)}; config: {escape(config)}")
+
+    def planned(train: int, total: int, seconds: float | None) -> None:
+        guess = (
+            f", {duration(seconds)} on this machine (a first guess from their sizes; the "
+            "progress bar refines it)"
+            if seconds is not None and train
+            else ""
+        )
+        console.print(f"  jobs: {train} to train of {total} planned{guess}", highlight=False)
 
     def start(phase: str, total: int, outlook: CostModel) -> None:
         if not bar.live.is_started:
@@ -226,6 +247,7 @@ def progress_events(
             advance=advance,
             stopping=stopping,
             analysing=analysing,
+            planned=planned,
         )
     finally:
         if bar.live.is_started:  # stopping a bar never started prints an empty line

@@ -27,7 +27,7 @@ from benchsuite.output.track_tables import (
     signature_table,
     signature_tables_narrow,
     signatures,
-    track_view,
+    track_views,
     verdict_text,
 )
 from benchsuite.output.widths import FirstFitting, fit
@@ -201,9 +201,9 @@ def problems_table_narrow(report: Analysis) -> Table:
 def print_partial(report: Analysis, complete: list[str], console: Console) -> None:
     """After an interrupt: the tables of the tracks whose every job is stored (their verdicts
     over the planned family), nothing of the others (the page has what finished)."""
-    for name in complete:
-        if name in report.tracks:
-            console.print(track_view(name, report.tracks[name], report.design))
+    tracks = {name: report.tracks[name] for name in complete if name in report.tracks}
+    if tracks:
+        console.print(track_views(tracks, report.design))
 
 
 def print_report(report: Analysis, console: Console) -> None:
@@ -215,8 +215,8 @@ def print_report(report: Analysis, console: Console) -> None:
         console.print(banner)
     for warning in report.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
-    for name, entry in report.tracks.items():
-        console.print(track_view(name, entry, design))
+    if report.tracks:
+        console.print(track_views(report.tracks, design))
     for group in axis_groups(report):
         console.print(axis_table(group))
     if signatures(report):
@@ -319,7 +319,7 @@ def _compare_tables(result: RunComparison, narrow: bool) -> list[Table]:
             num(c.p_value, 3),
             num(c.p_holm, 3),
             mde(c),
-            verdict_text(c.verdict, short=True),
+            verdict_text(c.verdict),
         )
     return [means, tests]
 

@@ -29,19 +29,17 @@ from benchsuite.results.stats import Comparison, interval_seeds
 from benchsuite.vocabulary import Verdict
 
 
-def verdict_text(name: str, short: bool = False) -> str:
-    """A verdict with its symbol, in its colour: ``▲ significant_win`` (``▲ win`` if short)."""
+def verdict_text(name: str) -> str:
+    """A verdict with its symbol, in its colour: ``▲ significant_win``."""
     look = verdict(name)
-    return f"[{look.style}]{look.symbol} {look.short if short else name}[/]"
+    return f"[{look.style}]{look.symbol} {name}[/]"
 
 
-def verdict_cell(c: Comparison, short: bool = False) -> str:
+def verdict_cell(c: Comparison) -> str:
     """A comparison's verdict; in the wide layout, where its seeds cannot decide it, with how
     many seeds agree (``… needs_more_seeds, 2 of 3 ahead``), and where the futility look stopped
     it (``inconclusive, stopped at 6 seeds (3 ahead)``)."""
-    text = verdict_text(c.verdict, short)
-    if short:
-        return text
+    text = verdict_text(c.verdict)
     if c.stopped_at:
         return f"{text}, stopped at {c.stopped_at} seeds ({c.wins} ahead)"
     if c.verdict != Verdict.NEEDS_MORE_SEEDS:
@@ -277,18 +275,24 @@ def track_tables_narrow(
                 num(c.p_value, 3),
                 num(c.p_holm, 3),
                 mde(c),
-                verdict_cell(c, short=True),
+                verdict_cell(c),
             )
         tables.append(against)
     return tables
 
 
-def track_view(name: str, entry: TrackResult, design: Design | None = None) -> RenderableType:
-    """One track's table, wide or narrow as the terminal allows."""
+def track_views(tracks: dict[str, TrackResult], design: Design | None = None) -> RenderableType:
+    """Every track's table in one layout: wide where each track's wide table fits the terminal,
+    else the narrow pair for every track (a reader compares tracks; one table shape and one
+    verdict label make that easy)."""
     return FirstFitting(
         [
-            lambda _width: [track_table(name, entry, design)],
-            lambda _width: track_tables_narrow(name, entry, design),
+            lambda _width: [track_table(name, entry, design) for name, entry in tracks.items()],
+            lambda _width: [
+                table
+                for name, entry in tracks.items()
+                for table in track_tables_narrow(name, entry, design)
+            ],
         ]
     )
 

@@ -26,6 +26,10 @@ from benchsuite.plan.jobs import Job
 # 256 tokens' worth of computing. Fitted to the quick dense jobs (sequence 0.9, dynamics 1.3,
 # vision 1.2, tabular 1.9 ms per unit on the 2-core reference machine).
 OVERHEAD_TOKENS = 256
+# Before any job has finished: the seconds per unit of every job of the 2-seed default run on the
+# 2-core reference machine (reference step 2.03 ms), 0.49 ms (by track from 0.25 ms, dynamics, to
+# 1.13 ms, selective_copying), scaled by this machine's reference step.
+PRIOR_SECONDS_PER_UNIT, PRIOR_REFERENCE_STEP = 0.49e-3, 2.03e-3
 FIT_ROUNDS = 25  # alternating least-squares rounds of the track and mixer effects
 ETA_AFTER = 2  # trained jobs before the model predicts (the pace of one job is no pace)
 
@@ -34,6 +38,19 @@ def units(steps: int, batch_size: int, configs: int, tokens: int) -> float:
     """Cost units of training ``configs`` configs for at most ``steps`` steps of ``batch_size``
     examples of ``tokens`` tokens: steps × configs × (1 + tokens × batch / OVERHEAD_TOKENS)."""
     return float(steps * configs * (1 + tokens * batch_size / OVERHEAD_TOKENS))
+
+
+def first_guess(
+    costs: list[float], slots: int | None, reference_step: float | None
+) -> float | None:
+    """Wall seconds of jobs of ``costs`` units by their sizes alone, before any has run: the
+    prior seconds per unit scaled by this machine's ``reference_step`` over ``slots`` jobs at
+    once (None without a reference step). Good to a factor of about two: the progress bar's
+    estimate, from the jobs that finish, replaces it."""
+    if reference_step is None:
+        return None
+    rate = PRIOR_SECONDS_PER_UNIT * reference_step / PRIOR_REFERENCE_STEP
+    return sum(costs) * rate / max(slots or 1, 1)
 
 
 def job_units(job: Job, tokens: int) -> float:
