@@ -230,15 +230,16 @@ def _run(
         events.note(family_note(plan, design, family))
     for note in code_changes(store.last_plan(), plan):
         events.warning(note)
-    keys = plan.keys()
-    pending = [key for key in keys if key not in store.known_keys(keys)]
+    needed = plan.needed_keys(stopped_by_look(plan, store))  # what the look stopped: never
+    known = store.known_keys(needed)
+    pending = [key for key in needed if key not in known]
     tokens = {track: facts.tokens for track, facts in plan.tracks.items()}
     guess = first_guess(
         [job_units(plan.jobs[key], tokens[plan.jobs[key].track]) for key in pending],
         pool.slots,
         plan.environment.get("reference_step_seconds"),
     )
-    events.planned(len(pending), len(keys), guess)
+    events.planned(len(pending), len(needed), guess)
     stopped = partial(stopped_by_look, plan, store)
     runner = Runner(plan, store, pool, worker, events, out / "logs", stopped=stopped)
     interrupted = False

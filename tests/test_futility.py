@@ -121,7 +121,7 @@ def test_a_stopped_comparison_trains_no_later_seed_and_reads_p_1_where_it_stoppe
     first = invoke(*TINY_RUN, "--out", str(out))
     assert first.returncode == 0, first.stderr
     said = " ".join((first.stdout + first.stderr).split())
-    assert "futility look at 4 of 9 seeds (pre-registered)" in said
+    assert "futility look at 4 of 9 seeds (pre-registered; --no-futility" in said
     report = json.loads((out / "report.json").read_text())
     look = FutilityLook(4, 9, 0.05 / 5)
     comparisons = report["tracks"]["sequence"]["comparisons"]

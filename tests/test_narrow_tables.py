@@ -73,9 +73,10 @@ def test_every_verdict_appears_whole(narrow):
         for mixer, cell in entry.comparisons.items():
             look = verdict(cell.comparison.verdict)
             shown = f"{look.symbol} {cell.comparison.verdict}"  # one label in every layout
-            assert any(
-                row[0] == mixer and any(c.startswith(shown) for c in row) for row in rows
-            ), (track, mixer)
+            assert any(row[0] == mixer and any(c.startswith(shown) for c in row) for row in rows), (
+                track,
+                mixer,
+            )
     labels = {
         w
         for v in ("significant_win", "significant_loss", "equivalent_within_margin", "inconclusive")

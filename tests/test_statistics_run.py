@@ -105,7 +105,8 @@ def test_design_warning_is_printed_before_training(runs):
     _, result = runs
     head = result.stdout[: result.stdout.index("sequence —")]  # the design, before the tables
     assert "6 paired seeds (as given), 1 comparisons (Holm needs at least 6 seeds" in head
-    assert "sequence: planned MDE" in head
+    assert "  jobs: 12 to train of 12 planned" in head
+    assert "sequence: planned MDE" not in head  # under -v only
 
 
 def test_strict_refuses_an_underpowered_design(tmp_path):

@@ -701,7 +701,7 @@ def test_the_design_line_says_when_nothing_is_detectable(tmp_path):
     design = design_check(few, tracks)
     assert not design["detectable"] and design["tracks"]["sequence"]["planned_mde_rel_pct"] is None
     console = Console(record=True, width=300)
-    print_design(design, console)
+    print_design(design, console, verbose=True)  # the per-track MDEs: under -v
     text = console.export_text()
     assert "sequence: nothing detectable: the smallest sign-flip p of 5 seeds" in text
     planned = design_check(RunSettings(**pair, seeds=6), tracks)["tracks"]["sequence"]
