@@ -215,10 +215,14 @@ def _run(
         timeout=settings.timeout,
         address=settings.address,
     )
-    plan = stored_plan(store, settings, registry) or plan_run(
-        settings, registry.tracks, registry.mixers, parameter_count, check_mixer, reference_step
-    )
+    plan = stored_plan(store, settings, registry)
+    if plan is None:
+        events.note("planning: loading each track's data, checking and sizing each mixer on it…")
+        plan = plan_run(
+            settings, registry.tracks, registry.mixers, parameter_count, check_mixer, reference_step
+        )
     plan.looks = looks(store.plans(), settings)
+    plan.planned_mde = {t: p["planned_mde_rel_pct"] for t, p in design["tracks"].items()}
     plan.futility = futility_look(settings, plan.family())
     if failing := [s for s in plan.skipped if s.reason.startswith("pre-flight: ")]:
         events.warning(preflight_note(failing))

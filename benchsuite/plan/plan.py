@@ -102,6 +102,9 @@ class Plan:
     looks: list[int] = field(default_factory=list)
     # the per-track design's pre-registered futility look (:mod:`benchsuite.plan.futility`)
     futility: FutilityLook | None = None
+    # the design's planned MDE per track, % at the verdicts' alpha (None: nothing detectable),
+    # from the planning sd (the track's default, or the last run's in the folder)
+    planned_mde: dict[str, float | None] = field(default_factory=dict)
     jobs: dict[str, Job] = field(default_factory=dict, repr=False)
 
     def cell_list(self) -> list[Cell]:
@@ -157,6 +160,7 @@ class Plan:
             "recipe": self.recipe,
             "looks": self.looks,
             "futility": self.futility.to_dict() if self.futility else None,
+            "planned_mde": self.planned_mde,
         }
 
     @classmethod
@@ -185,6 +189,7 @@ class Plan:
             recipe=raw.get("recipe", ""),
             looks=list(raw.get("looks", [])),
             futility=FutilityLook(**raw["futility"]) if raw.get("futility") else None,
+            planned_mde=dict(raw.get("planned_mde", {})),
         )
 
 

@@ -104,6 +104,7 @@ def analyse(
             settings.design,
             plan.futility,
             sum(len(mixers) for mixers in stopped.values()),
+            plan.planned_mde,
         ),
         selection=summaries.selection_summary(tracks),
         across_tracks=across,

@@ -217,6 +217,8 @@ class Design:
     per_track_seeds: int = 0  # the seeds per-track verdicts need (one discordant seed allowed)
     futility_seeds: int = 0  # the seeds of the per-track design's futility look (0: none)
     stopped: int = 0  # the comparisons that look stopped
+    # per track, the MDE the design planned (% at verdict_alpha; None: nothing detectable)
+    planned_mde: dict[str, float | None] = field(default_factory=dict)
 
     def suite_claims(self) -> bool:
         """The run planned the claims across tracks, not per track."""

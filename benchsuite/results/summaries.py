@@ -118,12 +118,14 @@ def design(
     claims: str | None = None,
     look: FutilityLook | None = None,
     stopped: int = 0,
+    planned_mde: dict[str, float | None] | None = None,
 ) -> Design:
     """Whether ``seeds`` can reach Holm significance for this family size; ``finished``:
     the comparisons with every planned seed (fewer than the family after an interruption: the
     tables are ``partial``); ``both_converged``: the size of the both-converged analyses' own
     family; ``jobs``: (finished, planned); ``claims``: the run's design (None, as before
-    designs were named: per-track); ``look``: its futility look, which ``stopped`` comparisons.
+    designs were named: per-track); ``look``: its futility look, which ``stopped`` comparisons;
+    ``planned_mde``: the MDE the design planned per track.
     Under the suite design the per-track family's warning is not one: those verdicts were not
     planned, and each row says how many seeds they need."""
     needed = min_seeds_for_significance(max(comparisons, 1))
@@ -145,6 +147,7 @@ def design(
         per_track_seeds=default_seeds(max(comparisons, 1)),
         futility_seeds=look.seeds if look else 0,
         stopped=stopped,
+        planned_mde=dict(planned_mde or {}),
     )
 
 
