@@ -234,16 +234,7 @@ def _run(
         events.note(family_note(plan, design, family))
     for note in code_changes(store.last_plan(), plan):
         events.warning(note)
-    needed = plan.needed_keys(stopped_by_look(plan, store))  # what the look stopped: never
-    known = store.known_keys(needed)
-    pending = [key for key in needed if key not in known]
-    tokens = {track: facts.tokens for track, facts in plan.tracks.items()}
-    guess = first_guess(
-        [job_units(plan.jobs[key], tokens[plan.jobs[key].track]) for key in pending],
-        pool.slots,
-        plan.environment.get("reference_step_seconds"),
-    )
-    events.planned(len(pending), len(needed), guess)
+    _announce(plan, store, pool.slots, events)
     stopped = partial(stopped_by_look, plan, store)
     runner = Runner(plan, store, pool, worker, events, out / "logs", stopped=stopped)
     interrupted = False
@@ -273,10 +264,24 @@ def _run(
         track
         for track, cells in plan.cells.items()
         if all(key in stored for cell in cells.values() for key in cell.jobs if key in needed)
-    ]
+    ]  # every job it still needs is stored
     failed = summary.failed and not settings.allow_failures
     summary.exit_code = 1 if failed or summary.broken else 0
     return summary
+
+
+def _announce(plan: Plan, store: Store, slots: int | None, events: Events) -> None:
+    """Tell ``events`` the jobs left to train (of those the plan needs: never the later seeds
+    of a comparison its futility look stopped) and a first guess of their wall time."""
+    needed = plan.needed_keys(stopped_by_look(plan, store))
+    known = store.known_keys(needed)
+    pending = [plan.jobs[key] for key in needed if key not in known]
+    guess = first_guess(
+        [job_units(job, plan.tracks[job.track].tokens) for job in pending],
+        slots,
+        plan.environment.get("reference_step_seconds"),
+    )
+    events.planned(len(pending), len(needed), guess)
 
 
 def stored_plan(store: Store, settings: RunSettings, registry: Registry) -> Plan | None:
