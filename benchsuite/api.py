@@ -40,6 +40,7 @@ from benchsuite.plan.resolve import check_executor, resolve
 from benchsuite.registry import Registry, load_registry
 from benchsuite.settings import RunSettings
 from benchsuite.store.store import FILENAME, Store
+from benchsuite.train.checkpoint import Saves
 from benchsuite.train.preflight import check_mixer
 from benchsuite.train.size import parameter_count
 from benchsuite.vocabulary import Claims
@@ -62,6 +63,7 @@ class RunSummary:
     exit_code: int = 0
     signal: str = ""  # the signal that stopped it (SIGINT, SIGTERM)
     dropped: int = 0  # jobs in flight when it stopped, not stored (they train again on resume)
+    saved: int = 0  # jobs (or batched cells) whose training is saved: they resume where they were
     complete_tracks: list[str] = field(default_factory=list)  # every needed job stored
 
     @property
@@ -207,7 +209,8 @@ def _run(
     """:func:`run` once its settings are checked: plan, train, analyse, write."""
     out = Path(settings.out)
     store = Store.in_folder(out)
-    worker = Worker(settings.plugins_dir, settings.threads, registry)
+    saves = Saves(out / "checkpoints", settings.save_every)
+    worker = Worker(settings.plugins_dir, settings.threads, registry, saves)
     pool = make_executor(
         settings.executor,
         worker,
@@ -259,6 +262,7 @@ def _run(
         out, report, counts["trained"], counts["reused"], counts["failed"], warnings, interrupted
     )
     summary.dropped = runner.in_flight if interrupted else 0
+    summary.saved = Saves(out / "checkpoints").held() if interrupted else 0
     stored = set(results) | {failure.key for failure in failures}
     summary.complete_tracks = [
         track

@@ -172,6 +172,13 @@ class RunSettings:
         NUMBER,
         metavar="SECONDS",
     )
+    save_every: float = setting(
+        120.0,
+        "seconds between saves of a job's training, so that a job stopped in flight resumes "
+        "where it was (docs/running.md, Ctrl-C and SIGTERM)",
+        NUMBER,
+        metavar="SECONDS",
+    )
     allow_failures: bool = setting(False, "exit 0 even when some jobs failed", SWITCH)
     threads: int = setting(1, "torch threads per job", WHOLE)
     device: str = setting("cpu", "cpu or cuda[:N]", TEXT)

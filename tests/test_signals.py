@@ -133,7 +133,7 @@ def test_sigterm_keeps_every_stored_job_and_says_how_to_resume(tmp_path):
     assert process.returncode == 128 + signal.SIGTERM, said
     assert "stopping (SIGTERM)" in said
     assert "interrupted (SIGTERM; exit 143): run the same command again to resume" in said
-    assert f"of {2 * 3} jobs (" in said and "dropped: " in said
+    assert f"of {2 * 3} jobs (" in said and "in flight: " in said
     assert 1 <= kept <= stored(out) < 2 * 3
     assert (out / "report.json").exists()  # the report of what finished
     lines = [line for line in (stdout.text() + said).splitlines() if line.strip()]

@@ -101,7 +101,8 @@ def interrupted_lines(summary: api.RunSummary) -> list[str]:
     tracks = f"{', '.join(complete)} (tables above)" if complete else "none yet"
     return [
         f"kept: {design.jobs_finished} of {design.jobs} jobs ({summary.trained} trained now); "
-        f"dropped: {summary.dropped} in flight (they train again on resume)",
+        f"in flight: {summary.dropped} job(s), {summary.saved} save(s) of their training kept "
+        "(a resumed run goes on from a save; a job without one starts over)",
         f"complete: {design.finished} of {design.comparisons} comparisons; tracks: {tracks}",
         f"the report of what finished: {Path(summary.out) / 'report.html'}",
     ]

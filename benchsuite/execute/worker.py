@@ -24,6 +24,7 @@ from benchsuite.vocabulary import Status
 
 if TYPE_CHECKING:
     from benchsuite.registry import Registry
+    from benchsuite.train.checkpoint import Saves
 
 
 def environment(job: Job) -> dict[str, object]:
@@ -81,13 +82,23 @@ class Worker:
     """Runs jobs and cells; ``setup`` prepares a fresh process (torch threads, plugins)."""
 
     def __init__(
-        self, plugins_dir: str | None = None, threads: int = 1, registry: Registry | None = None
+        self,
+        plugins_dir: str | None = None,
+        threads: int = 1,
+        registry: Registry | None = None,
+        saves: Saves | None = None,
     ) -> None:
         self.plugins_dir, self.threads, self.registry = plugins_dir, threads, registry
+        self.saves = saves  # where jobs save their training as it goes (None: they do not)
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled without its registry: a fresh process loads the plugins itself."""
-        return {"plugins_dir": self.plugins_dir, "threads": self.threads, "registry": None}
+        return {
+            "plugins_dir": self.plugins_dir,
+            "threads": self.threads,
+            "registry": None,
+            "saves": self.saves,
+        }
 
     def setup(self) -> None:
         """In a fresh worker process: fix the thread counts and load the plugins once."""
@@ -129,7 +140,7 @@ class Worker:
 
         start = time.perf_counter()
         try:
-            result = run_job(job, *self._parts(job))
+            result = run_job(job, *self._parts(job), self.saves)
         except Exception as error:  # a failing mixer or track must not take the run down
             details = traceback.format_exc()
             return failure_record(job, one_line(error), details, time.perf_counter() - start)
@@ -164,7 +175,7 @@ class Worker:
 
         start = time.perf_counter()
         try:
-            results = run_jobs_batched(list(jobs), *self._parts(jobs[0]))
+            results = run_jobs_batched(list(jobs), *self._parts(jobs[0]), self.saves)
         except Exception:  # failing seeds get their own failure records from the one-by-one path
             return [self(job) for job in jobs]
         seconds = (time.perf_counter() - start) / len(jobs)

@@ -226,8 +226,8 @@ def progress_events(
 
     def stopping(signal: str) -> None:  # from the signal handler: print only
         status.print(
-            f"[yellow]stopping ({signal}):[/] every finished job is kept, the jobs in flight are "
-            "dropped; writing the report of what finished (Ctrl-C again to quit now)"
+            f"[yellow]stopping ({signal}):[/] every finished job is kept, the jobs in flight stop "
+            "at their last save; writing the report of what finished (Ctrl-C again to quit now)"
         )
 
     def analysing(records: int) -> None:

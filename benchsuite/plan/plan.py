@@ -194,7 +194,15 @@ class Plan:
 
 
 # Settings that decide how jobs run, not which: they leave a plan's recipe unchanged.
-EXECUTION_ONLY = ("executor", "address", "jobs", "timeout", "allow_failures", "strict")
+EXECUTION_ONLY = (
+    "executor",
+    "address",
+    "jobs",
+    "timeout",
+    "save_every",
+    "allow_failures",
+    "strict",
+)
 
 
 def recipe(settings: RunSettings, tracks: dict[str, Track], mixers: dict[str, Mixer]) -> str:

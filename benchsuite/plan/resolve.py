@@ -301,6 +301,9 @@ def check_executor(settings: RunSettings) -> None:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
     if timeout is not None and timeout <= 0:
         raise UsageError(f"--timeout must be a positive number of seconds, got {timeout:g}")
+    if settings.save_every <= 0:
+        every = settings.save_every
+        raise UsageError(f"--save-every must be a positive number of seconds, got {every:g}")
     if settings.address and name != "ray":
         raise UsageError("--address is for --executor ray")
     if name == "local" and timeout is not None:

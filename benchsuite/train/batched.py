@@ -24,6 +24,7 @@ from torch import nn
 from torch.func import functional_call, stack_module_state
 
 from benchsuite.errors import one_line
+from benchsuite.train.checkpoint import Checkpoint
 from benchsuite.train.fit import Schedule, StackedAdamW, Trace, train_loop
 from benchsuite.train.stopping import Stopping, StopRule
 
@@ -167,10 +168,17 @@ def _try_vmap(stack: Stack, loss: Loss) -> None:
             p.grad = None
 
 
-def train_stack(members: list[Member], loss: Loss, schedule: Schedule, clip: float = 0.0) -> Trace:
+def train_stack(
+    members: list[Member],
+    loss: Loss,
+    schedule: Schedule,
+    clip: float = 0.0,
+    checkpoint: Checkpoint | None = None,
+) -> Trace:
     """Train the members as one stack, in place (each member's model ends with its own trained
     state); raises :class:`Unbatchable` before training when vmap cannot run the model. A member
-    that stops (converged or diverged) leaves the stack: the others train on without it."""
+    that stops (converged or diverged) leaves the stack: the others train on without it.
+    ``checkpoint``: the stack's save (:mod:`benchsuite.train.checkpoint`)."""
     stack = _stack(members)
     _try_vmap(stack, loss)
     losses = _vmapped(stack.template, stack.shared, loss)
@@ -212,10 +220,33 @@ def train_stack(members: list[Member], loss: Loss, schedule: Schedule, clip: flo
         on_stop=on_stop,
         rule=_stop_rule(stack, snapshot),
         drop=drop,
+        checkpoint=checkpoint,
+        kept=_Kept(stack, frozen, best),
     )
     for index, member in enumerate(members):
         _load(member.model, best.get(index) or frozen.get(index) or state(index))
     return trace
+
+
+@dataclasses.dataclass
+class _Kept:
+    """What :func:`train_stack` keeps beside its loop: the states of the members that stopped
+    and of each member's best check, and the stack's buffers."""
+
+    stack: Stack
+    frozen: dict[int, tuple[Tensors, Tensors]]
+    best: dict[int, tuple[Tensors, Tensors]]
+
+    def state(self) -> dict[str, Any]:
+        buffers = {name: value.detach().clone() for name, value in self.stack.buffers.items()}
+        return {"frozen": self.frozen, "best": self.best, "buffers": buffers}
+
+    @torch.no_grad()
+    def restore(self, state: dict[str, Any]) -> None:
+        self.frozen.update(state["frozen"])
+        self.best.update(state["best"])
+        for name, value in state["buffers"].items():
+            self.stack.buffers[name].copy_(value)
 
 
 def _stop_rule(stack: Stack, snapshot: Callable[[int], None]) -> StopRule | None:

@@ -17,16 +17,18 @@ follows the same rule.
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
 from benchsuite.budget import Budget
+from benchsuite.train.checkpoint import Checkpoint, Resumable
 from benchsuite.train.stopping import StopRule, Watch, converged_now, halved_now
 
 CHECK_EVERY = 50
@@ -85,6 +87,10 @@ class Optimizer(Protocol):
 
     def cut(self, position: int, factor: float) -> None: ...
 
+    def state(self) -> dict[str, Any]: ...
+
+    def restore(self, state: dict[str, Any]) -> None: ...
+
 
 class FusedAdamW:
     """torch's fused AdamW for one model at ``lr * factor``, gradients clipped to a norm of
@@ -110,6 +116,22 @@ class FusedAdamW:
     def cut(self, position: int, factor: float) -> None:
         """Multiply the learning rate by ``factor`` from the next step on."""
         self.lr *= factor
+
+    def state(self) -> dict[str, Any]:
+        """The parameters, the moments and the rate, to resume from."""
+        return {
+            "params": [p.detach().clone() for p in self.params],
+            "optimizer": copy.deepcopy(self.optimizer.state_dict()),
+            "lr": self.lr,
+        }
+
+    @torch.no_grad()
+    def restore(self, state: dict[str, Any]) -> None:
+        """Back to a :meth:`state`, bit for bit."""
+        for param, value in zip(self.params, state["params"], strict=True):
+            param.copy_(value)
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.lr = state["lr"]
 
 
 class StackedAdamW:
@@ -204,6 +226,26 @@ class StackedAdamW:
     def zero_grad(self) -> None:
         self.grad.zero_()
 
+    def state(self) -> dict[str, Any]:
+        """The stacked parameters, the moments, the steps and each member's rates."""
+        return {
+            "flat": self.flat.detach().clone(),
+            "exp_avg": self.exp_avg.clone(),
+            "exp_avg_sq": self.exp_avg_sq.clone(),
+            "steps": self.steps,
+            "lrs": list(self.lrs),
+            "decays": list(self.decays),
+        }
+
+    @torch.no_grad()
+    def restore(self, state: dict[str, Any]) -> None:
+        """Back to a :meth:`state` of the same members (the parameters are views of ``flat``)."""
+        for name in ("flat", "exp_avg", "exp_avg_sq"):
+            getattr(self, name).copy_(state[name])
+        self.steps = state["steps"]
+        self.lrs, self.decays = list(state["lrs"]), list(state["decays"])
+        self._rates()
+
     @torch.no_grad()
     def step(self, factor: float) -> None:
         self.steps += 1
@@ -239,6 +281,7 @@ class Trace:
     pruned: dict[int, int] = field(default_factory=dict)  # member -> steps done when halved away
     best_score: dict[int, float] = field(default_factory=dict)  # member -> its best check's score
     cuts: dict[int, list[int]] = field(default_factory=dict)  # member -> steps done at its cuts
+    resumed_at: int = 0  # steps done when this process took over from a save (0: from the start)
 
     def steps(self, index: int) -> int:
         """The steps member ``index`` trained (all of the trace unless it stopped)."""
@@ -273,6 +316,7 @@ class Trace:
             one(self.pruned),
             score,
             cuts,
+            self.resumed_at,
         )
 
     def curve(self, index: int, points: int = 64) -> list[float]:
@@ -292,6 +336,8 @@ def train_loop(
     on_stop: Callable[[int, int], None] | None = None,
     rule: StopRule | None = None,
     drop: Callable[[list[int]], None] | None = None,
+    checkpoint: Checkpoint | None = None,
+    kept: Resumable | None = None,
 ) -> Trace:
     """Train in place: ``loss_at(step)`` gives the loss (a scalar, or one per member of a stack
     still training, in the order of the members).
@@ -302,6 +348,10 @@ def train_loop(
     the members that stopped at a step have been reported, with those still training: from then
     on ``loss_at`` and the rule's score give theirs only (a stack that drops stopped members does
     that much less work).
+
+    ``checkpoint``: the loop's save file, loaded when it starts (it then goes on from the step
+    saved, bit for bit as if never stopped) and written every few minutes and when it ends,
+    with ``kept`` (what the caller keeps beside the loop, saved and restored with it).
     """
     losses = torch.zeros((steps, members) if members else steps, device=device)
     training = list(range(max(members, 1)))
@@ -322,10 +372,43 @@ def train_loop(
             if on_stop is not None:
                 on_stop(member, done)
 
+    done = member_steps = 0
+    ended = False
+
+    def save(into: Checkpoint, end: bool) -> None:
+        into.save(
+            {
+                "done": done,
+                "ended": end,
+                "member_steps": member_steps,
+                "losses": losses[:done].cpu(),
+                "training": training,
+                "marks": (stopped, converged, pruned, cuts),
+                "watches": watches,
+                "halvings": (halvings, rung),
+                "optimizer": optimizer.state(),
+                "rng": torch.get_rng_state(),
+                "kept": kept.state() if kept is not None else {},
+            }
+        )
+
+    saved = checkpoint.load() if checkpoint is not None else None
+    if saved is not None:
+        done, ended, member_steps = saved["done"], saved["ended"], saved["member_steps"]
+        losses[:done] = saved["losses"].to(device)
+        stopped, converged, pruned, cuts = saved["marks"]
+        watches, (halvings, rung) = saved["watches"], saved["halvings"]
+        if drop is not None and saved["training"] != training:
+            drop(saved["training"])  # the stack of the members still training, as saved
+        training = saved["training"]
+        optimizer.restore(saved["optimizer"])
+        torch.set_rng_state(saved["rng"])
+        if kept is not None:
+            kept.restore(saved["kept"])
+    resumed_at = member_steps
     synchronize(device)
     start = time.perf_counter()
-    done = member_steps = 0
-    for step in range(steps):
+    for step in range(done, done if ended else steps):  # a loop saved at its end runs no step
         loss = loss_at(step)
         optimizer.zero_grad()
         (loss.sum() if members else loss).backward()
@@ -361,16 +444,21 @@ def train_loop(
         if drop is not None and len(still) < len(training):
             drop(still)
             training = still
+        if checkpoint is not None and checkpoint.due():
+            save(checkpoint, False)
     synchronize(device)
     elapsed = time.perf_counter() - start
+    if checkpoint is not None and not ended and (checkpoint.written or checkpoint.due()):
+        save(checkpoint, True)  # a long loop's end: kept until the job's record is stored
     checked = {m: w for m, w in enumerate(watches) if rule is not None and w.best_step}
     return Trace(
         losses[:done].float().cpu(),
         stopped,
-        elapsed / max(member_steps, 1),
+        elapsed / max(member_steps - resumed_at, 1),  # this process's steps
         converged,
         {m: w.best_step for m, w in checked.items()},
         pruned,
         {m: w.best for m, w in checked.items()},
         cuts,
+        saved["done"] if saved is not None else 0,
     )

@@ -28,6 +28,7 @@ from benchsuite.seeds import Streams
 from benchsuite.selection import divergence, select_best_config
 from benchsuite.specs import Mixer, Track, TrackData
 from benchsuite.train.batched import Loss, Member, Unbatchable, train_stack
+from benchsuite.train.checkpoint import Checkpoint, Saves, checkpoint
 from benchsuite.train.encoder import Encoder, build_encoder
 from benchsuite.train.fit import FusedAdamW, Schedule, Trace, batch_order, train_loop
 from benchsuite.train.halving import HalvingMark, halve_one_by_one, recorder
@@ -91,10 +92,12 @@ def fit(
     clip: float = 0.0,
     loss: Loss | None = None,
     marks: dict[int, HalvingMark] | None = None,
+    checkpoint: Checkpoint | None = None,
 ) -> Trace:
     """Train one model in place in its minibatch order at its config (gradient norm clipped to
     ``clip`` when it is not 0); ``marks``, when given, receives its :class:`HalvingMark` at each
-    halving of the budget it is still training at (halving number, from 1 -> mark).
+    halving of the budget it is still training at (halving number, from 1 -> mark);
+    ``checkpoint``: its save (:mod:`benchsuite.train.checkpoint`).
 
     On a GPU the forward pass runs under bf16 autocast when the track allows it.
     """
@@ -128,10 +131,42 @@ def fit(
 
         rule = stopping.rule(score, snapshot, recorder(marks, model, best))
     model.train()
-    trace = train_loop(optimizer, loss_at, order.shape[0], schedule, x.device, rule=rule)
+    trace = train_loop(
+        optimizer,
+        loss_at,
+        order.shape[0],
+        schedule,
+        x.device,
+        rule=rule,
+        checkpoint=checkpoint,
+        kept=_LoneKept(model, best, marks),
+    )
     if best:
         model.load_state_dict(best[0])
     return trace
+
+
+@dataclass
+class _LoneKept:
+    """What :func:`fit` keeps beside its loop: the state of the best check, the halving marks,
+    the model's buffers."""
+
+    model: Encoder
+    best: list[dict[str, torch.Tensor]]
+    marks: dict[int, HalvingMark] | None
+
+    def state(self) -> dict[str, Any]:
+        buffers = {name: b.detach().clone() for name, b in self.model.named_buffers()}
+        return {"best": self.best, "marks": dict(self.marks or {}), "buffers": buffers}
+
+    @torch.no_grad()
+    def restore(self, state: dict[str, Any]) -> None:
+        self.best[:] = state["best"]
+        if self.marks is not None:
+            self.marks.update(state["marks"])
+        buffers = dict(self.model.named_buffers())
+        for name, value in state["buffers"].items():
+            buffers[name].copy_(value)
 
 
 @torch.inference_mode()
@@ -355,6 +390,8 @@ def score(
     }
     if budget.eval_every:  # the steps the job trained: its longest config's, over the rungs
         costs["steps"] = float(sum(max(t.steps(0) for t in rung) for rung in traces))
+    if resumed := max(t.resumed_at for rung in traces for t in rung):
+        costs["resumed_at_step"] = float(resumed)  # its training went on from a save
     probes = (
         measure_model(model, mixer, first.members[chosen].x, first.data, costs)
         if job.measure
@@ -390,48 +427,69 @@ def score(
 
 
 def _train_rung(
-    rung: Rung, track: Track, job: Job, budget: Budget
+    rung: Rung, track: Track, job: Job, budget: Budget, saves: Saves | None, index: int
 ) -> tuple[list[Trace], float, bool]:
-    """Every config of one rung, as one stack when vmap can run the model, else one by one: the
-    traces, the seconds per step of one model, and whether they trained as one stack."""
+    """Every config of rung ``index``, as one stack when vmap can run the model, else one by
+    one: the traces, the seconds per step of one model, and whether they trained as one stack
+    (``saves``: where they save as they go)."""
     schedule, clip = Schedule.of(budget), budget.clip
     loss = track.criterion(rung.data, rung.options)
     if len(rung.members) > 1:
         try:
-            trace = train_stack(rung.members, loss, schedule, clip)
+            saved = checkpoint(saves, job.key, f"rung{index}")
+            trace = train_stack(rung.members, loss, schedule, clip, saved)
             traces = [trace.slice(i) for i in range(len(rung.members))]
             return traces, trace.seconds_per_step, True
         except Unbatchable as reason:  # raised before training: the models are untouched
             log.info("%s: configs trained one by one: %s", job.label, reason)
     marks: list[dict[int, HalvingMark]] = [{} for _ in rung.members]
     traces = [
-        fit(m.model, track, m, schedule, clip, loss, marks[i]) for i, m in enumerate(rung.members)
+        fit(
+            m.model,
+            track,
+            m,
+            schedule,
+            clip,
+            loss,
+            marks[i],
+            checkpoint(saves, job.key, f"rung{index}-config{i}"),
+        )
+        for i, m in enumerate(rung.members)
     ]
     halve_one_by_one(traces, marks, [m.model for m in rung.members])
     return traces, sum(t.seconds_per_step for t in traces) / len(traces), False
 
 
-def run_job(job: Job, track: Track, mixer: Mixer) -> JobResult:
+def run_job(job: Job, track: Track, mixer: Mixer, saves: Saves | None = None) -> JobResult:
     """Train every config of the job's grid on its seed (every rung), choose on validation, score
-    the choice (raises on failure)."""
+    the choice (raises on failure). ``saves``: where training saves as it goes, so that a job
+    stopped in flight resumes (its saves are removed once it has a result)."""
     ready = prepare(job, track, mixer)
-    trained = [_train_rung(rung, track, job, ready.budget) for rung in ready.rungs]
+    trained = [
+        _train_rung(rung, track, job, ready.budget, saves, index)
+        for index, rung in enumerate(ready.rungs)
+    ]
     seconds = float(np.mean([s for _, s, _ in trained]))
     result = score(ready, track, mixer, [traces for traces, _, _ in trained], seconds)
     stacked = all(together for _, _, together in trained)
     result.costs["members"] = float(len(job.grid)) if stacked else 1.0
+    if saves is not None:
+        saves.clear(job.key)
     return result
 
 
-def run_jobs_batched(jobs: list[Job], track: Track, mixer: Mixer) -> list[JobResult]:
+def run_jobs_batched(
+    jobs: list[Job], track: Track, mixer: Mixer, saves: Saves | None = None
+) -> list[JobResult]:
     """The result of each job (in order), training every seed x config of the jobs as one
     stack per rung; ``jobs`` must differ only in ``seed`` (and ``measure``). Falls back to
     training each job on its own (as :func:`run_job`) when vmap cannot run the model or the
     seeds' data differ in shape; ``costs["batched_seeds"]`` says how many seeds trained together
-    (1 when it fell back)."""
+    (1 when it fell back); ``saves`` as for :func:`run_job`, the cell's under its own name."""
     _check_same_cell(jobs)
     prepared = [prepare(job, track, mixer) for job in jobs]
     budget = prepared[0].budget
+    name = "cell-" + hashlib.sha256(" ".join(job.key for job in jobs).encode()).hexdigest()[:24]
     per_rung = []
     try:
         for r in range(len(prepared[0].rungs)):
@@ -439,9 +497,10 @@ def run_jobs_batched(jobs: list[Job], track: Track, mixer: Mixer) -> list[JobRes
             if len({tuple(m.x.shape[1:]) for m in members}) > 1:
                 raise Unbatchable("the seeds' data differ in shape")
             loss = track.criterion(prepared[0].rungs[r].data, prepared[0].rungs[r].options)
-            per_rung.append(train_stack(members, loss, Schedule.of(budget), budget.clip))
+            saved = checkpoint(saves, name, f"rung{r}")
+            per_rung.append(train_stack(members, loss, Schedule.of(budget), budget.clip, saved))
     except Unbatchable:
-        results = [run_job(job, track, mixer) for job in jobs]
+        results = [run_job(job, track, mixer, saves) for job in jobs]
         for result in results:
             result.costs["batched_seeds"] = 1.0
         return results
@@ -455,6 +514,8 @@ def run_jobs_batched(jobs: list[Job], track: Track, mixer: Mixer) -> list[JobRes
         result = score(ready, track, mixer, traces, seconds)
         result.costs["batched_seeds"] = float(len(jobs))
         results.append(result)
+    if saves is not None:
+        saves.clear(name)
     return results
 
 
