@@ -1,8 +1,9 @@
 """Stopping a run on a signal. The first Ctrl-C (SIGINT) or SIGTERM (a scheduler, ``docker
 stop``, ``timeout``) is said at once, then stops the run where it is: every finished job is
 already stored, the jobs in flight stop at their last save (:mod:`benchsuite.train.checkpoint`),
-and the run writes its report of what finished and says how to resume. A second signal quits the process at once (the store keeps every
-record committed so far; the workers end with the driver).
+and the run writes its report of what finished and says how to resume. A second signal quits
+the process at once (the store keeps every record committed so far; the workers end with the
+driver).
 
 Handlers are installed only on the main thread (a run started from another thread keeps the
 process's own handlers: Python delivers signals to the main thread alone).
