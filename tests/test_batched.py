@@ -21,9 +21,10 @@ from benchsuite.plan.resolve import resolve
 from benchsuite.records import JobResult
 from benchsuite.registry import Registry, load_registry
 from benchsuite.settings import RunSettings
+from benchsuite.train.alone import fit, predict
 from benchsuite.train.batched import train_stack
 from benchsuite.train.fit import Schedule, StackedAdamW
-from benchsuite.train.job import fit, predict, prepare, run_job, run_jobs_batched
+from benchsuite.train.job import prepare, run_job, run_jobs_batched
 from benchsuite.train.size import parameter_count
 
 TINY = {

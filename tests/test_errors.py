@@ -277,8 +277,9 @@ def _limit_file_size() -> None:
 
 def test_disk_full_while_writing_keeps_the_store_intact(finished):
     out, before = finished
-    args = [*BASE, "--mixers", "dense,identity,attention,mlp", "--out", str(out)]
-    # a subprocess: the file-size limit (and its SIGXFSZ) must bind that process, not pytest
+    args = [*BASE, "--mixers", "dense,identity,attention,mlp", "--out", str(out), "-q"]
+    # a subprocess: the file-size limit (and its SIGXFSZ) must bind that process, not pytest;
+    # -q: errors only (the planning line would come first), so the error is all of stderr
     full = subprocess.run(
         [sys.executable, "-m", "benchsuite.cli", *args],
         capture_output=True,

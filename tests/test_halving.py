@@ -15,10 +15,11 @@ from benchsuite.plan.jobs import Job, cell_jobs, grid_of
 from benchsuite.plan.resolve import resolve
 from benchsuite.registry import Registry
 from benchsuite.settings import RunSettings
+from benchsuite.train.alone import fit, predict
 from benchsuite.train.batched import train_stack
 from benchsuite.train.fit import Schedule
 from benchsuite.train.halving import halve_one_by_one
-from benchsuite.train.job import fit, predict, prepare, run_job, run_jobs_batched
+from benchsuite.train.job import prepare, run_job, run_jobs_batched
 from benchsuite.train.stopping import Watch, halved_now
 
 TINY = {"series": 24, "length": 64}

@@ -15,9 +15,10 @@ from benchsuite.errors import UsageError
 from benchsuite.plan.jobs import budget_terms
 from benchsuite.plan.resolve import resolve
 from benchsuite.settings import RunSettings
+from benchsuite.train.alone import fit, predict
 from benchsuite.train.batched import train_stack
 from benchsuite.train.fit import Schedule
-from benchsuite.train.job import fit, predict, prepare, run_job
+from benchsuite.train.job import prepare, run_job
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 PLATEAU = {**RULE, "schedule": "plateau", "cuts": 1, "warmup_steps": 10, "steps": 600}

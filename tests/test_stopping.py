@@ -17,9 +17,10 @@ from benchsuite.selection import LEARNT_MIN
 from benchsuite.settings import RunSettings
 from benchsuite.specs import Metric
 from benchsuite.store.store import Store
+from benchsuite.train.alone import fit, predict
 from benchsuite.train.batched import train_stack
 from benchsuite.train.fit import Schedule
-from benchsuite.train.job import fit, predict, prepare, run_job
+from benchsuite.train.job import prepare, run_job
 from benchsuite.train.stopping import Stopping, Watch, converged_now, trivial_level
 
 TINY = {"series": 24, "length": 64}

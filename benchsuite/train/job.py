@@ -27,11 +27,12 @@ from benchsuite.records import JobResult
 from benchsuite.seeds import Streams
 from benchsuite.selection import divergence, select_best_config
 from benchsuite.specs import Mixer, Track, TrackData
-from benchsuite.train.batched import Loss, Member, Unbatchable, train_stack
-from benchsuite.train.checkpoint import Checkpoint, Saves, checkpoint
+from benchsuite.train.alone import fit, predict
+from benchsuite.train.batched import Member, Unbatchable, train_stack
+from benchsuite.train.checkpoint import Saves, checkpoint
 from benchsuite.train.encoder import Encoder, build_encoder
-from benchsuite.train.fit import FusedAdamW, Schedule, Trace, batch_order, train_loop
-from benchsuite.train.halving import HalvingMark, halve_one_by_one, recorder
+from benchsuite.train.fit import Schedule, Trace, batch_order
+from benchsuite.train.halving import HalvingMark, halve_one_by_one
 from benchsuite.train.measures import forward_flops, parameter_counts
 from benchsuite.train.preflight import check_mixer
 from benchsuite.train.stopping import stopping_fields, stopping_of
@@ -82,98 +83,6 @@ def build_model(
         seed_of=lambda name: streams.int_seed(f"init/{name}"),
         mlp_hidden=job.mlp_hidden,
     )
-
-
-def fit(
-    model: Encoder,
-    track: Track,
-    member: Member,
-    schedule: Schedule,
-    clip: float = 0.0,
-    loss: Loss | None = None,
-    marks: dict[int, HalvingMark] | None = None,
-    checkpoint: Checkpoint | None = None,
-) -> Trace:
-    """Train one model in place in its minibatch order at its config (gradient norm clipped to
-    ``clip`` when it is not 0); ``marks``, when given, receives its :class:`HalvingMark` at each
-    halving of the budget it is still training at (halving number, from 1 -> mark);
-    ``checkpoint``: its save (:mod:`benchsuite.train.checkpoint`).
-
-    On a GPU the forward pass runs under bf16 autocast when the track allows it.
-    """
-    x, y, order = member.x, member.y, member.order
-    criterion = loss or track.loss
-    autocast = torch.autocast(
-        x.device.type,
-        dtype=torch.bfloat16,
-        enabled=x.device.type == "cuda" and track.mixed_precision,
-    )
-
-    def loss_at(step: int) -> torch.Tensor:
-        index = order[step]
-        with autocast:
-            return criterion(model(x[index]), y[index])
-
-    optimizer = FusedAdamW(
-        model.parameters(), member.config["lr"], member.config.get("weight_decay", 0.0), clip
-    )
-    best: list[dict[str, torch.Tensor]] = []  # the state of the best validation check
-    rule = None
-    if (stopping := member.stopping) is not None:
-
-        def score() -> list[float]:
-            value = stopping.score(predict(model, stopping.x, stopping.batch_size))
-            model.train()
-            return [value]
-
-        def snapshot(_member: int) -> None:
-            best[:] = [{k: v.detach().clone() for k, v in model.state_dict().items()}]
-
-        rule = stopping.rule(score, snapshot, recorder(marks, model, best))
-    model.train()
-    trace = train_loop(
-        optimizer,
-        loss_at,
-        order.shape[0],
-        schedule,
-        x.device,
-        rule=rule,
-        checkpoint=checkpoint,
-        kept=_LoneKept(model, best, marks),
-    )
-    if best:
-        model.load_state_dict(best[0])
-    return trace
-
-
-@dataclass
-class _LoneKept:
-    """What :func:`fit` keeps beside its loop: the state of the best check, the halving marks,
-    the model's buffers."""
-
-    model: Encoder
-    best: list[dict[str, torch.Tensor]]
-    marks: dict[int, HalvingMark] | None
-
-    def state(self) -> dict[str, Any]:
-        buffers = {name: b.detach().clone() for name, b in self.model.named_buffers()}
-        return {"best": self.best, "marks": dict(self.marks or {}), "buffers": buffers}
-
-    @torch.no_grad()
-    def restore(self, state: dict[str, Any]) -> None:
-        self.best[:] = state["best"]
-        if self.marks is not None:
-            self.marks.update(state["marks"])
-        buffers = dict(self.model.named_buffers())
-        for name, value in state["buffers"].items():
-            buffers[name].copy_(value)
-
-
-@torch.inference_mode()
-def predict(model: Encoder, x: torch.Tensor, batch_size: int) -> torch.Tensor:
-    """Predictions on a whole split, in batches."""
-    model.eval()
-    return torch.cat([model(x[i : i + batch_size]) for i in range(0, len(x), batch_size)])
 
 
 def capture_mixer_inputs(model: Encoder, x: torch.Tensor) -> list[torch.Tensor]:
