@@ -45,7 +45,8 @@ def mixer_styles(names: list[str]) -> dict[str, Style]:
 class Verdict:
     """How one verdict is shown: colour, figure marker (drawn with a dark edge so pale colours
     stay visible; ``hollow``: white inside, for the effects below the margin), symbol, a short
-    label for narrow text, and the terminal's rich style."""
+    label for narrow text, the terminal's rich style, and the colour of text on ``colour`` (empty:
+    the page's own)."""
 
     colour: str
     marker: str
@@ -53,16 +54,17 @@ class Verdict:
     symbol: str
     short: str
     style: str
+    ink: str = ""
 
 
 VERDICTS = {
-    Word.SIGNIFICANT_WIN: Verdict("#2c7bb6", "^", False, "▲", "win", "bold blue"),
+    Word.SIGNIFICANT_WIN: Verdict("#2c7bb6", "^", False, "▲", "win", "bold blue", "#fff"),
     Word.SIGNIFICANT_WIN_BELOW_MARGIN: Verdict("#abd9e9", "^", True, "△", "small win", "blue"),
     Word.EQUIVALENT: Verdict("#c2a5cf", "D", False, "=", "equivalent", "magenta"),
     Word.INCONCLUSIVE: Verdict("#ffffbf", "o", False, "?", "inconclusive", "yellow"),
     Word.NEEDS_MORE_SEEDS: Verdict("#e0e0e0", "o", True, "…", "more seeds", "dim"),
     Word.SIGNIFICANT_LOSS_BELOW_MARGIN: Verdict("#fdae61", "v", True, "▽", "small loss", "red"),
-    Word.SIGNIFICANT_LOSS: Verdict("#d7191c", "v", False, "▼", "loss", "bold red"),
+    Word.SIGNIFICANT_LOSS: Verdict("#d7191c", "v", False, "▼", "loss", "bold red", "#fff"),
 }
 UNKNOWN = Verdict("#eeeeee", "o", True, "·", "–", "")
 VERDICT_COLOURS = {name: verdict.colour for name, verdict in VERDICTS.items()}
