@@ -248,3 +248,26 @@ def test_every_package_folder_is_in_the_distribution():
         for path in PACKAGE.rglob("__init__.py")
     }
     assert folders <= listed, folders - listed
+
+
+def test_no_test_module_imports_another_or_conftest():
+    """Test modules import what they share from ``helpers`` (or ``data_files``): never from
+    ``conftest`` (pytest's plugin, whose fixtures they get by name) nor from another test
+    module."""
+    folder = Path(__file__).parent
+    found = []
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            found += [
+                f"{path.name}: {name}"
+                for name in names
+                if name == "conftest" or name.startswith("test_")
+            ]
+    assert found == []

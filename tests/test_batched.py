@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import built_in_mixers, default_tracks
+from helpers import built_in_mixers, default_tracks
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from benchsuite.plan.jobs import Job, cell_jobs, grid_of
@@ -307,7 +307,7 @@ def test_batch_seeds_flag_runs_cells_batched_through_the_cli(tmp_path):
     import json
     import sqlite3
 
-    from conftest import TINY, invoke
+    from helpers import TINY, invoke
 
     base = ["run", "--tracks", "sequence", "--mixers", "dense,fnet", "--seeds", "3", *TINY]
     for name, extra in (("one", []), ("batched", ["--batch-seeds"])):

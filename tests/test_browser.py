@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import Page, stored_run
+from helpers import Page, stored_run
 
 from benchsuite import api
 from benchsuite.output.html import write_html

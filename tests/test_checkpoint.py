@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TINY, interruptible, invoke
+from helpers import TINY, interruptible, invoke
 
 # every config trains exactly 800 steps, saved every 0.2 s (the default is every 2 minutes)
 RUN = [

@@ -27,7 +27,7 @@ from importlib.metadata import packages_distributions
 from pathlib import Path
 
 import pytest
-from conftest import TINY, interruptible, invoke, run_cli
+from helpers import TINY, interruptible, invoke, run_cli
 
 from benchsuite import __version__
 from benchsuite import settings as run_settings

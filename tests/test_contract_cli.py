@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import invoke
+from helpers import invoke
 
 CHECKS = ["shapes", "dtype", "finite", "gradients", "determinism", "batch-independence"]
 SMALL = ["--tokens", "8", "--dims", "16"]

@@ -8,7 +8,7 @@ import math
 
 import pytest
 import torch
-from conftest import invoke
+from helpers import invoke
 from rich.console import Console
 from torch import nn
 

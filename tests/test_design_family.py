@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import invoke
+from helpers import invoke
 
 
 def test_a_cell_the_data_rules_out_shrinks_the_stated_family(tmp_path):

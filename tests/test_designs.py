@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import invoke
+from helpers import invoke
 
 from benchsuite.errors import UsageError
 from benchsuite.plan.extension import check_extension, looks

@@ -10,7 +10,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from conftest import invoke
+from helpers import invoke
 
 from benchsuite import cli
 from benchsuite.cli import arguments

@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import TINY, invoke
+from helpers import TINY, invoke
 
 from benchsuite.store.store import SCHEMA_VERSION
 

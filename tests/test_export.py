@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import invoke
+from helpers import invoke
 
 from benchsuite import UsageError, api, cli
 from benchsuite.commands.export import export, export_rows

@@ -12,7 +12,7 @@ import re
 from types import SimpleNamespace as NS  # plain records with the fields reasons() reads
 
 import pytest
-from conftest import Page
+from helpers import Page
 from rich.console import Console
 
 from benchsuite import api

@@ -12,7 +12,7 @@ import sqlite3
 
 import numpy as np
 import pytest
-from conftest import TINY, invoke
+from helpers import TINY, invoke
 
 from benchsuite.plan.futility import (
     FutilityLook,

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import REPORT_TRACKS, Page
+from helpers import REPORT_TRACKS, Page
 
 from benchsuite import api
 from benchsuite.output import numbers

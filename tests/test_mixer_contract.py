@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import built_in, built_in_mixers
+from helpers import built_in, built_in_mixers
 from torch import nn
 
 from benchsuite import Mixer, Signature, UsageError

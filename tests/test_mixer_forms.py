@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import built_in
+from helpers import built_in
 from torch.nn import functional
 
 # the mixers with a chunked or parallel form beside a token-by-token recurrence

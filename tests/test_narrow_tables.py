@@ -15,7 +15,7 @@ import re
 import shutil
 
 import pytest
-from conftest import invoke
+from helpers import invoke
 from rich.cells import cell_len
 from rich.console import Console
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import invoke
+from helpers import invoke
 
 NULL_MIXERS = """
 import torch

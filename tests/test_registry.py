@@ -13,7 +13,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
-from conftest import TINY, invoke
+from helpers import TINY, invoke
 
 from benchsuite.errors import PluginError
 from benchsuite.registry import load_registry

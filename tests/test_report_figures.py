@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import Page
+from helpers import Page
 
 from benchsuite import api
 from benchsuite.output import numbers

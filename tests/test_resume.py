@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import interruptible
+from helpers import interruptible
 
 RUN = [
     "run",

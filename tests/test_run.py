@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import TINY, invoke
+from helpers import TINY, invoke
 
 from benchsuite.plan.power import dz_star
 

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import invoke
+from helpers import invoke
 
 from benchsuite.commands.scale import exponents
 from benchsuite.output.html import write_html

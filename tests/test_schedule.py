@@ -8,7 +8,7 @@ import math
 
 import pytest
 import torch
-from test_stopping import RULE, jobs_of
+from helpers import RULE, jobs_of
 
 from benchsuite.budget import Budget
 from benchsuite.errors import UsageError

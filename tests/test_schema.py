@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import pytest
-from conftest import stored_run
+from helpers import stored_run
 
 from benchsuite.commands.compare import load_run
 from benchsuite.results import serial

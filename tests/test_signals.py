@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import TINY, interruptible
+from helpers import TINY, interruptible
 
 
 def steps(n: int) -> list[str]:

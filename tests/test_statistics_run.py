@@ -9,7 +9,7 @@ import json
 import shutil
 
 import pytest
-from conftest import TINY, invoke
+from helpers import TINY, invoke
 
 from benchsuite.commands.compare import compare_runs, load_run
 from benchsuite.results.analysis import analyse_store

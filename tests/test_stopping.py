@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers import NO_RULE, RULE, SEQUENCE, jobs_of
 
 from benchsuite import api
 from benchsuite.errors import UsageError
-from benchsuite.plan.jobs import Job, cell_jobs, grid_of
+from benchsuite.plan.jobs import cell_jobs, grid_of
 from benchsuite.plan.resolve import resolve
-from benchsuite.registry import Registry
 from benchsuite.selection import LEARNT_MIN
 from benchsuite.settings import RunSettings
 from benchsuite.specs import Metric
@@ -23,30 +23,7 @@ from benchsuite.train.fit import Schedule
 from benchsuite.train.job import prepare, run_job
 from benchsuite.train.stopping import Stopping, Watch, converged_now, trivial_level
 
-TINY = {"series": 24, "length": 64}
-RULE = {"eval_every": 10, "patience": 2, "min_delta": 0.01, "checkpoint": "best"}
-# not the preset's (which also halves the grid: halvings need validation checks)
-NO_RULE = {"eval_every": 0, "patience": 0, "min_steps": 0, "checkpoint": "last", "halve_at": "none"}
-
-
 pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-def jobs_of(registry: Registry, mixer: str, budget: dict, seeds: int = 2) -> list[Job]:
-    settings = resolve(
-        RunSettings(
-            tracks=("sequence",),
-            mixers=(mixer,),
-            baseline="fnet",
-            seeds=seeds,
-            budget={"steps": 200, **NO_RULE, **budget},
-            track_options={"sequence": TINY},
-            grids={"sequence": {"lr": (0.001, 0.01, 0.1)}},
-        ),
-        registry,
-    )
-    track, mixer_ = registry.tracks["sequence"], registry.mixers[mixer]
-    return cell_jobs(settings, track, mixer_, grid_of(track, settings), "test-data")
 
 
 def test_stopping_records_steps_and_stops_before_the_budget(registry):
@@ -116,7 +93,7 @@ def test_every_mixer_of_a_run_follows_the_same_rule(tmp_path, registry):
         seeds=2,
         out=str(tmp_path),
         budget={"steps": 200, **NO_RULE, **RULE},
-        track_options={"sequence": TINY},
+        track_options={"sequence": SEQUENCE},
         executor="local",
     )
     summary = api.run(settings, registry=registry)
@@ -172,7 +149,7 @@ def test_a_config_that_learnt_nothing_has_not_converged(registry):
             baseline="fnet",
             seeds=2,
             budget={"steps": 200, **NO_RULE, **RULE},
-            track_options={"sequence": TINY},
+            track_options={"sequence": SEQUENCE},
             grids={"sequence": {"lr": (1e-9, 0.01)}},
         ),
         registry,

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import invoke
+from helpers import invoke
 from torch import nn
 
 from benchsuite import Mixer, PluginError, UsageError, wrap

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import invoke
+from helpers import invoke
 
 from benchsuite import Budget, PluginError, Track, UsageError, lr_grid
 from benchsuite.plan.resolve import resolve

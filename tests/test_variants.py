@@ -8,7 +8,7 @@ import json
 import sqlite3
 
 import pytest
-from conftest import invoke
+from helpers import invoke
 
 from benchsuite import Mixer, UsageError, api
 from benchsuite.output.listing import listing

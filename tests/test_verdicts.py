@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import invoke, stored_run
+from helpers import invoke, stored_run
 from rich.console import Console
 
 from benchsuite.output import numbers
