@@ -262,7 +262,7 @@ def _run(
         out, report, counts["trained"], counts["reused"], counts["failed"], warnings, interrupted
     )
     summary.dropped = runner.in_flight if interrupted else 0
-    summary.saved = Saves(out / "checkpoints").held() if interrupted else 0
+    summary.saved = saves.held() if interrupted else 0
     stored = set(results) | {failure.key for failure in failures}
     summary.complete_tracks = [
         track

@@ -11,6 +11,7 @@ import importlib
 import io
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -210,3 +211,22 @@ def jobs_of(registry: Registry, mixer: str, budget: dict, seeds: int = 2) -> lis
     )
     track, mixer_ = registry.tracks["sequence"], registry.mixers[mixer]
     return cell_jobs(settings, track, mixer_, grid_of(track, settings), "test-data")
+
+
+def exact_steps(n: int) -> list[str]:
+    """``TINY`` with every config training exactly ``n`` steps (no early stop, no halving)."""
+    return [*TINY, *[f"--budget={b}" for b in (f"steps={n}", f"min_steps={n}", "halve_at=none")]]
+
+
+def stored_rows(out: Path, table: str = "results") -> int:
+    """Rows committed to a table of the run's store in ``out`` (0 while it has none): its
+    results, or its plans (``runs``: one is saved as training starts). Read-only, so a run
+    writing it is not disturbed."""
+    path = out / "benchsuite.sqlite"
+    if not path.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as db:
+            return db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+    except sqlite3.OperationalError:  # the table is not created yet
+        return 0

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import TINY, interruptible, invoke
+from helpers import exact_steps, interruptible, invoke
 
 # every config trains exactly 800 steps, saved every 0.2 s (the default is every 2 minutes)
 RUN = [
@@ -27,8 +27,7 @@ RUN = [
     "2",
     "--executor",
     "local",
-    *TINY,
-    *[f"--budget={b}" for b in ("steps=800", "min_steps=800", "halve_at=none")],
+    *exact_steps(800),
     "--no-config",
     "-q",
 ]

@@ -1,7 +1,7 @@
 """Resume: a run stopped by Ctrl-C, then killed with SIGKILL, then run again, loses no finished job.
 
 Each run is the real CLI in its own process group (as a terminal would run it), on the ``process``
-executor; the stores are read with sqlite3 directly.
+executor; the stores are read with sqlite3 directly (helpers.stored_rows).
 """
 
 from __future__ import annotations
@@ -9,14 +9,13 @@ from __future__ import annotations
 import os
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from helpers import interruptible
+from helpers import interruptible, stored_rows
 
 RUN = [
     "run",
@@ -41,18 +40,6 @@ TOTAL = 2 * 5  # (dense, attention) x 5 evaluation seeds, each tuning over the 2
 END_LINE = re.compile(r"jobs: (\d+) trained, (\d+) reused, (\d+) failed")
 
 
-def stored(out: Path) -> int:
-    """Results committed to the run's store (0 while it does not exist yet)."""
-    path = out / "benchsuite.sqlite"
-    if not path.exists():
-        return 0
-    try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as db:
-            return db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
-    except sqlite3.OperationalError:  # the table is not created yet
-        return 0
-
-
 def start(out: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "benchsuite.cli", *RUN, "--out", str(out)],
@@ -68,7 +55,7 @@ def start(out: Path, env: dict[str, str]) -> subprocess.Popen[str]:
 def stop_when(process: subprocess.Popen[str], out: Path, rows: int, sig: signal.Signals) -> str:
     """Send ``sig`` to the run's whole process group once the store holds ``rows`` results."""
     deadline = time.monotonic() + 120
-    while stored(out) < rows and process.poll() is None and time.monotonic() < deadline:
+    while stored_rows(out) < rows and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
     assert process.poll() is None, f"the run ended before it was stopped:\n{process.stdout.read()}"
     os.killpg(process.pid, sig)
@@ -98,14 +85,14 @@ def test_interrupted_and_killed_runs_resume(tmp_path: Path) -> None:
     assert first.returncode == 130, output
     assert "run the same command again to resume" in output
     assert group_ended(first.pid), "a worker outlived the interrupted run"
-    after_first = stored(out)
+    after_first = stored_rows(out)
     assert 2 <= after_first < TOTAL
 
     second = start(out, env)
     stop_when(second, out, after_first + 2, signal.SIGKILL)
     assert second.returncode == -signal.SIGKILL
     assert group_ended(second.pid)
-    after_second = stored(out)
+    after_second = stored_rows(out)
     assert after_first + 2 <= after_second < TOTAL
 
     third = subprocess.run(
@@ -118,4 +105,4 @@ def test_interrupted_and_killed_runs_resume(tmp_path: Path) -> None:
     assert third.returncode == 0, third.stdout + third.stderr
     trained, reused, failed = map(int, END_LINE.search(third.stdout).groups())
     assert (trained, reused, failed) == (TOTAL - after_second, after_second, 0)
-    assert stored(out) == TOTAL
+    assert stored_rows(out) == TOTAL

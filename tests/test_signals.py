@@ -6,22 +6,15 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
-from helpers import TINY, interruptible
+from helpers import exact_steps, interruptible, stored_rows
 
-
-def steps(n: int) -> list[str]:
-    """Every config trains exactly ``n`` steps (no early stop, no halving)."""
-    return [*TINY, *[f"--budget={b}" for b in (f"steps={n}", f"min_steps={n}", "halve_at=none")]]
-
-
-LONG = [*steps(3000), "--no-config"]  # a signal lands in the middle of training
+LONG = [*exact_steps(3000), "--no-config"]  # a signal lands in the middle of training
 
 
 class Stream:
@@ -51,19 +44,6 @@ class Stream:
         return "".join(line for _, line in self.lines)
 
 
-def stored(out: Path, table: str = "results") -> int:
-    """Rows committed to a table of the run's store (0 while it has none): its results, or its
-    plans (``runs``: one is saved as training starts)."""
-    path = out / "benchsuite.sqlite"
-    if not path.exists():
-        return 0
-    try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as db:
-            return db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-    except sqlite3.OperationalError:
-        return 0
-
-
 def start(out: Path, *args: str) -> tuple[subprocess.Popen, Stream, Stream]:
     command = [sys.executable, "-m", "benchsuite.cli", "run", "--out", str(out), *args]
     env = {**os.environ, "COLUMNS": "200", "BENCHSUITE_CACHE": str(out.parent / "cache")}
@@ -85,7 +65,8 @@ def test_the_first_ctrl_c_is_said_at_once_and_a_second_quits_at_once(tmp_path):
     )
     try:
         deadline = time.monotonic() + 120
-        while not stored(out, "runs") and process.poll() is None and time.monotonic() < deadline:
+        while not stored_rows(out, "runs") and time.monotonic() < deadline:
+            assert process.poll() is None, stderr.text()  # still running
             time.sleep(0.05)
         time.sleep(2.0)  # training: the plan is saved, the workers take their jobs
         sent = time.monotonic()
@@ -116,15 +97,15 @@ def test_sigterm_keeps_every_stored_job_and_says_how_to_resume(tmp_path):
         "3",
         "--executor",
         "local",
-        *steps(400),
+        *exact_steps(400),
         "--no-config",
     )
     try:
         deadline = time.monotonic() + 180
-        while stored(out) < 1 and process.poll() is None and time.monotonic() < deadline:
+        while stored_rows(out) < 1 and process.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert process.poll() is None, stdout.text() + stderr.text()
-        kept = stored(out)
+        kept = stored_rows(out)
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=120)
     finally:
@@ -134,7 +115,7 @@ def test_sigterm_keeps_every_stored_job_and_says_how_to_resume(tmp_path):
     assert "stopping (SIGTERM)" in said
     assert "interrupted (SIGTERM; exit 143): run the same command again to resume" in said
     assert f"of {2 * 3} jobs (" in said and "in flight: " in said
-    assert 1 <= kept <= stored(out) < 2 * 3
+    assert 1 <= kept <= stored_rows(out) < 2 * 3
     assert (out / "report.json").exists()  # the report of what finished
     lines = [line for line in (stdout.text() + said).splitlines() if line.strip()]
     assert len(lines) <= 30, lines  # a short summary: no empty table, no one-seed ranking

@@ -160,7 +160,7 @@ def compare_runs(a: StoredRun, b: StoredRun, *, mixers: list[str] | None = None)
 def _caps(cell: StoredCell, seeds: list[int]) -> list[float] | None:
     """The cell's caps on ``seeds`` (None when a seed has none: the relative margin alone)."""
     caps = [cell.caps[s] for s in seeds]
-    return None if any(cap is None for cap in caps) else [float(c) for c in caps if c is not None]
+    return [float(c) for c in caps if c is not None] if None not in caps else None
 
 
 def load_run(path: Path | str) -> StoredRun:
