@@ -7,7 +7,8 @@ EXTRAS ?= test
 
 MIN_VENV := .venv-min
 MIN_STAMP := $(MIN_VENV)/.installed-stamp
-# pytest-xdist workers for the fast tier (one per core here; `make test WORKERS=0` runs serially)
+# pytest-xdist workers for the fast tier (one per core here; `make test WORKERS=0` runs serially);
+# a module's tests go to one worker (--dist loadscope), so its module fixtures train once
 WORKERS ?= 2
 LINTED := benchsuite plugins tracks tests benchmarks
 
@@ -26,7 +27,7 @@ run: $(STAMP)
 
 # The fast tier: every test not marked slow (4-9 minutes on 2 cores; docs/testing.md).
 test: lint
-	$(BIN)/python -m pytest -m "not slow" -n $(WORKERS)
+	$(BIN)/python -m pytest -m "not slow" -n $(WORKERS) --dist loadscope
 
 # The slow tier: end-to-end training runs, Ray, the browser, null calibration, the positive
 # control (.ci/run runs both tiers).

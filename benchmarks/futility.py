@@ -28,10 +28,10 @@ import numpy as np
 
 from benchsuite.api import stopped_by_look
 from benchsuite.plan.plan import Plan
+from benchsuite.protocol.stats import holm
 from benchsuite.results import cells
 from benchsuite.results.comparison import compare_cell
 from benchsuite.results.futility import look_results
-from benchsuite.results.stats import holm
 from benchsuite.store.store import Store
 
 

@@ -24,8 +24,9 @@ import torch
 from plain import cosine, plain, step, test_metric, validation_score
 
 from benchsuite.execute.worker import Worker
-from benchsuite.plan.jobs import Job, cell_jobs, grid_of
+from benchsuite.plan.jobs import cell_jobs, grid_of
 from benchsuite.plan.resolve import resolve
+from benchsuite.records import Job
 from benchsuite.registry import Registry, load_registry
 from benchsuite.settings import RunSettings
 from benchsuite.train.job import build_model, load_data

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from benchsuite.budget import Budget
-from benchsuite.plan.jobs import Job
+from benchsuite.records import Job
 from benchsuite.registry import Registry
 from benchsuite.seeds import Streams
 from benchsuite.specs import Mixer, Track, TrackData

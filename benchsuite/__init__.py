@@ -16,6 +16,7 @@ from typing import Any
 from benchsuite.budget import Budget, lr_grid
 from benchsuite.errors import PluginError, UsageError
 from benchsuite.hookspecs import hookimpl
+from benchsuite.kit.forecasting import ForecastTrack
 from benchsuite.seeds import Streams
 from benchsuite.specs import (
     ISOMETRY,
@@ -27,7 +28,6 @@ from benchsuite.specs import (
     TrackData,
     wrap,
 )
-from benchsuite.train.forecasting import ForecastTrack
 from benchsuite.version import __version__
 
 _LAYERS = ("LastToken", "MeanPool", "PositionalTokens", "embed_tokens")
@@ -37,10 +37,10 @@ _FACTORY = ("create_mixer", "list_mixers")
 
 
 def __getattr__(name: str) -> Any:
-    """A shared layer of :mod:`benchsuite.train.layers`, imported (with torch) on first use, or
+    """A shared layer of :mod:`benchsuite.kit.layers`, imported (with torch) on first use, or
     a function of :mod:`benchsuite.factory` (which loads the plugins)."""
     if name in _LAYERS:
-        from benchsuite.train import layers
+        from benchsuite.kit import layers
 
         return getattr(layers, name)
     if name in _FACTORY:

@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchsuite.errors import RunError, UsageError, one_line
-from benchsuite.execute.events import Events
+from benchsuite.events import Events
 from benchsuite.execute.executors import check_available, make_executor
 from benchsuite.execute.interrupts import exit_code, stoppable
+from benchsuite.execute.preflight import checker
 from benchsuite.execute.runner import Runner
 from benchsuite.execute.worker import Worker
 from benchsuite.output.numbers import num
@@ -33,17 +34,17 @@ from benchsuite.plan.code import changed_modules
 from benchsuite.plan.cost import first_guess, job_units
 from benchsuite.plan.design import design_check
 from benchsuite.plan.extension import check_extension, looks
-from benchsuite.plan.futility import futility_look
 from benchsuite.plan.plan import Plan, Skip, plan_run, recipe
-from benchsuite.plan.power import holm_first_alpha
 from benchsuite.plan.resolve import check_executor, resolve
+from benchsuite.protocol.futility import futility_look
+from benchsuite.protocol.power import holm_first_alpha
 from benchsuite.registry import Registry, load_registry
+from benchsuite.registry.variants import lookup
 from benchsuite.settings import RunSettings
 from benchsuite.store.store import FILENAME, Store
 from benchsuite.train.checkpoint import Saves
-from benchsuite.train.preflight import check_mixer
 from benchsuite.train.size import parameter_count
-from benchsuite.vocabulary import Claims
+from benchsuite.vocabulary import Claims, SkipKind
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from benchsuite.results.schema import Analysis
@@ -69,7 +70,7 @@ class RunSummary:
     @property
     def broken(self) -> int:
         """Cells skipped because of an error (a broken track or mixer), not by design."""
-        return sum(s.kind == "error" for s in self.report.skipped)
+        return sum(s.kind.failed for s in self.report.skipped)
 
 
 def prepare(
@@ -97,10 +98,23 @@ def prepare(
 
     check_extension(stored_plans(Path(resolved.out)), resolved, resolved.out)
     design = design_check(resolved, registry.tracks, previous_sd(Path(resolved.out)))
+    design["mixer_options"] = {m: dict(o) for m, o in resolved.mixer_options.items() if o}
+    design["mixer_options_set"] = options_set(resolved, registry)
     events.design(design)
     if design["warning"] and resolved.strict:
         raise UsageError(f"{design['warning']} (--strict)")
     return resolved, registry, design
+
+
+def options_set(settings: RunSettings, registry: Registry) -> dict[str, dict[str, Any]]:
+    """Each mixer's resolved options that differ from its declared defaults (set by
+    ``--mixer-option``, the config file or a variant's name)."""
+    changed = {}
+    for name, options in settings.mixer_options.items():
+        defaults = {o.name: o.default for o in lookup(registry.mixers, name).options}
+        if given := {k: v for k, v in options.items() if defaults.get(k) != v}:
+            changed[name] = given
+    return changed
 
 
 def installed_mixers(settings: RunSettings, registry: Registry) -> list[str]:
@@ -117,11 +131,11 @@ def installed_mixers(settings: RunSettings, registry: Registry) -> list[str]:
 def family_note(plan: Plan, design: dict[str, Any], family: int) -> str:
     """The line that corrects the design's family once the tracks' data has been probed."""
     cells = [skip for skip in plan.skipped if skip.mixer != "*"]
-    why = {"unsupported": "ruled out by the data", "error": "failed before training"}
+    why = {False: "ruled out by the data", True: "failed before training"}
     said = [
-        f"{', '.join(f'{s.track}/{s.mixer}' for s in cells if s.kind == kind)} {text}"
-        for kind, text in why.items()
-        if any(s.kind == kind for s in cells)
+        f"{', '.join(f'{s.track}/{s.mixer}' for s in cells if s.kind.failed == failed)} {text}"
+        for failed, text in why.items()
+        if any(s.kind.failed == failed for s in cells)
     ]
     ruled_out = f" ({'; '.join(said)})" if said else ""
     if design.get("design") == Claims.SUITE:
@@ -146,9 +160,7 @@ def reference_step() -> float:
 
 def preflight_note(failing: list[Skip]) -> str:
     """Every cell the pre-flight failed, in one warning (before any training)."""
-    pairs = "; ".join(
-        f"{s.track}/{s.mixer}: {s.reason.removeprefix('pre-flight: ')}" for s in failing
-    )
+    pairs = "; ".join(f"{s.track}/{s.mixer}: {s.reason}" for s in failing)
     return (
         f"pre-flight: {len(failing)} mixer × track pair(s) fail before training and are "
         f"skipped (the rest runs): {pairs}"
@@ -157,12 +169,12 @@ def preflight_note(failing: list[Skip]) -> str:
 
 def nothing_to_compare(plan: Plan) -> str:
     """Why a plan has no comparison left once the data is probed and the mixers are checked."""
-    kinds = {"error": "failed before training", "unsupported": "are ruled out by the data"}
+    kinds = {True: "failed before training", False: "are ruled out by the data"}
     cells = [s for s in plan.skipped if s.mixer != "*"]
     said = [
-        f"{sum(s.kind == kind for s in cells)} cell(s) {text}"
-        for kind, text in kinds.items()
-        if any(s.kind == kind for s in cells)
+        f"{sum(s.kind.failed == failed for s in cells)} cell(s) {text}"
+        for failed, text in kinds.items()
+        if any(s.kind.failed == failed for s in cells)
     ]
     why = f" ({', '.join(said)}: the warnings above name each)" if said else ""
     return f"nothing to compare with the baseline{why}; nothing was trained"
@@ -222,12 +234,17 @@ def _run(
     if plan is None:
         events.note("planning: loading each track's data, checking and sizing each mixer on it…")
         plan = plan_run(
-            settings, registry.tracks, registry.mixers, parameter_count, check_mixer, reference_step
+            settings,
+            registry.tracks,
+            registry.mixers,
+            parameter_count,
+            checker(pool, worker),
+            reference_step,
         )
     plan.looks = looks(store.plans(), settings)
     plan.planned_mde = {t: p["planned_mde_rel_pct"] for t, p in design["tracks"].items()}
     plan.futility = futility_look(settings, plan.family())
-    if failing := [s for s in plan.skipped if s.reason.startswith("pre-flight: ")]:
+    if failing := [s for s in plan.skipped if s.kind == SkipKind.PREFLIGHT]:
         events.warning(preflight_note(failing))
     if plan.family() == 0:
         pool.close()
@@ -259,7 +276,7 @@ def _run(
         warnings = write_all(report, out)
     counts = runner.counts
     summary = RunSummary(
-        out, report, counts["trained"], counts["reused"], counts["failed"], warnings, interrupted
+        out, report, counts.trained, counts.reused, counts.failed, warnings, interrupted
     )
     summary.dropped = runner.in_flight if interrupted else 0
     summary.saved = saves.held() if interrupted else 0

@@ -1,15 +1,123 @@
-"""What training one job yields (:class:`JobResult`, the trainer's answer) and what the store
-keeps of it (:class:`RunRecord`: the result with the job, its status and where it ran): plain
-values only, in a module every stage may import."""
+"""A job (:class:`Job`: everything that determines one training run), what training it yields
+(:class:`JobResult`, the trainer's answer) and what the store keeps of it (:class:`RunRecord`:
+the result with the job, its status and where it ran): typed values, stored as JSON, in a module
+every stage may import."""
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchsuite.vocabulary import Status
+from benchsuite.budget import Budget
+from benchsuite.vocabulary import DivergenceReason, Split, Status, metric_key
+
+
+@dataclass(frozen=True)
+class Job:
+    """One tuned training run: every config of ``grid`` trained on one seed, the one with the best
+    validation score chosen, scored on test. Everything that determines its result, nothing else.
+    """
+
+    track: str
+    mixer: str
+    seed: int
+    grid: tuple[Mapping[str, float], ...]
+    preset: str
+    budget: Budget  # the preset's, after overrides; its grid is ``grid``, not repeated here
+    track_options: Mapping[str, Any]
+    mixer_options: Mapping[str, Any]
+    data_dir: str | None
+    threads: int
+    device: str
+    salt: str
+    measure: bool = False  # measure mechanism probes on the chosen model
+    batched: bool = False  # trained with the other seeds of its cell as one vmapped stack
+    mlp_hidden: int | None = None  # the channel MLPs' width the equal-size rule chose (None: ratio)
+    fingerprint: Mapping[str, str] = field(default_factory=dict)  # versions, code, data
+
+    def to_dict(self) -> dict[str, Any]:
+        """The job as plain JSON-able values (as a record stores it: the budget's training
+        fields, :meth:`Budget.training`)."""
+        return {**dataclasses.asdict(self), "budget": self.budget.training()}
+
+    @property
+    def key(self) -> str:
+        """Content hash of everything that determines this job's result.
+
+        ``data_dir`` is left out: where the data lies does not matter, what it is does, and that
+        is in ``fingerprint["data"]`` (the track's data key: checksums, file hashes, options).
+        """
+        fields = self.to_dict()
+        del fields["data_dir"]
+        payload = json.dumps(fields, sort_keys=True, default=str)
+        return hashlib.sha256(payload.encode()).hexdigest()[:24]
+
+    @property
+    def label(self) -> str:
+        return f"{self.track}/{self.mixer}/seed{self.seed}"
+
+
+@dataclass(frozen=True)
+class LegacyJob:
+    """A job as benchsuite 0.1 stored it (schema 2: one config of a shared sweep, or one
+    evaluation seed with the config the sweep chose); read back as it was, for the migration
+    and ``export``."""
+
+    track: str
+    mixer: str
+    seed: int
+    stage: str = ""
+    config_index: int | None = None
+    config: dict[str, float] = field(default_factory=dict)
+    measure: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def stored_job(raw: Mapping[str, Any]) -> Job | LegacyJob:
+    """A record's job as the store kept it: a :class:`Job` (its budget read back without
+    checking it again), or for a record of benchsuite 0.1 a :class:`LegacyJob`."""
+    if "grid" not in raw:
+        names = {f.name for f in dataclasses.fields(LegacyJob)}
+        return LegacyJob(**{k: v for k, v in raw.items() if k in names})
+    names = {f.name for f in dataclasses.fields(Job)}
+    values = {k: v for k, v in raw.items() if k in names}
+    values["grid"] = tuple(raw["grid"])
+    values["budget"] = Budget.from_dict(raw["budget"])
+    return Job(**values)
+
+
+@dataclass
+class SweepPoint:
+    """One config of a job's grid as it trained on the job's seed (over a ladder's rungs: the
+    metrics' and the curve's means, the steps summed). The early-stopping fields are None when
+    the budget has no stopping rule (and a record of such a job does not store them)."""
+
+    index: int  # in the grid
+    config: dict[str, float]
+    metrics: dict[str, float]  # "train_loss", and "val.NAME" of each of the track's metrics
+    finite: bool = True  # its training loss and scores stayed finite
+    # the training loss, the mean over equal windows of the steps done
+    curve: list[float] = field(default_factory=list)
+    steps: int | None = None  # steps trained (over the rungs)
+    converged: bool | None = None  # stopped by the rule on every rung
+    best_step: list[int | None] | None = None  # per rung, the step of its best check
+    pruned_at: list[int | None] | None = None  # per rung, the step halving stopped it at
+    cut_at: list[list[int]] | None = None  # per rung, the steps the plateau schedule cut at
+
+    def val(self, metric: str) -> float:
+        """Its validation score of ``metric`` (NaN when it has none)."""
+        return self.metrics.get(metric_key(Split.VAL, metric), math.nan)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As stored: the stopping fields only where the budget had a rule."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
 
 
 @dataclass
@@ -19,9 +127,9 @@ class JobResult:
 
     metrics: dict[str, float]  # the chosen config's: "train_loss", "val.NAME", "test.NAME"
     chosen: int  # grid index chosen on the seed's validation split
-    sweep: list[dict[str, Any]]  # every config: its metrics, curve and stopping
+    sweep: list[SweepPoint]  # every config of the grid
     diverged: bool
-    divergence: str  # "non_finite" or "no_better_than_trivial" when diverged
+    divergence: DivergenceReason  # why it is imputed (NONE: it is not)
     probes: dict[str, float]
     costs: dict[str, float]
     data_description: str
@@ -31,18 +139,23 @@ class JobResult:
     test_digest: str  # hash of the test split the result was scored on
 
 
+Environment = dict[str, str | int | float | bool]
+"""Where a job ran (torch and python versions, threads, device, host, pid, determinism, …)."""
+
+
 @dataclass
 class RunRecord:
-    """The result of one job, as stored: plain values only (JSON-serialisable)."""
+    """The result of one job as the store keeps it (as JSON: :meth:`to_dict`, :meth:`from_dict`,
+    which reads the older forms too)."""
 
     key: str
-    job: dict[str, Any]
+    job: Job | LegacyJob
     status: Status
     metrics: dict[str, float] = field(default_factory=dict)  # of the chosen config
     chosen: int | None = None  # grid index chosen on the seed's validation split
-    sweep: list[dict[str, Any]] = field(default_factory=list)  # every config: metrics, curve
+    sweep: list[SweepPoint] = field(default_factory=list)  # every config of the grid
     diverged: bool = False
-    divergence: str = ""  # "non_finite" or "no_better_than_trivial" when diverged
+    divergence: DivergenceReason = DivergenceReason.NONE  # why it is imputed
     probes: dict[str, float] = field(default_factory=dict)
     costs: dict[str, float] = field(default_factory=dict)
     data_description: str = ""
@@ -53,27 +166,42 @@ class RunRecord:
     seconds: float = 0.0
     error: str = ""
     traceback: str = ""
-    environment: dict[str, Any] = field(default_factory=dict)
+    environment: Environment = field(default_factory=dict)
 
     @classmethod
     def finished(
-        cls,
-        key: str,
-        job: dict[str, Any],
-        result: JobResult,
-        seconds: float,
-        environment: dict[str, Any],
+        cls, job: Job, result: JobResult, seconds: float, environment: Environment
     ) -> RunRecord:
         """The record of a job that trained: its result, as the trainer gave it."""
         fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
         return cls(
-            key=key, job=job, status=Status.OK, seconds=seconds, environment=environment, **fields
+            key=job.key,
+            job=job,
+            status=Status.OK,
+            seconds=seconds,
+            environment=environment,
+            **fields,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """As the store keeps it (JSON-able)."""
+        return {
+            **dataclasses.asdict(self),
+            "job": self.job.to_dict(),
+            "sweep": [point.to_dict() for point in self.sweep],
+        }
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> RunRecord:
+        """A record as the store kept it (older forms included)."""
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in raw.items() if k in names})
+        record = cls(**{k: v for k, v in raw.items() if k in names})
+        record.job = stored_job(raw["job"])
+        names = {f.name for f in dataclasses.fields(SweepPoint)}
+        record.sweep = [
+            SweepPoint(**{k: v for k, v in point.items() if k in names})
+            for point in raw.get("sweep", [])
+        ]
+        record.status = Status(record.status)
+        record.divergence = DivergenceReason(record.divergence)
+        return record

@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from benchsuite.vocabulary import DivergenceReason
 
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def on_edge(configs: list[dict[str, Any]], winner: dict[str, Any]) -> bool:
+def on_edge(configs: Sequence[Mapping[str, Any]], winner: Mapping[str, Any]) -> bool:
     """True when the winner sits at the lowest or highest value of a numeric grid axis."""
     if len(configs) < 2:
         return False
@@ -31,34 +35,39 @@ def on_edge(configs: list[dict[str, Any]], winner: dict[str, Any]) -> bool:
     return False
 
 
-def select_best_config(sweep: list[dict[str, Any]]) -> tuple[int, bool]:
+@dataclass(frozen=True)
+class Candidate:
+    """A config of the grid as selection sees it: its validation scores (one per run of it)
+    and whether each run diverged."""
+
+    index: int
+    config: Mapping[str, Any]
+    val: list[float]
+    diverged: list[bool]
+
+
+def select_best_config(candidates: list[Candidate], higher_is_better: bool) -> tuple[int, bool]:
     """Pick the sweep winner (docs/statistics.md); return (grid index, edge_of_grid).
 
-    Entries: {'index', 'config', 'val', 'diverged', 'higher_is_better'}. Best validation mean;
-    exact ties go to fewer diverged runs, then the better median, then grid order. Non-finite
-    validation values count as diverged and as the worst possible value.
+    Best validation mean; exact ties go to fewer diverged runs, then the better median, then
+    grid order. Non-finite validation values count as diverged and as the worst possible value.
     """
-    if not sweep:
+    if not candidates:
         raise ValueError("empty sweep")
-    higher = sweep[0]["higher_is_better"]
-    if any(e["higher_is_better"] != higher for e in sweep):
-        raise ValueError("sweep entries disagree on the metric's direction")
-    worst = -math.inf if higher else math.inf
-    sign = -1.0 if higher else 1.0  # keys are minimised
+    worst = -math.inf if higher_is_better else math.inf
+    sign = -1.0 if higher_is_better else 1.0  # keys are minimised
 
-    def key(entry: dict[str, Any]) -> tuple[float, int, float, int]:
-        vals = np.asarray(entry["val"], dtype=float)
+    def key(candidate: Candidate) -> tuple[float, int, float, int]:
+        vals = np.asarray(candidate.val, dtype=float)
         finite = np.isfinite(vals)
         vals = np.where(finite, vals, worst)
-        n_div = int(np.sum(np.asarray(entry["diverged"], dtype=bool) | ~finite))
-        return (sign * float(vals.mean()), n_div, sign * float(np.median(vals)), entry["index"])
+        n_div = int(np.sum(np.asarray(candidate.diverged, dtype=bool) | ~finite))
+        return (sign * float(vals.mean()), n_div, sign * float(np.median(vals)), candidate.index)
 
-    best = min(sweep, key=key)
-    configs = [e.get("config", {}) for e in sweep]
-    return best["index"], on_edge(configs, best.get("config", {}))
+    best = min(candidates, key=key)
+    return best.index, on_edge([c.config for c in candidates], best.config)
 
 
-NON_FINITE, NO_BETTER_THAN_TRIVIAL = "non_finite", "no_better_than_trivial"
 CAP_TOLERANCE = 1e-6
 """Relative tolerance of the comparison with a cap: scores are float32 (about 7 digits), caps
 float64, so a trivial predictor's float32 accuracy 0.6869999766 equals its cap 0.687."""
@@ -109,12 +118,14 @@ def learnt_nothing(
     return signed <= learnt_floor(cap, ideal, higher_is_better)
 
 
-def divergence(score: float, cap: float | None, higher_is_better: bool, finite: bool) -> str:
-    """Why a result is imputed with its seed's cap (docs/statistics.md): ``"non_finite"`` (a
-    non-finite training loss or score), ``"no_better_than_trivial"`` (a score worse than the
-    trivial predictor's, the cap, beyond float32 rounding), or ``""`` when it is not."""
+def divergence(
+    score: float, cap: float | None, higher_is_better: bool, finite: bool
+) -> DivergenceReason:
+    """Why a result is imputed with its seed's cap (docs/statistics.md): ``NON_FINITE`` (a
+    non-finite training loss or score), ``NO_BETTER_THAN_TRIVIAL`` (a score worse than the
+    trivial predictor's, the cap, beyond float32 rounding), or ``NONE`` when it is not."""
     if not finite or not math.isfinite(score):
-        return NON_FINITE
+        return DivergenceReason.NON_FINITE
     if cap is not None and worse_than_cap(score, cap, higher_is_better):
-        return NO_BETTER_THAN_TRIVIAL
-    return ""
+        return DivergenceReason.NO_BETTER_THAN_TRIVIAL
+    return DivergenceReason.NONE

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchsuite.budget import overrides_help
 from benchsuite.errors import UsageError
 from benchsuite.seeds import DEFAULT_SALT
 
@@ -141,13 +142,7 @@ class RunSettings:
     )
     budget: Mapping[str, Any] = setting(
         {},
-        "override the preset's steps, batch_size, dim or depth (whole numbers ≥ 1) on every "
-        "track, or its early stopping (docs/protocol.md, Training length): eval_every, patience "
-        "and min_steps (whole numbers ≥ 0), min_delta (a number ≥ 0), checkpoint (last or best), "
-        "halve_at (increasing steps such as 120,240, or none: each seed's grid halved there, "
-        "docs/protocol.md, Pruning the grid), or its learning-rate schedule (docs/protocol.md, "
-        "The learning-rate schedule): schedule (cosine or plateau), cuts and warmup_steps "
-        "(whole numbers ≥ 0), cut_factor (between 0 and 1)",
+        overrides_help(),
         PAIRS,
         metavar="KEY=VALUE",
         section="budget",
@@ -169,6 +164,14 @@ class RunSettings:
     timeout: float | None = setting(
         None,
         "hard limit per job in seconds: a job still running then is killed and recorded as failed",
+        NUMBER,
+        metavar="SECONDS",
+    )
+    preflight_timeout: float = setting(
+        60.0,
+        "seconds the pre-flight may take on one mixer × track pair (build, forward and backward "
+        "at the track's shapes, in a worker process); a pair still running then is skipped "
+        "with its reason and the rest of the run trains",
         NUMBER,
         metavar="SECONDS",
     )

@@ -41,6 +41,17 @@ class SuiteVerdict(StrEnum):
     ONE_TRACK = "one_track"
 
 
+class Shift(StrEnum):
+    """Which way a suite effect goes: the sign of the effect tested, or, for the suite test
+    with a track left out, the significant direction that remains (``none``: not significant;
+    ``unreachable``: these seeds could not be significant without that track at all)."""
+
+    BETTER = "better"
+    WORSE = "worse"
+    NONE = "none"
+    UNREACHABLE = "unreachable"
+
+
 class Claims(StrEnum):
     """Which claims a run's seeds are planned for (docs/protocol.md, "Two designs"): each
     mixer's verdict across tracks, or each mixer's verdict on each track."""
@@ -60,6 +71,37 @@ class Flag(StrEnum):
     PARAM_MISMATCH = "param_mismatch"
     UNDERTRAINED = "undertrained"
     BASELINE_UNDERTRAINED = "baseline_undertrained"
+
+
+class DivergenceReason(StrEnum):
+    """Why a seed's result is imputed with its trivial predictor's score (docs/statistics.md,
+    "Divergence"); ``NONE`` when it is not."""
+
+    NONE = ""
+    NON_FINITE = "non_finite"  # a non-finite training loss or score
+    NO_BETTER_THAN_TRIVIAL = "no_better_than_trivial"  # worse than the cap beyond rounding
+
+
+class SkipKind(StrEnum):
+    """Why a track or a cell of the plan does not run: ruled out by the data (a mixer that does
+    not support the track's shape, by design), failed by the pre-flight, or another error."""
+
+    UNSUPPORTED = "unsupported"
+    PREFLIGHT = "pre-flight"
+    ERROR = "error"
+
+    @property
+    def failed(self) -> bool:
+        """An error, not a design choice: it makes the run's exit code 1."""
+        return self is not SkipKind.UNSUPPORTED
+
+
+class Problem(StrEnum):
+    """A row of the report's problem table: a skipped cell, failed jobs, an undertrained one."""
+
+    SKIPPED = "skipped"
+    FAILED = "failed"
+    UNDERTRAINED = "undertrained"
 
 
 class Split(StrEnum):

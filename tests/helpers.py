@@ -10,6 +10,7 @@ import contextlib
 import importlib
 import io
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from benchsuite.plan.jobs import Job
+    from benchsuite.records import Job
     from benchsuite.registry import Registry
 
 # Small enough that a whole run takes seconds, large enough that models really train.
@@ -134,6 +135,14 @@ REPORT_MIXERS = ("dense", "butterfly", "attention", "broken", "picky")
 REPORT_SHAPE = ("series=24", "length=64", "horizon=2")
 
 
+def copy_run(out: Path, target: Path) -> Path:
+    """A copy of the output folder ``out`` at ``target``, to change without touching a shared
+    run: its SQLite's transient ``-wal``/``-shm`` files are left out (another test reading the
+    shared run opens and removes them while the copy walks the folder)."""
+    shutil.copytree(out, target, ignore=shutil.ignore_patterns("*-wal", "*-shm"))
+    return target
+
+
 def stored_run(out: Path) -> tuple:
     """A finished run's plan and its stored records, read back from its store (to change and
     re-analyse)."""
@@ -189,6 +198,15 @@ RULE = {"eval_every": 10, "patience": 2, "min_delta": 0.01, "checkpoint": "best"
 # not the preset's (which also halves the grid: halvings need validation checks)
 NO_RULE = {"eval_every": 0, "patience": 0, "min_steps": 0, "checkpoint": "last", "halve_at": "none"}
 SEQUENCE = {"series": 24, "length": 64}
+
+
+def a_job(track: str = "sequence", mixer: str = "dense", seed: int = 0) -> Job:
+    """A job that names a cell and a seed (for records whose training does not matter)."""
+    from benchsuite.budget import Budget
+    from benchsuite.records import Job
+
+    budget = Budget(steps=1, batch_size=1, dim=1, depth=1, grid=())
+    return Job(track, mixer, seed, (), "quick", budget, {}, {}, None, 1, "cpu", "test")
 
 
 def jobs_of(registry: Registry, mixer: str, budget: dict, seeds: int = 2) -> list[Job]:

@@ -11,7 +11,14 @@ import pytest
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from benchsuite.results.aggregate import FLIPS, aggregate_across_tracks, normalised
+from benchsuite.results.aggregate import (
+    FLIPS,
+    Paired,
+    TrackPairs,
+    aggregate_across_tracks,
+    normalised,
+)
+from benchsuite.results.serial import to_plain
 
 # also run at the lowest declared dependency versions (make test-min)
 pytestmark = pytest.mark.floors
@@ -19,28 +26,32 @@ pytestmark = pytest.mark.floors
 
 def track(base, mixers, caps, higher=False, ideal=0.0):
     """A track input: every mixer paired with the same baseline seeds."""
-    return {
-        "higher_is_better": higher,
-        "ideal": ideal,
-        "pairs": {
-            name: {"baseline": list(base), "mixer": list(values), "caps": list(caps)}
+    return TrackPairs(
+        higher_is_better=higher,
+        ideal=ideal,
+        pairs={
+            name: Paired(baseline=list(base), mixer=list(values), caps=list(caps))
             for name, values in mixers.items()
         },
-    }
+    )
+
+
+def plain_aggregate(*args, **kwargs):
+    """The across-track figures as report.json holds them."""
+    return to_plain(aggregate_across_tracks(*args, **kwargs))
 
 
 def test_scores_are_the_fraction_of_the_gap_to_the_ideal_closed():
-    mse = track([0.5], {}, [1.0])
-    assert normalised([1.0, 0.5, 0.0], [1.0] * 3, mse, 0.0) == pytest.approx([0.0, 0.5, 1.0])
-    accuracy = track([0.5], {}, [0.1], higher=True, ideal=1.0)
-    assert normalised([0.1, 0.55, 1.0], [0.1] * 3, accuracy, 1.0) == pytest.approx([0, 0.5, 1])
+    lower, higher = False, True  # an MSE, an accuracy
+    assert normalised([1.0, 0.5, 0.0], [1.0] * 3, lower, 0.0) == pytest.approx([0.0, 0.5, 1.0])
+    assert normalised([0.1, 0.55, 1.0], [0.1] * 3, higher, 1.0) == pytest.approx([0, 0.5, 1])
     caps = [2.0, 1.0]  # each seed's own trivial predictor
-    assert normalised([1.0, 0.5], caps, mse, 0.0) == pytest.approx([0.5, 0.5])
+    assert normalised([1.0, 0.5], caps, lower, 0.0) == pytest.approx([0.5, 0.5])
 
 
 def test_without_a_declared_ideal_the_baseline_scores_one():
     no_ideal = track([0.4, 0.6], {"m": [0.2, 0.3]}, [1.0, 1.0], ideal=None)
-    out = aggregate_across_tracks({"t": no_ideal}, baseline_name="base", n_boot=50)
+    out = plain_aggregate({"t": no_ideal}, baseline_name="base", n_boot=50)
     effect = out["mixers"]["m"]["per_track_effect"]["t"]
     # the baseline's mean 0.5 scores 1: mixer 0.25 closes 1.5 of that gap, the baseline 1.0
     assert effect == pytest.approx(((1 - 0.2) / 0.5 + (1 - 0.3) / 0.5) / 2 - 1.0)
@@ -59,7 +70,7 @@ def test_every_track_weighs_the_same_and_consistent_wins_are_robust():
             },
             [1.0] * seeds,
         )
-    out = aggregate_across_tracks(suite, baseline_name="base", n_boot=300)
+    out = plain_aggregate(suite, baseline_name="base", n_boot=300)
     assert json.loads(json.dumps(out, allow_nan=False)) == out
     good = out["mixers"]["good"]
     per_track = good["per_track_effect"]
@@ -85,7 +96,7 @@ def test_one_heavy_tailed_track_cannot_make_a_mixer_better_across_tracks():
     for name in ("sequence", "tabular", "vision"):
         base = rng.uniform(0.4, 0.6, 12)
         suite[name] = track(base, {"heavy": base * 1.15 + rng.normal(0, 0.01, 12)}, [1.0] * 12)
-    out = aggregate_across_tracks(suite, baseline_name="base", n_boot=300)
+    out = plain_aggregate(suite, baseline_name="base", n_boot=300)
     heavy = out["mixers"]["heavy"]
     assert heavy["per_track_effect"]["dynamics"] <= 0.2  # bounded: at most the gap it closed
     assert heavy["verdict"] != "better"
@@ -101,7 +112,7 @@ def test_suite_test_is_the_sign_flip_test_of_the_printed_effect():
         "a": track(np.full(5, 0.5), {"m": 0.5 - d1}, [1.0] * 5),
         "b": track(np.full(5, 0.5), {"m": 0.5 - d2}, [1.0] * 5),
     }
-    out = aggregate_across_tracks(suite, baseline_name="base", n_boot=50, seed=7)
+    out = plain_aggregate(suite, baseline_name="base", n_boot=50, seed=7)
 
     observed = (d1.mean() + d2.mean()) / 2
     patterns = itertools.product((-1.0, 1.0), repeat=10)
@@ -124,9 +135,7 @@ def test_a_large_precise_track_cannot_outvote_the_printed_effect():
     precise = track(base, {"m": base + 0.01 + rng.normal(0, 0.002, 12)}, [1.0] * 12)
     base2 = rng.uniform(0.4, 0.6, 12)
     noisy = track(base2, {"m": base2 - rng.normal(0.05, 0.3, 12).clip(-0.4, 0.4)}, [1.0] * 12)
-    out = aggregate_across_tracks(
-        {"precise": precise, "noisy": noisy}, baseline_name="base", n_boot=500
-    )
+    out = plain_aggregate({"precise": precise, "noisy": noisy}, baseline_name="base", n_boot=500)
     m = out["mixers"]["m"]
     lo, hi = m["suite_effect_ci95"]
     significant = m["verdict"] in ("better", "worse", "not_robust")
@@ -142,8 +151,8 @@ def test_seeded_and_fewer_tracks_marked():
         "a": track(base, {"m": [0.4] * 4, "partial": [0.45] * 4}, [1.0] * 4),
         "b": track(base, {"m": [0.3] * 4}, [1.0] * 4),
     }
-    a = aggregate_across_tracks(suite, baseline_name="base", n_boot=100, seed=5)
-    assert a == aggregate_across_tracks(suite, baseline_name="base", n_boot=100, seed=5)
+    a = plain_aggregate(suite, baseline_name="base", n_boot=100, seed=5)
+    assert a == plain_aggregate(suite, baseline_name="base", n_boot=100, seed=5)
     assert a["mixers"]["partial"]["n_tracks"] == 1 and a["mixers"]["partial"]["fewer_tracks"]
     assert not a["mixers"]["m"]["fewer_tracks"]
     # ranks only over the tracks every ranked mixer ran on, saying which were left out
@@ -159,7 +168,7 @@ def test_verdict_counts():
         "b": {"m": "significant_win_below_margin"},
         "c": {"m": "equivalent_within_margin"},
     }
-    m = aggregate_across_tracks(suite, baseline_name="base", verdicts=verdicts, n_boot=50)
+    m = plain_aggregate(suite, baseline_name="base", verdicts=verdicts, n_boot=50)
     m = m["mixers"]["m"]
     assert (m["tracks_won"], m["tracks_lost"], m["tracks_equivalent"]) == (2, 0, 1)
 
@@ -177,7 +186,7 @@ def test_a_verdict_that_rests_on_one_track_is_not_robust_and_names_it():
     for name in ("b", "c", "d"):
         base = rng.uniform(0.4, 0.6, 10)
         suite[name] = track(base, {"m": base + rng.normal(0, 0.02, 10)}, [1.0] * 10)
-    out = aggregate_across_tracks(suite, baseline_name="base", n_boot=50)
+    out = plain_aggregate(suite, baseline_name="base", n_boot=50)
     m = out["mixers"]["m"]
     assert m["suite_test"]["p_holm"] < 0.05 and m["suite_effect_ci95"][1] < 0
     assert m["without_track"]["a"] == "none" and m["verdict"] == "not_robust"
@@ -194,9 +203,7 @@ def test_a_suite_of_two_seeds_cannot_show_robustness_and_says_so():
     base = [0.4, 0.5]
     suite = {t: track(base, {"m": [0.8, 0.9]}, [1.0] * 2) for t in "abcdef"}
     planned = {f"other{i}": list("abcdef") for i in range(16)} | {"m": list("abcdef")}
-    out = aggregate_across_tracks(
-        suite, baseline_name="base", n_boot=50, alpha=0.025, planned=planned
-    )
+    out = plain_aggregate(suite, baseline_name="base", n_boot=50, alpha=0.025, planned=planned)
     m = out["mixers"]["m"]
     assert m["suite_test"]["p_holm"] < 0.025 and m["verdict"] == "not_robust"
     assert set(m["without_track"].values()) == {"unreachable"}
@@ -213,10 +220,10 @@ def test_mixed_means_significant_wins_and_losses_on_tracks():
     suite = {t: track(base, {"m": base * 0.8}, [1.0] * 8) for t in ("a", "b", "c")}
     win, neither = {"m": "significant_win"}, {"m": "inconclusive"}
     wins = {"a": win, "b": win, "c": neither}
-    one_way = aggregate_across_tracks(suite, baseline_name="base", verdicts=wins, n_boot=50)
+    one_way = plain_aggregate(suite, baseline_name="base", verdicts=wins, n_boot=50)
     assert one_way["mixers"]["m"]["verdict"] == "better"
     both = {**wins, "c": {"m": "significant_loss_below_margin"}}
-    out = aggregate_across_tracks(suite, baseline_name="base", verdicts=both, n_boot=50)
+    out = plain_aggregate(suite, baseline_name="base", verdicts=both, n_boot=50)
     m = out["mixers"]["m"]
     assert m["verdict"] == "mixed" and (m["tracks_won"], m["tracks_lost"]) == (2, 1)
     row = AcrossMixer(**{**m, "suite_test": _suite_test(m)})
@@ -235,7 +242,7 @@ def test_ranks_friedman_and_nemenyi():
     for t in range(4):
         base = rng.uniform(0.3, 0.6, 5)
         suite[f"t{t}"] = track(base, {"good": base * 0.8, "bad": base * 1.3}, [1.0] * 5)
-    ranks = aggregate_across_tracks(suite, baseline_name="base", n_boot=50)["ranks"]
+    ranks = plain_aggregate(suite, baseline_name="base", n_boot=50)["ranks"]
     assert ranks["descriptive"] is True
     assert ranks["average_rank"] == {"base": 2.0, "good": 1.0, "bad": 3.0}
     # Demšar (2006), Table 5a: q_0.05 = 2.343 for k = 3 methods.
@@ -259,7 +266,7 @@ def test_large_opposite_track_effects_get_an_interval_that_agrees_with_the_test(
         base = rng.uniform(0.3, 0.5, 13)
         diffs[name] = shift + rng.normal(0, 0.02, 13)
         suite[name] = track(base, {"m": base - diffs[name]}, [1.0] * 13)  # MSE: lower is better
-    out = aggregate_across_tracks(suite, baseline_name="base", n_boot=500)
+    out = plain_aggregate(suite, baseline_name="base", n_boot=500)
     m = out["mixers"]["m"]
     lo, hi = m["suite_effect_ci95"]
     p = m["suite_test"]["p_value"]
@@ -276,7 +283,7 @@ def test_a_one_track_suite_has_no_suite_verdict():
     """One track: the suite is that track, and its table already gives the verdict; the suite
     says so instead of calling a single-track result robust or ``mixed``."""
     base = np.linspace(0.4, 0.6, 8)
-    out = aggregate_across_tracks(
+    out = plain_aggregate(
         {"a": track(base, {"m": base * 1.2}, [1.0] * 8)}, baseline_name="base", n_boot=50
     )
     assert out["mixers"]["m"]["verdict"] == "one_track"
@@ -286,9 +293,9 @@ def test_a_one_track_suite_has_no_suite_verdict():
 def test_holm_across_tracks_runs_over_the_planned_mixers():
     base = np.linspace(0.4, 0.6, 8)
     suite = {t: track(base, {"m": base * 0.8}, [1.0] * 8) for t in ("a", "b")}
-    alone = aggregate_across_tracks(suite, baseline_name="base", n_boot=50)
+    alone = plain_aggregate(suite, baseline_name="base", n_boot=50)
     planned = {"m": ["a", "b", "c"], "other": ["a"]}
-    both = aggregate_across_tracks(suite, baseline_name="base", n_boot=50, planned=planned)
+    both = plain_aggregate(suite, baseline_name="base", n_boot=50, planned=planned)
     p = alone["mixers"]["m"]["suite_test"]["p_value"]
     assert alone["mixers"]["m"]["suite_test"]["p_holm"] == pytest.approx(p)
     assert both["mixers"]["m"]["suite_test"]["p_holm"] == pytest.approx(min(1.0, 2 * p))

@@ -15,6 +15,8 @@ PACKAGE = Path(benchsuite.__file__).parent
 # Each stage may import the ones before it (and itself); the package's __init__ is the facade.
 STAGES = (
     "base",
+    "protocol",
+    "kit",
     "registry",
     "plan",
     "train",
@@ -38,6 +40,7 @@ BASE = {
     "records",
     "version",
     "selection",
+    "events",
 }
 
 
@@ -114,6 +117,22 @@ def test_stages_import_only_the_stages_before_them():
     assert not wrong
 
 
+def test_no_module_imports_the_facade_and_output_reaches_neither_execute_nor_plan():
+    """The facade (``benchsuite``, the plugin author's surface) is imported by plugins and
+    users, never by the package itself (an arrow back up); the output stage is fed plain data
+    and events (benchsuite.events), not the run's machinery or its plan."""
+    edges = graph()
+    assert [name for name, targets in edges.items() if "benchsuite" in targets] == []
+    reaching = [
+        f"{name} -> {target}"
+        for name, targets in edges.items()
+        if name.startswith("benchsuite.output.")
+        for target in targets
+        if target.split(".")[1] in ("execute", "plan")
+    ]
+    assert reaching == []
+
+
 def test_no_folder_holds_more_than_20_python_modules():
     """A smoke alarm, not the architect: folders are concepts (docs/architecture.md), and one
     that outgrows 20 modules probably holds two."""
@@ -146,7 +165,7 @@ def test_the_plugin_author_surface_is_what_the_docs_name_and_imports_no_torch():
         "create_mixer",
         "list_mixers",
     }
-    from benchsuite.train import layers  # the shared layers: resolved on first use, with torch
+    from benchsuite.kit import layers  # the shared layers: resolved on first use, with torch
 
     assert all(getattr(benchsuite, name) is getattr(layers, name) for name in benchsuite._LAYERS)
     built_in = [

@@ -15,10 +15,10 @@ import torch
 from helpers import built_in_mixers, default_tracks
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from benchsuite.plan.jobs import Job, cell_jobs, grid_of
+from benchsuite.plan.jobs import cell_jobs, grid_of
 from benchsuite.plan.plan import Plan, plan_run
 from benchsuite.plan.resolve import resolve
-from benchsuite.records import JobResult
+from benchsuite.records import Job, JobResult
 from benchsuite.registry import Registry, load_registry
 from benchsuite.settings import RunSettings
 from benchsuite.train.alone import fit, predict

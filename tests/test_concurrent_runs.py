@@ -20,6 +20,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+from helpers import a_job
 
 from benchsuite.records import RunRecord
 from benchsuite.store.leases import Heartbeat, Owner
@@ -162,7 +163,7 @@ def test_lease_rules_in_the_store(tmp_path: Path) -> None:
     me, other = Owner.here(), Owner.here()  # two runs of this (live) process
     since = time.time()
     assert theirs.claim(["a", "b", "c"], other, since).mine == ["a", "b", "c"]
-    job = {"track": "t", "mixer": "m", "seed": 1}
+    job = a_job("t", "m", 1)
     theirs.put(RunRecord(key="a", job=job, status="ok", chosen=0), other)  # gives "a" back
     theirs.put(RunRecord(key="b", job=job, status="failed", error="boom"), other)
     claim = ours.claim(["a", "b", "c", "d"], me, since)

@@ -14,9 +14,10 @@ from helpers import invoke
 
 from benchsuite.errors import UsageError
 from benchsuite.plan.extension import check_extension, looks
-from benchsuite.plan.power import default_seeds, looks_alpha, suite_seeds
 from benchsuite.plan.resolve import resolve
-from benchsuite.results.aggregate import aggregate_across_tracks
+from benchsuite.protocol.power import default_seeds, looks_alpha, suite_seeds
+from benchsuite.results.aggregate import Paired, TrackPairs, aggregate_across_tracks
+from benchsuite.results.serial import to_plain
 from benchsuite.settings import RunSettings
 
 pytestmark = pytest.mark.floors
@@ -109,16 +110,14 @@ def test_extending_a_run_with_other_settings_is_one_line_and_says_what_it_takes(
 def test_a_later_look_tests_the_suite_at_a_bonferroni_share_of_alpha():
     rng = np.random.default_rng(3)
     per_track = {
-        track: {
-            "higher_is_better": True,
-            "ideal": 1.0,
-            "pairs": {"x": {"baseline": list(b), "mixer": list(b - 0.05), "caps": [0.0] * 4}},
-        }
+        track: TrackPairs(True, 1.0, {"x": Paired(list(b), list(b - 0.05), [0.0] * 4)})
         for track in ("a", "b", "c")
         for b in [rng.uniform(0.5, 0.9, 4)]
     }
-    once = aggregate_across_tracks(per_track, baseline_name="dense", alpha=looks_alpha(1))
-    twice = aggregate_across_tracks(per_track, baseline_name="dense", alpha=looks_alpha(2))
+    once, twice = (
+        to_plain(aggregate_across_tracks(per_track, baseline_name="dense", alpha=looks_alpha(n)))
+        for n in (1, 2)
+    )
     first, second = once["mixers"]["x"], twice["mixers"]["x"]
     assert first["suite_test"]["p_value"] == second["suite_test"]["p_value"]
     assert (once["alpha"], twice["alpha"]) == (0.025, 0.0125)

@@ -16,8 +16,9 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from benchsuite.plan.jobs import Job, cell_jobs, grid_of
+from benchsuite.plan.jobs import cell_jobs, grid_of
 from benchsuite.plan.resolve import resolve
+from benchsuite.records import Job
 from benchsuite.registry import load_registry
 from benchsuite.settings import RunSettings
 from benchsuite.specs import Mixer, Track

@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import TINY, invoke
+from helpers import TINY, copy_run, invoke
 
 from benchsuite.store.store import SCHEMA_VERSION
 
@@ -112,6 +112,7 @@ def test_config_file_mistakes(finished, tmp_path, text, needle):
         (["--preset", "huge"], "has no preset 'huge'"),
         (["--executor", "slurm"], "unknown executor 'slurm'; valid: local, process, ray"),
         (["--timeout", "-1"], "--timeout must be a positive number of seconds"),
+        (["--preflight-timeout", "0"], "--preflight-timeout must be a positive number"),
         (["--seeds", "abc"], "benchsuite run: argument --seeds: invalid int value: 'abc'"),
         (["--seedz", "4"], "unrecognized arguments: --seedz 4"),
     ],
@@ -150,13 +151,55 @@ def test_broken_mixers_fail_the_pre_flight_together_before_any_training(finished
     assert "attention[heads=3] failed before training)" in stderr  # the family's note says why
     skipped = json.loads((out / "report.json").read_text())["skipped"]
     assert {(s["mixer"], s["kind"]) for s in skipped} >= {
-        ("wrongshape", "error"),
-        ("wrongdtype", "error"),
-        ("batchchanger", "error"),
-        ("attention[heads=3]", "error"),
+        ("wrongshape", "pre-flight"),
+        ("wrongdtype", "pre-flight"),
+        ("batchchanger", "pre-flight"),
+        ("attention[heads=3]", "pre-flight"),
     }
     assert "jobs: 0 trained, 4 reused, 0 failed" in result.stdout  # no job of theirs ran
     assert stored_rows(out) == before
+
+
+SLEEPER = """
+import time
+
+from benchsuite import Mixer, hookimpl
+
+
+def build(tokens, dim):
+    time.sleep(3600)
+
+
+@hookimpl
+def benchsuite_register_mixers(register):
+    register(Mixer(name="sleeper", build=build))
+"""
+
+
+@pytest.mark.parametrize("executor", ["process", "local"])
+def test_a_mixer_whose_build_hangs_is_skipped_at_the_pre_flight_limit(tmp_path, executor):
+    """A plugin whose ``build`` never returns costs the run the pre-flight's limit: the pair is
+    skipped with one line naming the mixer and the limit, the other mixers train. With the
+    process executor the hung worker is killed and replaced; with local its thread is left."""
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "sleeper.py").write_text(SLEEPER)
+    out = tmp_path / "out"
+    args = [*BASE, "--executor", executor, "--mixers", "dense,identity,sleeper"]
+    result = invoke(
+        "--plugins-dir", str(plugins), *args, "--preflight-timeout", "2", "--out", str(out)
+    )
+    assert result.returncode == 1, result.stderr  # a skipped error cell fails the run's exit
+    stderr = " ".join(result.stderr.split())
+    assert stderr.count("pre-flight:") == 1
+    assert (
+        "sequence/sleeper: mixer 'sleeper': build, forward and backward did not finish within "
+        "2 s (--preflight-timeout)"
+    ) in stderr
+    assert ("its thread keeps running" in stderr) == (executor == "local")
+    assert "jobs: 4 trained, 0 reused, 0 failed" in result.stdout
+    skipped = json.loads((out / "report.json").read_text())["skipped"]
+    assert [(s["mixer"], s["kind"]) for s in skipped] == [("sleeper", "pre-flight")]
 
 
 def test_a_pre_flight_that_leaves_nothing_to_compare_trains_nothing(tmp_path):
@@ -518,7 +561,7 @@ def test_a_schema_3_store_moves_the_plan_s_choices_into_the_records(finished_run
     real run's store, put back in schema-3 form with its records' choices only in the plan,
     reports the same tracks after the migration, every record holding its choice again."""
     out = tmp_path / "out"
-    shutil.copytree(finished_run, out)
+    copy_run(finished_run, out)
     before = json.loads((out / "report.json").read_text())["tracks"]
     with sqlite3.connect(out / "benchsuite.sqlite") as db:
         records = {

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from benchsuite.plan.power import min_seeds_for_significance
 from benchsuite.plan.resolve import resolve
+from benchsuite.protocol.power import min_seeds_for_significance
 from benchsuite.registry import load_registry
 from benchsuite.settings import load_config, merge
 

@@ -21,9 +21,9 @@ import pytest
 from benchsuite import UsageError
 from benchsuite.execute.executors import make_executor
 from benchsuite.execute.worker import Cell, Worker
-from benchsuite.plan.jobs import Job, cell_jobs
+from benchsuite.plan.jobs import cell_jobs
 from benchsuite.plan.resolve import check_executor, resolve
-from benchsuite.records import RunRecord
+from benchsuite.records import Job, RunRecord
 from benchsuite.registry import Registry, load_registry
 from benchsuite.settings import RunSettings
 
@@ -165,7 +165,7 @@ def same(a: dict[str, float], b: dict[str, float]) -> bool:
 def by_mixer(records: list[RunRecord]) -> dict[str, list[RunRecord]]:
     grouped: dict[str, list[RunRecord]] = {}
     for record in records:
-        grouped.setdefault(record.job["mixer"], []).append(record)
+        grouped.setdefault(record.job.mixer, []).append(record)
     return grouped
 
 

@@ -7,6 +7,7 @@ The unit tests take the rules on their own; the rest read the real tiny run of t
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 from types import SimpleNamespace as NS  # plain records with the fields reasons() reads
@@ -15,14 +16,14 @@ import pytest
 from helpers import Page
 from rich.console import Console
 
-from benchsuite import api
+from benchsuite import Budget, api
 from benchsuite.output.html import render_html
 from benchsuite.output.tables import print_report
 from benchsuite.plan.matching import comparison_size
+from benchsuite.protocol.stats import PARAM_TOLERANCE
 from benchsuite.results import flags, summaries
 from benchsuite.results.cells import selection
 from benchsuite.results.schema import Analysis
-from benchsuite.results.stats import PARAM_TOLERANCE
 
 LR = [{"lr": v} for v in (0.001, 0.003, 0.01, 0.03, 0.1)]
 
@@ -115,12 +116,14 @@ def test_every_raised_flag_gets_its_reason_with_its_figure():
 
 
 def test_scale_note_names_preset_width_depth_and_budget():
-    budget = {"dim": 16, "depth": 2, "steps": 150, "batch_size": 8}
+    budget = Budget(steps=150, batch_size=8, dim=16, depth=2, grid=())
     quick = summaries.scale_note("quick", budget)
     assert quick.startswith("quick preset: dim 16, depth 2, 150 steps × batch 8")
     assert "small scale" in quick
     assert "small scale" not in summaries.scale_note("full", budget)
-    ruled = {**budget, "steps": 4000, "patience": 4, "schedule": "plateau"}  # the steps: a cap
+    ruled = dataclasses.replace(  # the steps: a cap
+        budget, steps=4000, eval_every=10, patience=4, schedule="plateau"
+    )
     assert "at most 4000 steps × batch 8, plateau schedule" in summaries.scale_note("quick", ruled)
     # the page head's sentence over every track says the same (it said "4000 steps" before)
     from types import SimpleNamespace
@@ -172,9 +175,9 @@ def test_page_lists_each_flag_with_its_reason_and_the_scale_in_its_head(report):
             assert ("span", "title", reason) in page.attributes
     head = text[text.index("<h1>") : text.index("<nav>")]
     budget = report.tracks["sequence"].budget
-    assert f"dim {budget['dim']}, depth {budget['depth']}" in head
-    assert f"{budget['steps']} steps × batch {budget['batch_size']}" in head
-    assert budget["steps"] == 30 and "quick preset" in head
+    assert f"dim {budget.dim}, depth {budget.depth}" in head
+    assert f"{budget.steps} steps × batch {budget.batch_size}" in head
+    assert budget.steps == 30 and "quick preset" in head
 
 
 def test_terminal_tables_name_the_scale(report):

@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 from helpers import TINY, invoke
 
-from benchsuite.plan.futility import (
+from benchsuite.protocol.futility import (
     FutilityLook,
     futile,
     futility_look,
     lowest_difference_p,
     lowest_equivalence_p,
 )
-from benchsuite.results.stats import sign_flip_p
+from benchsuite.protocol.stats import sign_flip_p
 from benchsuite.settings import RunSettings
 
 

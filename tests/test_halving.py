@@ -11,8 +11,9 @@ import pytest
 import torch
 
 from benchsuite.errors import UsageError
-from benchsuite.plan.jobs import Job, cell_jobs, grid_of
+from benchsuite.plan.jobs import cell_jobs, grid_of
 from benchsuite.plan.resolve import resolve
+from benchsuite.records import Job
 from benchsuite.registry import Registry
 from benchsuite.settings import RunSettings
 from benchsuite.train.alone import fit, predict
@@ -58,17 +59,17 @@ def test_each_halving_keeps_the_better_half_by_validation_score(registry):
     job = jobs_of(registry, HALVING)[0]
     result = run_job(job, registry.tracks["sequence"], registry.mixers["dense"])
     rows = result.sweep
-    assert [row["pruned_at"] for row in rows].count([20]) == 2
-    assert [row["pruned_at"] for row in rows].count([40]) == 1
-    assert [row["pruned_at"] for row in rows].count([None]) == 2
+    assert [row.pruned_at for row in rows].count([20]) == 2
+    assert [row.pruned_at for row in rows].count([40]) == 1
+    assert [row.pruned_at for row in rows].count([None]) == 2
     for row in rows:
-        (pruned,) = row["pruned_at"]
-        assert row["steps"] == (pruned or 60)
-        assert not (pruned and row["converged"])
-        survivors = [other for other in rows if pruned and (other["pruned_at"][0] or 61) > pruned]
+        (pruned,) = row.pruned_at
+        assert row.steps == (pruned or 60)
+        assert not (pruned and row.converged)
+        survivors = [other for other in rows if pruned and (other.pruned_at[0] or 61) > pruned]
         for other in survivors:
-            assert other["metrics"]["val.mse"] <= row["metrics"]["val.mse"]
-    assert rows[result.chosen]["pruned_at"] == [None]
+            assert other.metrics["val.mse"] <= row.metrics["val.mse"]
+    assert rows[result.chosen].pruned_at == [None]
     assert result.costs["steps"] == 60
 
 
@@ -131,8 +132,8 @@ def test_seeds_trained_as_one_stack_are_halved_each_on_its_own(registry):
     single = [run_job(job, track, mixer) for job in jobs]
     assert [b.costs["batched_seeds"] for b in batched] == [3.0] * 3
     for b, s in zip(batched, single, strict=True):
-        assert [row["pruned_at"] for row in b.sweep] == [row["pruned_at"] for row in s.sweep]
-        assert [row["pruned_at"] for row in b.sweep].count([None]) == 2
+        assert [row.pruned_at for row in b.sweep] == [row.pruned_at for row in s.sweep]
+        assert [row.pruned_at for row in b.sweep].count([None]) == 2
         assert b.chosen == s.chosen
         assert math.isclose(b.metrics["test.mse"], s.metrics["test.mse"], rel_tol=1e-3)
 

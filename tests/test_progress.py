@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 
 import pytest
+from helpers import a_job
 from rich.console import Console
 
 from benchsuite.output import progress
@@ -98,7 +99,7 @@ def test_off_a_terminal_a_plain_line_every_n_jobs_and_at_the_end(monkeypatch):
     out, err = io.StringIO(), io.StringIO()
     console, status = Console(file=out, width=120), Console(file=err, width=120)
     assert not status.is_terminal
-    record = RunRecord(key="k", job={"track": "sequence", "mixer": "dense"}, status="ok")
+    record = RunRecord(key="k", job=a_job(), status="ok")
     with progress_events(console, status) as events:
         events.start("train", 10, CostModel({}))
         for index in range(10):
@@ -115,9 +116,7 @@ def test_off_a_terminal_a_plain_line_every_n_jobs_and_at_the_end(monkeypatch):
 
 def test_verbose_prints_one_line_per_trained_job_and_no_plain_lines():
     err = io.StringIO()
-    record = RunRecord(
-        key="k", job={"track": "sequence", "mixer": "dense", "seed": 3}, status="ok", seconds=1.25
-    )
+    record = RunRecord(key="k", job=a_job(seed=3), status="ok", seconds=1.25)
     with progress_events(Console(file=io.StringIO()), Console(file=err), verbose=True) as events:
         events.start("train", 30, CostModel({}))
         for _ in range(30):

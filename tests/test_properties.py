@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchsuite.errors import UsageError
-from benchsuite.results import stats
+from benchsuite.protocol import stats
 from benchsuite.settings import fields, load_config, parse_assignments, parse_pairs
 from benchsuite.specs import Option, resolve_options
 
@@ -114,7 +114,7 @@ def test_verdict_and_p_do_not_depend_on_the_metric_direction(pair):
 @given(st.lists(PAIRED, min_size=1, max_size=5))
 def test_holm_never_lowers_a_p_value_and_keeps_their_order(pairs):
     family = [stats.compare_paired(b, m) for b, m in pairs]
-    stats.apply_holm(family)
+    family = stats.holm_adjusted(family)
     for comparison in family:
         assert comparison.p_value <= comparison.p_holm <= 1.0
     ordered = sorted(family, key=lambda c: c.p_value)

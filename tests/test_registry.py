@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from helpers import TINY, invoke
 
-from benchsuite.errors import PluginError
+from benchsuite.errors import PluginError, RunError
+from benchsuite.events import Events
 from benchsuite.registry import load_registry
 
 # also run at the lowest declared dependency versions (make test-min)
@@ -132,7 +133,7 @@ def test_a_plugin_that_grows_the_default_suite_is_announced(tmp_path):
     """Without ``--mixers`` the suite runs every mixer there is: one a plugin added is named in
     a note before the run, and a run that names its mixers gets no such note."""
     from benchsuite.api import prepare
-    from benchsuite.execute.events import Events
+    from benchsuite.events import Events
     from benchsuite.settings import RunSettings
 
     plugins = tmp_path / "plugins"
@@ -325,7 +326,7 @@ def test_a_mixer_registered_from_python_trains_with_the_local_executor(tmp_path)
     assert summary.trained == 2 * 2  # 2 mixers x 2 seeds, each tuning over the 2 grid points
 
 
-def test_a_mixer_registered_from_python_is_named_by_a_process_worker(tmp_path):
+def test_a_mixer_registered_from_python_is_named_by_a_process_workers_pre_flight(tmp_path):
     from benchsuite import Mixer, api
     from benchsuite.settings import RunSettings
 
@@ -345,7 +346,11 @@ def test_a_mixer_registered_from_python_is_named_by_a_process_worker(tmp_path):
         budget={"steps": 10},
         track_options={"sequence": {"series": 24, "length": 64}},
     )
-    summary = api.run(settings, registry=registry)
-    reasons = {f.reason for f in summary.report.failures}
-    assert any("'only_here' is not registered in this worker process" in r for r in reasons)
-    assert summary.exit_code == 1
+    warnings = []
+    with pytest.raises(RunError, match="nothing to compare with the baseline"):
+        api.run(settings, registry=registry, events=Events(warning=warnings.append))
+    [warning] = warnings  # from the pre-flight, which runs in the worker processes
+    assert "sequence/only_here: mixer 'only_here' is not registered in this worker process" in (
+        warning
+    )
+    assert "--executor local" in warning

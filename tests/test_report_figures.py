@@ -144,10 +144,10 @@ def test_a_diverged_seed_is_left_out_of_the_curve(out, report):
     key = next(
         k
         for k, r in results.items()
-        if (r.job["track"], r.job["mixer"], r.job["seed"]) == ("sequence", "attention", 1)
+        if (r.job.track, r.job.mixer, r.job.seed) == ("sequence", "attention", 1)
     )
     broken = copy.deepcopy(results[key])
-    broken.sweep[broken.chosen]["curve"][-1] = float("nan")
+    broken.sweep[broken.chosen].curve[-1] = float("nan")
     curve = (
         analyse(plan, {**results, key: broken}, failures)
         .tracks["sequence"]
@@ -269,9 +269,7 @@ def test_plots_say_which_tracks_they_leave_out(out):
     that track was left out, and why."""
     plan, results, failures = stored(out)
     kept = {
-        k: r
-        for k, r in results.items()
-        if (r.job["track"], r.job["mixer"]) != ("sequence_b", "dense")
+        k: r for k, r in results.items() if (r.job.track, r.job.mixer) != ("sequence_b", "dense")
     }
     report = analyse(plan, kept, failures)
     reason = "no results for the baseline dense"

@@ -12,7 +12,7 @@ import sys
 import pytest
 from helpers import TINY, invoke
 
-from benchsuite.plan.power import dz_star
+from benchsuite.protocol.power import dz_star
 
 BENCH_KEYS = {
     "bench_version",

@@ -86,7 +86,7 @@ def test_attention_grows_faster_than_the_long_convolution(ladder):
 
 
 EMPTY = {  # a report of a run that finished nothing: enough for a page
-    "report_version": 8,
+    "report_version": 9,
     "warnings": [],
     "settings": {},
     "environment": {},

@@ -45,15 +45,15 @@ def test_a_plateau_cuts_the_rate_once_and_the_next_plateau_stops_the_config(regi
     job = jobs_of(registry, "dense", PLATEAU)[0]
     assert job.budget.schedule == "plateau"
     rows = run_job(job, registry.tracks["sequence"], registry.mixers["dense"]).sweep
-    converged = [row for row in rows if row["converged"]]
+    converged = [row for row in rows if row.converged]
     assert converged
     for row in rows:
-        (cuts,) = row["cut_at"]
+        (cuts,) = row.cut_at
         assert len(cuts) <= 1
-        if row["converged"]:
+        if row.converged:
             assert len(cuts) == 1
-            assert row["steps"] - cuts[0] >= RULE["patience"] * RULE["eval_every"]
-        assert all(0 < cut < row["steps"] and cut % RULE["eval_every"] == 0 for cut in cuts)
+            assert row.steps - cuts[0] >= RULE["patience"] * RULE["eval_every"]
+        assert all(0 < cut < row.steps and cut % RULE["eval_every"] == 0 for cut in cuts)
 
 
 def test_a_stack_and_one_model_at_a_time_cut_and_stop_alike(registry):

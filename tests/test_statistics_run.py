@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
 
 import pytest
-from helpers import TINY, invoke
+from helpers import TINY, copy_run, invoke
 
 from benchsuite.commands.compare import compare_runs, load_run
 from benchsuite.results.analysis import analyse_store
@@ -121,7 +120,7 @@ def test_strict_refuses_an_underpowered_design(tmp_path):
 
 def test_report_rebuilds_the_same_figures_from_the_store(finished_run, tmp_path):
     folder = tmp_path / "run"
-    shutil.copytree(finished_run, folder)
+    copy_run(finished_run, folder)
     before = _report(folder)
     (folder / "report.json").unlink()
     result = invoke("report", str(folder))
@@ -214,9 +213,15 @@ def test_compare_of_runs_that_differ_in_one_mixer_tests_that_mixer_alone(tmp_pat
             "--no-config",
             "--out",
             str(runs[name]),
-            "-q",
+            *(["-q"] if heads == 4 else []),
         )
         assert done.returncode == 0, done.stderr
+    # B's design block and its page say the option it set (A's are the defaults)
+    assert "mixer options not at their defaults (-v: every one): attention: heads=2" in (
+        " ".join(done.stdout.split())
+    )
+    page = (runs["b"] / "report.html").read_text()
+    assert "<td>mixer options</td><td>dense: init_scale=1.0; attention: heads=2</td>" in page
     a, b = load_run(runs["a"]), load_run(runs["b"])
     both = compare_runs(a, b)
     assert [row.mixer for row in both.rows] == ["attention"]

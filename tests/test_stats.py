@@ -8,33 +8,34 @@ import math
 
 import numpy as np
 import pytest
+from helpers import a_job
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestPower
 
-from benchsuite.plan.power import (
+from benchsuite.protocol.power import (
     default_seeds,
     design_warning,
     min_seeds_for_significance,
     min_sign_flip_p,
     planned_mde,
 )
-from benchsuite.records import RunRecord
-from benchsuite.results.cells import at_chance, selection
-from benchsuite.results.stats import (
-    apply_holm,
+from benchsuite.protocol.stats import (
     compare_both_converged,
     compare_paired,
     comparison_flags,
     divergence_summary,
     excludes_zero,
     holm,
+    holm_adjusted,
     improvements,
     impute_diverged,
 )
-from benchsuite.selection import divergence, learnt_nothing, select_best_config
+from benchsuite.records import RunRecord, SweepPoint
+from benchsuite.results.cells import at_chance, selection
+from benchsuite.selection import Candidate, divergence, learnt_nothing, select_best_config
 from benchsuite.vocabulary import Scale
 
 # also run at the lowest declared dependency versions (make test-min)
@@ -95,7 +96,7 @@ def test_worked_example_reproduces_protocol_table():
     assert c.p_tost == 230 / 256  # the sign-flip TOST, every pattern counted
     assert c.verdict == "inconclusive"
     assert c.per_seed_diffs == pytest.approx(list(np.subtract(MIXER, BASE)), abs=1e-15)
-    apply_holm([c])
+    [c] = holm_adjusted([c])
     assert c.p_holm == c.p_value and c.verdict == "inconclusive"
 
 
@@ -135,7 +136,7 @@ def test_holm_equals_statsmodels_and_updates_verdicts():
         comps.append(compare_paired(base, base + shift + rng.normal(0, 0.05, 10), True))
     raw = [c.p_value for c in comps]
     raw_tost = [c.p_tost for c in comps]
-    apply_holm(comps)
+    comps = holm_adjusted(comps)
     assert [c.p_holm for c in comps] == pytest.approx(multipletests(raw, method="holm")[1])
     assert [c.p_tost_holm for c in comps] == pytest.approx(
         multipletests(raw_tost, method="holm")[1]
@@ -151,14 +152,14 @@ def test_holm_can_remove_significance():
     comps = [compare_paired(base, base + 0.5, higher_is_better=True) for _ in range(3)]
     assert all(c.p_value == pytest.approx(2 / 64) for c in comps)
     assert comps[0].verdict == "significant_win"
-    apply_holm(comps)
+    comps = holm_adjusted(comps)
     assert all(c.p_holm == pytest.approx(6 / 64) for c in comps)
     # 6 seeds cannot reach Holm's first step over 3 (2/64 >= 0.05/3): not decidable at all
     assert all(c.verdict == "needs_more_seeds" and not c.detectable for c in comps)
     more = [compare_paired(np.linspace(1, 2, 8), np.linspace(1, 2, 8) + 0.5) for _ in range(3)]
     for c in more:
         c.p_value = 0.04  # reachable at 8 seeds (2/256 < 0.05/3), but not reached after Holm
-    apply_holm(more)
+    more = holm_adjusted(more)
     assert all(c.verdict == "inconclusive" and c.detectable for c in more)
 
 
@@ -194,7 +195,7 @@ def test_a_model_that_learnt_nothing_is_never_equivalent():
         compare_paired(base, base + noise - noise.mean(), higher_is_better=True, flags=flags)
         for flags in ((), learnt_nothing)
     ]
-    apply_holm(comps, family=2)
+    comps = holm_adjusted(comps, family=2)
     assert comps[0].p_tost_holm < 0.05 and comps[1].p_tost_holm < 0.05
     assert comps[0].verdict == "equivalent_within_margin"
     assert comps[1].flags == ["no_better_than_trivial"] and comps[1].verdict == "inconclusive"
@@ -366,14 +367,8 @@ def test_compare_both_converged():
     )
 
 
-def _entry(index, config, val, diverged=None, higher=False):
-    return {
-        "index": index,
-        "config": config,
-        "val": val,
-        "diverged": diverged or [False] * len(val),
-        "higher_is_better": higher,
-    }
+def _entry(index, config, val, diverged=None):
+    return Candidate(index, config, val, diverged or [False] * len(val))
 
 
 def test_select_best_config_mean_and_edge():
@@ -382,13 +377,11 @@ def test_select_best_config_mean_and_edge():
         _entry(i, {"lr": lr}, v)
         for i, (lr, v) in enumerate(zip(lrs, [[3, 3], [1, 2], [2, 2]], strict=True))
     ]
-    assert select_best_config(sweep) == (1, False)
-    sweep[2]["val"] = [0.5, 0.5]
-    assert select_best_config(sweep) == (2, True)
-    for e in sweep:
-        e["higher_is_better"] = True
-    assert select_best_config(sweep) == (0, True)
-    assert select_best_config([sweep[0]]) == (0, False)
+    assert select_best_config(sweep, False) == (1, False)
+    sweep[2] = _entry(2, {"lr": lrs[2]}, [0.5, 0.5])
+    assert select_best_config(sweep, False) == (2, True)
+    assert select_best_config(sweep, True) == (0, True)
+    assert select_best_config([sweep[0]], True) == (0, False)
 
 
 def test_select_best_config_tie_rules():
@@ -400,30 +393,28 @@ def test_select_best_config_tie_rules():
         _entry(2, cfg[2], [2.5, 1.5]),
         _entry(3, cfg[3], [5.0, 5.0]),
     ]
-    assert select_best_config(sweep) == (1, False)
+    assert select_best_config(sweep, False) == (1, False)
     # Same divergence count and mean: lower median wins (lower is better) ...
     sweep = [_entry(0, cfg[0], [3.0, 0.0, 3.0]), _entry(1, cfg[1], [1.0, 1.0, 4.0])]
-    assert select_best_config(sweep)[0] == 1
+    assert select_best_config(sweep, False)[0] == 1
     # ... higher median when higher is better.
-    for e in sweep:
-        e["higher_is_better"] = True
-    assert select_best_config(sweep)[0] == 0
+    assert select_best_config(sweep, True)[0] == 0
     # Full tie: grid order.
     sweep = [_entry(1, cfg[1], [2.0, 2.0]), _entry(0, cfg[0], [2.0, 2.0])]
-    assert select_best_config(sweep)[0] == 0
+    assert select_best_config(sweep, False)[0] == 0
 
 
 def test_select_best_config_non_finite_is_worst_and_diverged():
     cfg = [{"lr": lr} for lr in (1, 2, 3)]
     sweep = [
-        _entry(0, cfg[0], [math.nan, 0.1], higher=True),
-        _entry(1, cfg[1], [0.2, 0.2], higher=True),
-        _entry(2, cfg[2], [math.inf, 0.3], higher=True),  # +inf accuracy is not a win
+        _entry(0, cfg[0], [math.nan, 0.1]),
+        _entry(1, cfg[1], [0.2, 0.2]),
+        _entry(2, cfg[2], [math.inf, 0.3]),  # +inf accuracy is not a win
     ]
-    assert select_best_config(sweep) == (1, False)
+    assert select_best_config(sweep, True) == (1, False)
     # Both non-finite: tie at the worst value, then fewer diverged wins.
     sweep = [_entry(0, cfg[0], [math.nan, math.nan]), _entry(1, cfg[1], [math.nan, 1.0])]
-    assert select_best_config(sweep)[0] == 1
+    assert select_best_config(sweep, False)[0] == 1
 
 
 def test_categorical_axis_is_never_edge():
@@ -432,7 +423,7 @@ def test_categorical_axis_is_never_edge():
         _entry(1, {"opt": "sgd", "lr": 2}, [1.0]),
         _entry(2, {"opt": "sgd", "lr": 3}, [3.0]),
     ]
-    assert select_best_config(sweep) == (1, False)
+    assert select_best_config(sweep, False) == (1, False)
 
 
 paired = st.integers(2, 12).flatmap(
@@ -513,7 +504,7 @@ def test_log_scale_effects_are_geometric_mean_ratios_and_never_pass_100_percent(
 def test_mde_is_at_the_alpha_of_holms_first_step():
     rng = np.random.default_rng(2)
     family = [compare_paired(rng.normal(1, 0.1, 12), rng.normal(1, 0.1, 12)) for _ in range(40)]
-    apply_holm(family)
+    family = holm_adjusted(family)
     dz = TTestPower().solve_power(nobs=12, alpha=0.05 / 40, power=0.8, alternative="two-sided")
     for c in family:
         assert c.mde_alpha == pytest.approx(0.05 / 40)
@@ -587,9 +578,9 @@ def _records(val: dict[int, list[float]]) -> dict[int, RunRecord]:
     return {
         seed: RunRecord(
             key=str(seed),
-            job={"seed": seed},
+            job=a_job(seed=seed),
             status="ok",
-            sweep=[{"metrics": {"val.accuracy": v}} for v in values],
+            sweep=[SweepPoint(k, {}, {"val.accuracy": v}) for k, v in enumerate(values)],
         )
         for seed, values in val.items()
     }
@@ -656,7 +647,7 @@ def test_holm_over_the_planned_family_counts_unfinished_comparisons():
     assert holm(done, family=5) == pytest.approx(padded)
     assert holm(done) == pytest.approx(multipletests(done, method="holm")[1])
     comps = [compare_paired(np.zeros(12), np.arange(1, 13.0), True) for _ in range(2)]
-    apply_holm(comps, family=5)
+    comps = holm_adjusted(comps, family=5)
     assert comps[0].family == 5 and comps[0].mde_alpha == pytest.approx(0.01)
     with pytest.raises(ValueError, match="family of 1"):
         holm(done, family=1)
@@ -682,7 +673,7 @@ def test_nothing_is_detectable_when_the_seeds_cannot_reach_alpha():
     assert min_sign_flip_p(5) == 2 / 32
     assert math.isnan(planned_mde(5, 1.0, 0.05)) and planned_mde(6, 1.0, 0.05) > 0
     comps = [compare_paired(np.zeros(8), np.arange(1, 9.0), True) for _ in range(60)]
-    apply_holm(comps)  # 2/256 = 0.0078 is not below 0.05/60
+    comps = holm_adjusted(comps)  # 2/256 = 0.0078 is not below 0.05/60
     assert not comps[0].detectable and math.isnan(comps[0].mde)
     assert comps[0].to_dict()["mde"] is None
 
@@ -714,7 +705,7 @@ def test_the_power_solution_is_remembered_on_disk_exactly(tmp_path, monkeypatch)
     import subprocess
     import sys
 
-    from benchsuite.plan.power import dz_star
+    from benchsuite.protocol.power import dz_star
 
     monkeypatch.setenv("BENCHSUITE_CACHE", str(tmp_path))
     dz_star.cache_clear()
@@ -722,7 +713,7 @@ def test_the_power_solution_is_remembered_on_disk_exactly(tmp_path, monkeypatch)
     assert dz_star(11, 0.05 / 7) == float(solved)
     assert (tmp_path / "power.json").is_file()
     code = (
-        "import sys\nfrom benchsuite.plan.power import dz_star\n"
+        "import sys\nfrom benchsuite.protocol.power import dz_star\n"
         "print(repr(dz_star(11, 0.05 / 7)), 'statsmodels' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -33,16 +33,16 @@ def test_stopping_records_steps_and_stops_before_the_budget(registry):
     job = jobs_of(registry, "dense", RULE)[0]
     result = run_job(job, registry.tracks["sequence"], registry.mixers["dense"])
     rows = result.sweep
-    assert {"steps", "converged", "best_step"} <= set(rows[0])
+    assert None not in (rows[0].steps, rows[0].converged, rows[0].best_step)
     for row in rows:
-        (best,) = row["best_step"]
-        assert 0 < best <= row["steps"] <= 200 and best % RULE["eval_every"] == 0
-        if row["converged"]:  # it stopped `patience` checks after its best one
-            assert row["steps"] - best == RULE["patience"] * RULE["eval_every"]
+        (best,) = row.best_step
+        assert 0 < best <= row.steps <= 200 and best % RULE["eval_every"] == 0
+        if row.converged:  # it stopped `patience` checks after its best one
+            assert row.steps - best == RULE["patience"] * RULE["eval_every"]
         else:
-            assert row["steps"] == 200
-    assert any(row["converged"] for row in rows)
-    assert result.costs["steps"] == max(row["steps"] for row in rows)
+            assert row.steps == 200
+    assert any(row.converged for row in rows)
+    assert result.costs["steps"] == max(row.steps for row in rows)
 
 
 def test_best_checkpoint_scores_at_least_as_well_as_the_last_state(registry):
@@ -55,7 +55,7 @@ def test_best_checkpoint_scores_at_least_as_well_as_the_last_state(registry):
         budget = {"eval_every": 20, "checkpoint": checkpoint}
         job = jobs_of(registry, "dense", budget if checkpoint == "best" else {})[0]
         rows = run_job(job, track, mixer).sweep
-        scores[checkpoint] = [row["metrics"]["val.mse"] for row in rows]
+        scores[checkpoint] = [row.metrics["val.mse"] for row in rows]
     lower_is_better = not track.metric.higher_is_better
     assert lower_is_better
     for best, last in zip(scores["best"], scores["last"], strict=True):
@@ -100,7 +100,7 @@ def test_every_mixer_of_a_run_follows_the_same_rule(tmp_path, registry):
     records = list(Store.in_folder(tmp_path).results().values())
     assert len(records) == 6
     for record in records:
-        assert {k: record.job["budget"][k] for k in RULE} == RULE
+        assert {k: getattr(record.job.budget, k) for k in RULE} == RULE
         assert 0 < record.costs["steps"] <= 200
     curves = [arm.learning_curve for arm in summary.report.tracks["sequence"].mixers.values()]
     stopped_by_rule = [c for c in curves if c.converged_seeds * 2 >= len(c.seeds)]
@@ -130,12 +130,12 @@ def test_patience_stops_no_config_before_min_steps(registry):
     config that converged trained at least ``min_steps`` steps (and some did converge)."""
     job = jobs_of(registry, "dense", {**RULE, "min_steps": 120})[0]
     rows = run_job(job, registry.tracks["sequence"], registry.mixers["dense"]).sweep
-    assert any(row["converged"] for row in rows)
-    assert all(row["steps"] >= 120 for row in rows)
+    assert any(row.converged for row in rows)
+    assert all(row.steps >= 120 for row in rows)
     early = run_job(
         jobs_of(registry, "dense", RULE)[0], registry.tracks["sequence"], registry.mixers["dense"]
     ).sweep
-    assert any(row["converged"] and row["steps"] < 120 for row in early)
+    assert any(row.converged and row.steps < 120 for row in early)
 
 
 def test_a_config_that_learnt_nothing_has_not_converged(registry):
@@ -157,8 +157,8 @@ def test_a_config_that_learnt_nothing_has_not_converged(registry):
     track, mixer = registry.tracks["sequence"], registry.mixers["dense"]
     job = cell_jobs(settings, track, mixer, grid_of(track, settings), "test-data")[0]
     frozen, learning = run_job(job, track, mixer).sweep
-    assert frozen["steps"] == 200 and not frozen["converged"]
-    assert learning["converged"] and learning["steps"] < 200
+    assert frozen.steps == 200 and not frozen.converged
+    assert learning.converged and learning.steps < 200
 
 
 def test_the_trivial_level_is_the_learnt_nothing_threshold_on_the_signed_scale():

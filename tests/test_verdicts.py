@@ -24,9 +24,9 @@ from benchsuite.output.headline import headline
 from benchsuite.output.html import render_html
 from benchsuite.output.tables import print_report
 from benchsuite.plan.plan import Plan
+from benchsuite.protocol.stats import excludes_zero, holm
 from benchsuite.results.aggregate import normalised
 from benchsuite.results.analysis import analyse
-from benchsuite.results.stats import excludes_zero, holm
 
 PLUGIN = """
 from benchsuite import hookimpl
@@ -197,9 +197,9 @@ def _check_suite_row(report: dict, mixer: str, row: dict, alpha: float) -> None:
     for track, entry in report["tracks"].items():
         cell = entry["comparisons"][mixer]
         ideal = entry["ideal"]
-        fake = {"higher_is_better": entry["higher_is_better"]}
-        base = normalised(cell["baseline_values"], cell["caps"], fake, ideal)
-        mix = normalised(cell["mixer_values"], cell["caps"], fake, ideal)
+        higher = entry["higher_is_better"]
+        base = normalised(cell["baseline_values"], cell["caps"], higher, ideal)
+        mix = normalised(cell["mixer_values"], cell["caps"], higher, ideal)
         diffs[track] = mix - base
     effect = np.mean([d.mean() for d in diffs.values()])
     assert row["suite_effect"] == pytest.approx(effect)
@@ -347,7 +347,7 @@ def test_a_cell_at_the_trivial_level_on_a_quarter_of_its_seeds_is_flagged(finish
     )
     assert "no_better_than_trivial" not in cell["comparison"]["flags"]
     records = [results[key] for key in plan.cells[track][mixer].jobs]
-    record = min(records, key=lambda r: r.job["seed"])
+    record = min(records, key=lambda r: r.job.seed)
     record.metrics[f"test.{entry['metric']}"] = record.cap
     analysis = analyse(plan, results, [])
     changed = analysis.tracks[track].comparisons[mixer]
@@ -369,9 +369,7 @@ def test_learnt_nothing_is_each_seeds_test_against_its_own_test_noise(finished_r
     report, plan, results = _stored(finished_run)
     track, entry, mixer, _ = _cells(report)[0]
     assert entry["higher_is_better"] is False  # an error: better is below the cap
-    record = min(
-        (results[key] for key in plan.cells[track][mixer].jobs), key=lambda r: r.job["seed"]
-    )
+    record = min((results[key] for key in plan.cells[track][mixer].jobs), key=lambda r: r.job.seed)
     assert record.test_se is not None and record.test_se > 0
     metric = f"test.{entry['metric']}"
 

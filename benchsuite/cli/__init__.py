@@ -20,7 +20,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, NoReturn
 
-from benchsuite import __version__
 from benchsuite import settings as run_settings
 from benchsuite.cli import (
     arguments,
@@ -37,6 +36,7 @@ from benchsuite.cli import (
 )
 from benchsuite.cli import test as contract
 from benchsuite.errors import PluginError, RunError, UsageError, one_line
+from benchsuite.version import __version__
 
 # The verbs in the order --help lists them.
 COMMANDS: dict[str, ModuleType] = {

@@ -17,13 +17,14 @@ is computed.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from benchsuite.errors import UsageError
 from benchsuite.plan.plan import TrackFacts
-from benchsuite.results import stats
+from benchsuite.protocol import stats
 from benchsuite.results.analysis import last_plan, open_store
 from benchsuite.results.cells import arm
 from benchsuite.results.schema import CompareRow, RunComparison
@@ -70,7 +71,7 @@ def budget_terms(run: StoredRun, track: str) -> dict[str, Any]:
     settings = run.settings
     return {
         "grid": facts.grid,
-        **facts.budget,
+        **facts.budget.signed(),
         "preset": settings.preset,
         "track_options": settings.track_options.get(track, {}),
     }
@@ -151,10 +152,9 @@ def compare_runs(a: StoredRun, b: StoredRun, *, mixers: list[str] | None = None)
         raise UsageError(
             f"the two runs share no (track, mixer) that differs on two seeds or more{same}"
         )
-    stats.apply_holm([row.comparison for row in rows])
-    return RunComparison(
-        a=a.settings.to_dict(), b=b.settings.to_dict(), rows=rows, unchanged=unchanged
-    )
+    held = stats.holm_adjusted([row.comparison for row in rows])
+    rows = [dataclasses.replace(r, comparison=c) for r, c in zip(rows, held, strict=True)]
+    return RunComparison(a=a.settings, b=b.settings, rows=rows, unchanged=unchanged)
 
 
 def _caps(cell: StoredCell, seeds: list[int]) -> list[float] | None:

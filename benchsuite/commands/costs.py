@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from benchsuite.budget import Budget
+from benchsuite.budget import Budget, variant_keys
 from benchsuite.errors import check_names, one_line
-from benchsuite.plan.jobs import OVERRIDABLE, cell_jobs, grid_of
+from benchsuite.plan.jobs import cell_jobs, grid_of
 from benchsuite.registry import variants
 from benchsuite.seeds import DEFAULT_SALT, Streams, evaluation_seeds
 from benchsuite.settings import RunSettings
@@ -65,7 +65,7 @@ def measure_costs(
         seeds=1,
         track_options={track.name: resolve_options(track.options, track_options or {}, track.name)},
         mixer_options={mixer.name: resolve_options(mixer.options, mixer_options or {}, mixer.name)},
-        budget={key: getattr(budget, key) for key in OVERRIDABLE},
+        budget={key: getattr(budget, key) for key in variant_keys()},
     )
     [job] = cell_jobs(settings, track, mixer, grid_of(track, settings), "costs", size)
     previous_threads = torch.get_num_threads()

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from benchsuite.errors import UsageError
-from benchsuite.records import RunRecord
+from benchsuite.records import RunRecord, SweepPoint
 from benchsuite.vocabulary import Status
 
 FORMATS = ("csv", "parquet", "json")  # the first is the default
@@ -74,22 +74,16 @@ def flatten(record: RunRecord, created: float | None = None) -> list[dict[str, A
     """A job's training runs as flat rows (one per config of its grid; one row for a failed
     job): core columns, then ``<group>.<name>`` columns; nested values (``curve``: a list) stay
     as they are, for the writer to store."""
-    job = record.job
-    runs = record.sweep or [
-        {
-            "config": job.get("config") or {},
-            "metrics": record.metrics,
-            "index": job.get("config_index"),
-            "curve": None,
-            "finite": None,
-        }
-    ]
+    job = record.job.to_dict()  # the stored form of either kind of job, for its columns
+    points: list[SweepPoint | None] = [*record.sweep] or [None]  # a failed or a legacy job: one
     rows = []
-    for run in runs:
-        chosen = record.chosen is not None and run["index"] == record.chosen
-        metrics = {**run["metrics"], **(record.metrics if chosen else {})}
+    for point in points:
+        index = point.index if point else job.get("config_index")
+        chosen = record.chosen is not None and index == record.chosen
+        own = point.metrics if point else record.metrics
+        metrics = {**own, **(record.metrics if chosen else {})}
         sources: dict[str, Mapping[str, Any]] = {
-            "config": run["config"],
+            "config": point.config if point else job.get("config") or {},
             "metrics": metrics,
             "costs": record.costs,
             "probes": record.probes if chosen else {},
@@ -103,9 +97,9 @@ def flatten(record: RunRecord, created: float | None = None) -> list[dict[str, A
             "key": record.key,
             "status": record.status,
             **{k: job.get(k) for k in ("track", "mixer", "seed")},
-            "config_index": run["index"],
+            "config_index": index,
             "chosen": chosen if record.status == Status.OK else None,
-            "finite": run["finite"],
+            "finite": point.finite if point else None,
             "preset": job.get("preset"),
             "diverged": record.diverged if chosen else None,
             "divergence": (record.divergence or None) if chosen else None,
@@ -121,7 +115,7 @@ def flatten(record: RunRecord, created: float | None = None) -> list[dict[str, A
             ),
             "error": record.error or None,
             "test_digest": record.test_digest or None,
-            "curve": run["curve"],
+            "curve": point.curve if point else None,
         }
         for group, prefix in GROUPS:
             for name, value in sorted(sources[group].items()):

@@ -16,8 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from benchsuite.execute.worker import Cell, Worker
-from benchsuite.plan.jobs import Job
-from benchsuite.records import RunRecord
+from benchsuite.records import Job, RunRecord
 
 
 class Executor(Protocol):

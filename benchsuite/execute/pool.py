@@ -54,7 +54,8 @@ from typing import Any, Protocol
 
 class Task(Protocol):
     """What the pool hands a worker: a job, or anything with a key and a label (a task with a
-    ``size``, such as a batched cell of seeds, gets ``size`` times the per-job timeout)."""
+    ``size``, such as a batched cell of seeds, gets ``size`` times the per-job timeout; one with
+    a ``limit``, such as a pre-flight check, that many seconds whatever the pool's timeout)."""
 
     @property
     def key(self) -> str: ...
@@ -258,10 +259,9 @@ class ProcessExecutor:
 
     def _collect(self, supply: _Supply) -> Iterator[Any]:
         """Wait for the next event (a message, a death, a deadline) and handle what happened."""
-        wake = None
-        if self.timeout is not None:
-            busy = [self._deadline(w) for w in self._workers if w.job is not None]
-            wake = min(busy) - time.monotonic() if busy else None
+        deadlines = [self._deadline(w) for w in self._workers if w.job is not None]
+        due = [d for d in deadlines if d is not None]
+        wake = min(due) - time.monotonic() if due else None
         handles = [w.conn for w in self._workers] + [w.process.sentinel for w in self._workers]
         ready = set(wait(handles, timeout=None if wake is None else max(wake, 0.0)))
         for worker in list(self._workers):
@@ -306,19 +306,21 @@ class ProcessExecutor:
         worker.conn.close()
         self._workers.remove(worker)
 
-    def _allowed(self, worker: _Worker) -> float:
-        """Seconds the busy ``worker``'s task may take: the timeout for each job of its size."""
+    def _allowed(self, worker: _Worker) -> float | None:
+        """Seconds the busy ``worker``'s task may take: its own limit, else the timeout for each
+        job of its size (None: no limit)."""
+        limit = getattr(worker.job, "limit", None)
+        if limit is not None or self.timeout is None:
+            return limit
         return self.timeout * getattr(worker.job, "size", 1)
 
-    def _deadline(self, worker: _Worker) -> float:
-        return worker.started + self._allowed(worker)
+    def _deadline(self, worker: _Worker) -> float | None:
+        allowed = self._allowed(worker)
+        return None if allowed is None else worker.started + allowed
 
     def _overdue(self, worker: _Worker) -> bool:
-        return (
-            self.timeout is not None
-            and worker.job is not None
-            and time.monotonic() >= self._deadline(worker)
-        )
+        deadline = self._deadline(worker) if worker.job is not None else None
+        return deadline is not None and time.monotonic() >= deadline
 
     def _bury(self, worker: _Worker, reason: str, supply: _Supply, retry: bool = True) -> Any:
         """Remove a dead worker; queue its job again (``retry``), or return its failure record."""

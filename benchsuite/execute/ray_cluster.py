@@ -24,8 +24,7 @@ from typing import Any
 
 from benchsuite.errors import UsageError, one_line
 from benchsuite.execute.worker import Worker, failure_record
-from benchsuite.plan.jobs import Job
-from benchsuite.records import RunRecord
+from benchsuite.records import Job, RunRecord
 
 _SET_UP: dict[tuple[str | None, int], Worker] = {}  # per Ray worker process
 

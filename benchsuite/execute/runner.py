@@ -18,17 +18,25 @@ from functools import partial
 from pathlib import Path
 
 from benchsuite.errors import RunError
-from benchsuite.execute.events import Events
+from benchsuite.events import Events
 from benchsuite.execute.executors import Executor
 from benchsuite.execute.worker import Cell, Worker
 from benchsuite.plan.cost import CostModel, JobCost, job_units, run_order
-from benchsuite.plan.futility import FutilityLook
-from benchsuite.plan.jobs import Job
 from benchsuite.plan.plan import Plan
-from benchsuite.records import RunRecord
+from benchsuite.protocol.futility import FutilityLook
+from benchsuite.records import Job, RunRecord
 from benchsuite.store.leases import POLL_SECONDS, Heartbeat, Owner, waiting_message
 from benchsuite.store.store import Claim, Store, renew_leases
 from benchsuite.vocabulary import Status
+
+
+@dataclass
+class JobCounts:
+    """What became of a run's jobs: trained now, reused from the store, failed."""
+
+    trained: int = 0
+    reused: int = 0
+    failed: int = 0
 
 
 @dataclass
@@ -41,7 +49,7 @@ class Runner:
     worker: Worker
     events: Events
     logs: Path
-    counts: dict[str, int] = field(default_factory=lambda: {"trained": 0, "reused": 0, "failed": 0})
+    counts: JobCounts = field(default_factory=JobCounts)
     owner: Owner = field(default_factory=Owner.here)  # this run, as its leases name it
     poll: float = POLL_SECONDS  # how often a waiting run looks at the store again
     # the comparisons the plan's futility look stopped (track -> mixer -> seeds at the look),
@@ -113,9 +121,9 @@ class Runner:
         """Store a record this run produced (giving back its lease) and count it."""
         if record.status != Status.OK:
             self._save_traceback(record)
-            self.counts["failed"] += 1
+            self.counts.failed += 1
         else:
-            self.counts["trained"] += 1
+            self.counts.trained += 1
         self.store.put(record, self.owner)
         self._pending.pop(record.key, None)
         self._leased.discard(record.key)
@@ -124,7 +132,7 @@ class Runner:
 
     def _reused(self, key: str) -> None:
         self.outlook.finish(key, 0.0)
-        self.counts["reused"] += 1
+        self.counts.reused += 1
         self.events.advance(RunRecord(key=key, job={}, status=Status.OK), True)
 
     def _lease(self, jobs: list[Job]) -> Claim:
@@ -137,7 +145,7 @@ class Runner:
         for key, record in claim.failed.items():
             if self._pending.pop(key, None) is not None:
                 self.outlook.finish(key, 0.0)
-                self.counts["failed"] += 1
+                self.counts.failed += 1
                 self.events.advance(record, False)
         return claim
 

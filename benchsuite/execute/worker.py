@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from benchsuite.errors import PluginError, one_line
-from benchsuite.plan.jobs import Job
-from benchsuite.records import RunRecord
+from benchsuite.plan.preflight import Check, Checked
+from benchsuite.records import Environment, Job, RunRecord
 from benchsuite.registry.variants import base_of, lookup
 from benchsuite.vocabulary import Status
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from benchsuite.train.checkpoint import Saves
 
 
-def environment(job: Job) -> dict[str, object]:
+def environment(job: Job) -> Environment:
     """What the record needs to say about where it ran."""
     import platform
 
@@ -48,12 +48,18 @@ def failure_record(job: Job, reason: str, details: str, seconds: float) -> RunRe
     """A failed job's record: a one-line ``reason`` and the ``details`` (traceback or account)."""
     return RunRecord(
         key=job.key,
-        job=job.to_dict(),
+        job=job,
         status=Status.FAILED,
         error=reason,
         traceback=details,
         seconds=seconds,
     )
+
+
+UNKNOWN = (
+    "is not registered in this worker process: register it through an installed plugin or "
+    "--plugins-dir, or use --executor local"
+)
 
 
 @dataclass(frozen=True)
@@ -118,25 +124,27 @@ class Worker:
         return self.registry
 
     def _parts(self, job: Job) -> tuple[Any, Any]:
-        registry = self.plugins()
-        for kind, name, pool in (
-            ("track", job.track, registry.tracks),
-            ("mixer", base_of(job.mixer), registry.mixers),
-        ):
-            if name not in pool:
-                raise PluginError(
-                    f"{kind} {name!r} is not registered in this worker process: register it "
-                    "through an installed plugin or --plugins-dir, or use --executor local"
-                )
-        return registry.tracks[job.track], lookup(registry.mixers, job.mixer)
+        tracks = self.plugins().tracks
+        if job.track not in tracks:
+            raise PluginError(f"track {job.track!r} {UNKNOWN}")
+        return tracks[job.track], self._mixer(job.mixer)
 
-    def __call__(self, job: Job | Cell) -> RunRecord | list[RunRecord]:
-        """Run one job (a cell: its seeds batched, a record each); any exception becomes a
-        failure record with its reason and traceback."""
+    def _mixer(self, name: str) -> Any:
+        """The mixer (or mixer variant) ``name`` as this process's registry has it."""
+        mixers = self.plugins().mixers
+        if base_of(name) not in mixers:
+            raise PluginError(f"mixer {base_of(name)!r} {UNKNOWN}")
+        return lookup(mixers, name)
+
+    def __call__(self, job: Job | Cell | Check) -> RunRecord | list[RunRecord] | Checked:
+        """Run one job (a cell: its seeds batched, a record each; a check: the pre-flight of a
+        cell); any exception becomes a failure record with its reason and traceback."""
         from benchsuite.train.job import run_job
 
         if isinstance(job, Cell):
             return self.batch(job.jobs)
+        if isinstance(job, Check):
+            return self.check(job)
 
         start = time.perf_counter()
         try:
@@ -145,27 +153,50 @@ class Worker:
             details = traceback.format_exc()
             return failure_record(job, one_line(error), details, time.perf_counter() - start)
         seconds = time.perf_counter() - start
-        return RunRecord.finished(job.key, job.to_dict(), result, seconds, environment(job))
+        return RunRecord.finished(job, result, seconds, environment(job))
+
+    def check(self, check: Check) -> Checked:
+        """A cell's pre-flight: its mixer built, run forward and backward at each shape
+        (:func:`benchsuite.train.preflight.check_mixer`); the first reason it fails, if any."""
+        from benchsuite.train.preflight import check_mixer
+
+        try:
+            mixer = self._mixer(check.mixer)
+        except PluginError as error:  # its jobs would fail the same way
+            return Checked(check.key, one_line(error))
+        for tokens, dim in check.shapes:
+            if reason := check_mixer(mixer, tokens, dim, dict(check.options)):
+                return Checked(check.key, reason)
+        return Checked(check.key, None)
 
     def failure(
-        self, job: Job | Cell, reason: str, details: str, seconds: float, timed_out: bool = False
-    ) -> RunRecord | list[RunRecord]:
+        self,
+        job: Job | Cell | Check,
+        reason: str,
+        details: str,
+        seconds: float,
+        timed_out: bool = False,
+    ) -> RunRecord | list[RunRecord] | Checked:
         """The failure record of a job whose process died or overran (the pool's question); a
-        cell's, one per seed."""
+        cell's, one per seed; a check's, its reason."""
+        if isinstance(job, Check):
+            return Checked(job.key, job.timed_out() if timed_out else job.died(reason))
         if isinstance(job, Cell):
             return [failure_record(one, reason, details, seconds / job.size) for one in job.jobs]
         return failure_record(job, reason, details, seconds)
 
     def retried(
-        self, record: RunRecord | list[RunRecord], reason: str
-    ) -> RunRecord | list[RunRecord]:
+        self, record: RunRecord | list[RunRecord] | Checked, reason: str
+    ) -> RunRecord | list[RunRecord] | Checked:
         """``record`` (a cell's: each) of a job that ran again after its first process died,
-        saying why."""
+        saying why (a check's outcome stays as it is)."""
+        if isinstance(record, Checked):
+            return record
         for one in record if isinstance(record, list) else [record]:
             one.environment["retried_after"] = reason
         return record
 
-    def retire(self, record: RunRecord | list[RunRecord]) -> bool:
+    def retire(self, record: RunRecord | list[RunRecord] | Checked) -> bool:
         """Whether the process that produced ``record`` must end: never, workers persist."""
         return False
 
@@ -181,8 +212,7 @@ class Worker:
         seconds = (time.perf_counter() - start) / len(jobs)
         return [
             RunRecord.finished(
-                job.key,
-                job.to_dict(),
+                job,
                 result,
                 seconds,
                 {**environment(job), "batched": result.costs["batched_seeds"] > 1},

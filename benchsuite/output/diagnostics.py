@@ -16,9 +16,9 @@ from benchsuite.output import numbers
 from benchsuite.output.canvas import new_figure, titled
 from benchsuite.output.numbers import finite
 from benchsuite.output.palette import Style, verdict
+from benchsuite.protocol.stats import Comparison
 from benchsuite.results.cell_schema import LearningCurve, TrackResult
 from benchsuite.results.schema import CostPoint, Tradeoff
-from benchsuite.results.stats import Comparison
 from benchsuite.vocabulary import Scale
 
 if TYPE_CHECKING:  # pragma: no cover - typing only

@@ -29,7 +29,7 @@ from benchsuite.output.headline import (
     suite_headline_rows,
     tracks_text,
 )
-from benchsuite.output.numbers import finite, num, pct
+from benchsuite.output.numbers import finite, num, options_text, pct
 from benchsuite.output.palette import verdict
 from benchsuite.output.plots import heatmap_order, make_plots, write_plots
 from benchsuite.output.tables import by_suite_effect
@@ -42,7 +42,7 @@ from benchsuite.output.track_tables import (
 )
 from benchsuite.results.cell_schema import TrackResult
 from benchsuite.results.schema import Analysis
-from benchsuite.vocabulary import Scale
+from benchsuite.vocabulary import Problem, Scale
 
 FILENAME = "report.html"
 SCALING_PAGE = "scaling.html"  # written by benchsuite scale (output/scaling.py)
@@ -133,7 +133,7 @@ def mde_text(entry: TrackResult) -> str:
 
 
 def _facts(report: Analysis) -> list[tuple[str, Any]]:
-    env, settings = report.run_environment, report.run_settings
+    env, settings = report.environment, report.settings
     rows = [
         ("date", env.date),
         ("versions", ", ".join(f"{k} {v}" for k, v in env.versions.items())),
@@ -147,6 +147,7 @@ def _facts(report: Analysis) -> list[tuple[str, Any]]:
         ),
         ("preset", settings.preset),
         ("budget overrides", ", ".join(f"{k}={v}" for k, v in settings.budget.items()) or "none"),
+        ("mixer options", options_text({m: o for m, o in settings.mixer_options.items() if o})),
         ("baseline", report.baseline),
         ("mixers", ", ".join(settings.mixers or ())),
         ("tracks", ", ".join(settings.tracks or ())),
@@ -255,13 +256,13 @@ def _costs(report: Analysis) -> tuple[list[str], list[tuple[str, ...]]]:
 
 
 def _problems(report: Analysis) -> list[tuple[str, ...]]:
-    rows = [(s.track, s.mixer, "skipped", "", s.reason, "") for s in report.skipped]
+    rows = [(s.track, s.mixer, Problem.SKIPPED, "", s.said, "") for s in report.skipped]
     rows += [
-        (f.track, f.mixer, "failed", str(f.seed), f.reason or "", f.traceback or "")
+        (f.track, f.mixer, Problem.FAILED, str(f.seed), f.reason or "", f.traceback or "")
         for f in report.failures
     ]
     rows += [
-        (u.track, u.mixer, "undertrained", "", u.reason, "")
+        (u.track, u.mixer, Problem.UNDERTRAINED, "", u.reason, "")
         for u in report.learning_curves.undertrained
     ]
     return rows

@@ -3,8 +3,8 @@
 ``num`` keeps ``digits`` significant digits and switches to ``k``/``M``/``G``/``T`` from 10 000
 (``10.1k``, ``1.23M``; ``3.4e-05`` below 1e-4); ``count`` writes counts (parameters, FLOPs) with
 those suffixes from 1 000, as ``benchsuite list --costs`` does; ``pct`` writes percentages with
-their sign; ``cost`` picks the right one for a recorded cost. A missing or non-finite value is
-``–`` everywhere.
+their sign; ``cost`` picks the right one for a recorded cost; ``options_text`` writes mixer
+options. A missing or non-finite value is ``–`` everywhere.
 """
 
 from __future__ import annotations
@@ -93,4 +93,12 @@ def config(values: dict, sep: str = " ") -> str:
     """``{"lr": 0.001, "weight_decay": 0}`` -> ``lr=0.001 weight_decay=0``."""
     return sep.join(
         f"{k}={num(v)}" if finite(v) is not None else f"{k}={v}" for k, v in values.items()
+    )
+
+
+def options_text(options: dict[str, dict]) -> str:
+    """``attention[heads=2]: heads=2; mamba: state=8, expand=2, conv=4``."""
+    return "; ".join(
+        f"{mixer}: {', '.join(f'{k}={v}' for k, v in given.items())}"
+        for mixer, given in options.items()
     )

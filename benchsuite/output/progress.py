@@ -1,6 +1,6 @@
 """What the terminal shows: the CLI's consoles (data on standard output, progress, warnings and
 notes on standard error), and while a run goes, fed by its
-:class:`~benchsuite.execute.events.Events`, the design (with the config file used) on the data
+:class:`~benchsuite.events.Events`, the design (with the config file used) on the data
 console, warnings and a rich progress bar (off a terminal a plain line now and then; verbose, one
 line per job) on the status console."""
 
@@ -24,9 +24,8 @@ from rich.progress import (
 )
 from rich.progress import Progress as RichProgress
 
-from benchsuite.execute.events import Events
-from benchsuite.output.numbers import num, pct
-from benchsuite.plan.cost import CostModel
+from benchsuite.events import Events, Outlook
+from benchsuite.output.numbers import num, options_text, pct
 from benchsuite.records import RunRecord
 from benchsuite.vocabulary import Claims, Scale, Status
 
@@ -70,6 +69,10 @@ def print_design(design: dict, console: Console, verbose: bool = False) -> None:
         )
     if design["warning"]:
         console.print(f"[yellow]warning:[/] {design['warning']}")
+    shown = design.get("mixer_options" if verbose else "mixer_options_set") or {}
+    if shown:
+        which = "" if verbose else " not at their defaults (-v: every one)"
+        console.print(f"mixer options{which}: {escape(options_text(shown))}")
     if not verbose:
         return
     for track, plan in design["tracks"].items():
@@ -116,7 +119,7 @@ def console(*, quiet: bool = False, stderr: bool = False) -> Console:
 def job_line(record: RunRecord) -> str:
     """One job run now (not reused from the store), as ``--verbose`` prints it."""
     job = record.job
-    where = f"{job.get('track')}/{job.get('mixer')} seed {job.get('seed')}"
+    where = f"{job.track}/{job.mixer} seed {job.seed}"
     if record.status != Status.OK:
         return f"failed {where}: {record.error}"
     return f"trained {where} in {record.seconds:.1f} s"
@@ -133,7 +136,7 @@ class Phase:
 
     name: str
     total: int
-    outlook: CostModel = field(default_factory=lambda: CostModel({}))
+    outlook: Outlook | None = None
     started: float = field(default_factory=time.monotonic)
     done: int = 0
 
@@ -141,7 +144,7 @@ class Phase:
         """``about H:MM:SS left``, the outlook's seconds left at ``now`` (monotonic clock); empty
         until the outlook is ready (it has seen a job of every track and every mixer left), or
         when all are done."""
-        if not self.outlook.ready or self.done >= self.total:
+        if self.outlook is None or not self.outlook.ready or self.done >= self.total:
             return ""
         left = self.outlook.seconds_left(now)
         return "" if left is None else f"about {timedelta(seconds=round(left))} left"
@@ -199,7 +202,7 @@ def progress_events(
         )
         console.print(f"  jobs: {train} to train of {total} planned{guess}", highlight=False)
 
-    def start(phase: str, total: int, outlook: CostModel) -> None:
+    def start(phase: str, total: int, outlook: Outlook) -> None:
         if not bar.live.is_started:
             bar.start()
         current["phase"] = Phase(phase, total, outlook)
@@ -212,7 +215,7 @@ def progress_events(
         phase, now = current["phase"], time.monotonic()
         phase.done += 1
         job = record.job
-        note = "" if reused else f"{job.get('track')}/{job.get('mixer')}"
+        note = "" if reused else f"{job.track}/{job.mixer}"
         if record.status != Status.OK:
             note = f"[red]failed {note}[/]"
         bar.update(tasks[phase.name], advance=1, note=note, eta=phase.eta(now))

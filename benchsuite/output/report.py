@@ -51,7 +51,7 @@ def bench_report(report: Analysis, track: str, mixer: str) -> dict:
         },
         "mechanism_signature": to_plain(cell.signature),
         "budget_signature": entry.budget_signature,
-        "versions": report.environment,
+        "versions": to_plain(report.environment),
     }
 
 

@@ -163,7 +163,8 @@ def scaling_tables(result: dict[str, Any]) -> list[Table]:
             table.add_column(str(tokens), justify="right")
         table.add_column("exponent", justify="right")
         for name, cells, slope in relative_rows(result, key):
-            shown = [f"[red]{c}[/]" if c in ("over budget", "failed") else c for c in cells]
+            failed = (PointStatus.OVER_BUDGET, PointStatus.FAILED)
+            shown = [f"[red]{c}[/]" if c in failed else c for c in cells]
             label = escape_markup(name)
             table.add_row(
                 f"[bold]{label}[/]" if name == result["baseline"] else label, *shown, slope

@@ -33,7 +33,7 @@ from benchsuite.output.track_tables import (
 from benchsuite.output.widths import FirstFitting, fit
 from benchsuite.results.axes import axis_groups
 from benchsuite.results.schema import AcrossMixer, AcrossTracks, Analysis, RunComparison
-from benchsuite.vocabulary import SuiteVerdict
+from benchsuite.vocabulary import Problem, SuiteVerdict
 
 PROBLEMS = "[bold red]skipped, failed and undertrained[/]"
 
@@ -153,22 +153,23 @@ def _effects(across: AcrossTracks, tracks: list[str]) -> Table:
 def _problem_rows(report: Analysis) -> list[tuple[str, str, str, str, str, str]]:
     """(track, mixer, what, jobs, reason, traceback) of every skipped, failed or undertrained
     cell; identical failures share one row."""
-    rows = [(s.track, s.mixer, "skipped", "", s.reason, "") for s in report.skipped]
+    rows = [(s.track, s.mixer, Problem.SKIPPED, "", s.said, "") for s in report.skipped]
     groups: dict[tuple, list[Any]] = {}
     for f in report.failures:
         groups.setdefault((f.track, f.mixer, f.reason), []).append(f)
     for (track, mixer, reason), failures in groups.items():
         seeds = ", ".join(sorted({str(f.seed) for f in failures}))
         log = f"logs/{Path(failures[0].traceback).name}" if failures[0].traceback else ""
-        rows.append((track, mixer, "failed", f"{len(failures)} (seed {seeds})", reason or "", log))
+        jobs = f"{len(failures)} (seed {seeds})"
+        rows.append((track, mixer, Problem.FAILED, jobs, reason or "", log))
     for flagged in report.learning_curves.undertrained:
-        rows.append((flagged.track, flagged.mixer, "undertrained", "", flagged.reason, ""))
+        rows.append((flagged.track, flagged.mixer, Problem.UNDERTRAINED, "", flagged.reason, ""))
     return rows
 
 
 def _logs_note(rows: list[tuple[str, ...]]) -> str:
     """The caption pointing to the tracebacks, when a job failed."""
-    failed = any(row[2] == "failed" for row in rows)
+    failed = any(row[2] == Problem.FAILED for row in rows)
     return "every failed job's traceback is in logs/ in the output folder" if failed else ""
 
 

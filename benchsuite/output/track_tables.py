@@ -22,11 +22,11 @@ from benchsuite.output.captions import CONFIG_NOTE, POINTS_NOTE, SCALE_NOTE
 from benchsuite.output.numbers import interval, num, pct
 from benchsuite.output.palette import VERDICTS, verdict
 from benchsuite.output.widths import FirstFitting
+from benchsuite.protocol.stats import Comparison, interval_seeds
 from benchsuite.results.axes import AxisCell, AxisGroup, axis_groups
 from benchsuite.results.cell_schema import MixerResult, SignatureCheck, TrackResult
 from benchsuite.results.schema import Analysis, Design
-from benchsuite.results.stats import Comparison, interval_seeds
-from benchsuite.vocabulary import Verdict
+from benchsuite.vocabulary import Flag, Verdict
 
 
 def verdict_text(name: str) -> str:
@@ -144,7 +144,7 @@ def _flags(entry: TrackResult, mixer: str) -> str:
     cell = entry.comparisons.get(mixer)
     if cell is not None:
         return ", ".join(cell.comparison.flags)
-    return "undertrained" if entry.mixers[mixer].undertrained else ""
+    return Flag.UNDERTRAINED if entry.mixers[mixer].undertrained else ""
 
 
 def _scale_and_budget(entry: TrackResult) -> str:

@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from benchsuite.plan.jobs import Job
+from benchsuite.records import Job
 
 # The per-step overhead in token-examples of arithmetic: a step costs about as much fixed work as
 # 256 tokens' worth of computing. Fitted to the quick dense jobs (sequence 0.9, dynamics 1.3,

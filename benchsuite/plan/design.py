@@ -21,8 +21,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from benchsuite.plan.futility import futility_look
-from benchsuite.plan.power import (
+from benchsuite.protocol.futility import futility_look
+from benchsuite.protocol.power import (
     default_seeds,
     design_warning,
     holm_first_alpha,

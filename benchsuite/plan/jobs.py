@@ -10,73 +10,18 @@ import hashlib
 import itertools
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from benchsuite.budget import Budget
 from benchsuite.plan import code
+from benchsuite.records import Job
 from benchsuite.seeds import evaluation_seeds
 from benchsuite.settings import RunSettings
 from benchsuite.specs import Mixer, Track, provenance
 
-OVERRIDABLE = ("steps", "batch_size", "dim", "depth")
-STOPPING = (
-    "eval_every",
-    "patience",
-    "min_steps",
-    "min_delta",
-    "checkpoint",
-    "halve_at",
-)  # also --budget keys
-SCHEDULE = ("schedule", "cuts", "cut_factor", "warmup_steps")  # also --budget keys
 GRID_AXES = ("lr", "weight_decay")  # the hyperparameters the training loop understands
-
-
-@dataclass(frozen=True)
-class Job:
-    """One tuned training run: every config of ``grid`` trained on one seed, the one with the best
-    validation score chosen, scored on test. Everything that determines its result, nothing else.
-    """
-
-    track: str
-    mixer: str
-    seed: int
-    grid: tuple[Mapping[str, float], ...]
-    preset: str
-    budget: Budget  # the preset's, after overrides; its grid is ``grid``, not repeated here
-    track_options: Mapping[str, Any]
-    mixer_options: Mapping[str, Any]
-    data_dir: str | None
-    threads: int
-    device: str
-    salt: str
-    measure: bool = False  # measure mechanism probes on the chosen model
-    batched: bool = False  # trained with the other seeds of its cell as one vmapped stack
-    mlp_hidden: int | None = None  # the channel MLPs' width the equal-size rule chose (None: ratio)
-    fingerprint: Mapping[str, str] = field(default_factory=dict)  # versions, code, data
-
-    def to_dict(self) -> dict[str, Any]:
-        """The job as plain JSON-able values (as a record stores it: the budget's training
-        fields, :meth:`Budget.training`)."""
-        return {**dataclasses.asdict(self), "budget": self.budget.training()}
-
-    @property
-    def key(self) -> str:
-        """Content hash of everything that determines this job's result.
-
-        ``data_dir`` is left out: where the data lies does not matter, what it is does, and that
-        is in ``fingerprint["data"]`` (the track's data key: checksums, file hashes, options).
-        """
-        fields = self.to_dict()
-        del fields["data_dir"]
-        payload = json.dumps(fields, sort_keys=True, default=str)
-        return hashlib.sha256(payload.encode()).hexdigest()[:24]
-
-    @property
-    def label(self) -> str:
-        return f"{self.track}/{self.mixer}/seed{self.seed}"
 
 
 @lru_cache(maxsize=16)
@@ -119,13 +64,7 @@ def budget_terms(track: Track, settings: RunSettings) -> dict[str, Any]:
     return {
         "grid": grid_of(track, settings),
         "tuning": "per evaluation seed, on its validation split",
-        "steps": budget.steps,
-        "batch_size": budget.batch_size,
-        "dim": budget.dim,
-        "depth": budget.depth,
-        "checkpoint": budget.checkpoint,
-        **{key: getattr(budget, key) for key in STOPPING if getattr(budget, key)},
-        **({key: getattr(budget, key) for key in SCHEDULE} if budget.schedule != "cosine" else {}),
+        **budget.signed(),
         "preset": settings.preset,
         "track_options": dict(settings.track_options.get(track.name, {})),
     }

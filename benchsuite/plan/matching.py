@@ -20,10 +20,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from benchsuite.errors import PluginError, one_line
+from benchsuite.protocol.stats import PARAM_TOLERANCE
 from benchsuite.specs import Mixer
 
 MATCHES = ("params", "none")
-TOLERANCE = 0.10  # the band, as a fraction of the baseline's count (as param_mismatch's)
 MLP_WIDEST = 32  # the widest channel MLP searched, in multiples of its declared width
 MLP_NARROWEST = 0.5  # the narrowest channel MLP searched, as a fraction of its declared width
 OPTION_WIDEST = 8  # the largest size option searched, in multiples of its default
@@ -33,9 +33,9 @@ Count = Callable[[Mapping[str, Any]], int]
 
 
 def within_band(ratio: float) -> bool:
-    """Whether a parameter ratio to the baseline is inside ±``TOLERANCE`` (the band's edge is
+    """Whether a parameter ratio to the baseline is inside ±``PARAM_TOLERANCE`` (the band's edge is
     inside: rounded to 12 digits, so 110 against 100 parameters passes)."""
-    return round(abs(ratio - 1.0), 12) <= TOLERANCE
+    return round(abs(ratio - 1.0), 12) <= PARAM_TOLERANCE
 
 
 def within(params: int, target: int) -> bool:
@@ -116,7 +116,7 @@ def match(
     shown = ", ".join(f"{k}={v}" for k, v in chosen.items())
     return {
         **_record(target, "unmatched", {}, declared),
-        "reason": f"no size within ±{TOLERANCE:.0%} of the baseline's parameters (closest "
+        "reason": f"no size within ±{PARAM_TOLERANCE:.0%} of the baseline's parameters (closest "
         f"{found / target:.2f}x at {shown}): trained as declared, "
         f"{declared / target:.2f}x",
     }

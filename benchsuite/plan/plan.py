@@ -17,20 +17,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchsuite.budget import Budget
 from benchsuite.errors import PluginError, one_line
 from benchsuite.plan import jobs as jobs_
 from benchsuite.plan import matching
 from benchsuite.plan.environment import describe
-from benchsuite.plan.futility import FutilityLook
-from benchsuite.plan.jobs import Job
+from benchsuite.plan.preflight import Check, Checker, check_key
+from benchsuite.protocol.futility import FutilityLook
+from benchsuite.records import Job
 from benchsuite.registry.variants import lookup
 from benchsuite.seeds import Streams, evaluation_seeds
 from benchsuite.settings import RunSettings
 from benchsuite.specs import Mixer, Track, TrackData, provenance
-from benchsuite.vocabulary import Scale
+from benchsuite.vocabulary import Scale, SkipKind
 
 Counter = Callable[[Track, Mixer, TrackData, Job], int]
-Preflight = Callable[[Mixer, int, int, dict], "str | None"]  # (mixer, tokens, dim, options)
 """Parameters of the model a job trains on some data (``benchsuite.train.size``)."""
 
 
@@ -47,7 +48,7 @@ class TrackFacts:
     verified: bool
     tokens: int  # of the first rung of the ladder (the only one, for most tracks)
     grid: list[dict[str, float]]
-    budget: dict[str, Any]  # steps, batch_size, dim, depth, checkpoint, patience, schedule
+    budget: Budget  # the preset's, after overrides; its grid is ``grid``, not repeated here
     budget_signature: str
     data_key: str
     plugin: str
@@ -77,12 +78,28 @@ class Cell:
 
 @dataclass
 class Skip:
-    """A track or cell that does not run, and why (``kind``: ``error`` or ``unsupported``)."""
+    """A track or cell (``mixer`` ``*``: the whole track) that does not run, and why."""
 
     track: str
     mixer: str
     reason: str
-    kind: str
+    kind: SkipKind
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> Skip:
+        """A stored skip (a plan from before the pre-flight had its own kind: read as one)."""
+        kind, reason = SkipKind(raw["kind"]), raw["reason"]
+        if kind == SkipKind.ERROR and reason.startswith(PREFLIGHT_SAID):
+            kind, reason = SkipKind.PREFLIGHT, reason.removeprefix(PREFLIGHT_SAID)
+        return cls(raw["track"], raw["mixer"], reason, kind)
+
+    @property
+    def said(self) -> str:
+        """The reason as a reader sees it (a pre-flight's says so)."""
+        return PREFLIGHT_SAID + self.reason if self.kind == SkipKind.PREFLIGHT else self.reason
+
+
+PREFLIGHT_SAID = "pre-flight: "
 
 
 @dataclass
@@ -100,7 +117,7 @@ class Plan:
     # the seed counts at which earlier runs in the folder showed these suite verdicts
     # (:func:`benchsuite.plan.extension.looks`)
     looks: list[int] = field(default_factory=list)
-    # the per-track design's pre-registered futility look (:mod:`benchsuite.plan.futility`)
+    # the per-track design's pre-registered futility look (:mod:`benchsuite.protocol.futility`)
     futility: FutilityLook | None = None
     # the design's planned MDE per track, % at the verdicts' alpha (None: nothing detectable),
     # from the planning sd (the track's default, or the last run's in the folder)
@@ -179,12 +196,15 @@ class Plan:
             settings=settings,
             environment=raw.get("environment", {}),
             mixers={n: MixerFacts(**raw["mixers"][n]) for n in listed(raw["mixers"], "mixers")},
-            tracks={n: TrackFacts(**tracks[n]) for n in listed(tracks, "tracks")},
+            tracks={
+                n: TrackFacts(**{**tracks[n], "budget": Budget.from_dict(tracks[n]["budget"])})
+                for n in listed(tracks, "tracks")
+            },
             cells={
                 t: {m: Cell(**cells[t][m]) for m in listed(cells[t], "mixers")}
                 for t in listed(cells, "tracks")
             },
-            skipped=[Skip(**s) for s in raw["skipped"]],
+            skipped=[Skip.from_dict(s) for s in raw["skipped"]],
             code=raw.get("code", {}),
             recipe=raw.get("recipe", ""),
             looks=list(raw.get("looks", [])),
@@ -199,6 +219,7 @@ EXECUTION_ONLY = (
     "address",
     "jobs",
     "timeout",
+    "preflight_timeout",
     "save_every",
     "allow_failures",
     "strict",
@@ -253,10 +274,7 @@ def probe_track(track: Track, settings: RunSettings) -> tuple[TrackFacts, list[T
         verified=data.verified,
         tokens=data.tokens,
         grid=jobs_.grid_of(track, settings),
-        budget={
-            key: getattr(budget, key)
-            for key in ("steps", "batch_size", "dim", "depth", "checkpoint", "patience", "schedule")
-        },
+        budget=dataclasses.replace(budget, grid=()),
         budget_signature=jobs_.budget_signature(track, settings),
         data_key=track.data_key(options, settings.preset, settings.data_dir)
         + " ".join(rung.identity for rung in rungs),
@@ -287,16 +305,16 @@ def plan_run(
     tracks: dict[str, Track],
     mixers: dict[str, Mixer],
     count: Counter | None = None,
-    preflight: Preflight | None = None,
+    checker: Checker | None = None,
     reference_step: Callable[[], float] | None = None,
 ) -> Plan:
     """The plan of a run of resolved ``settings`` (see :func:`benchsuite.plan.resolve.resolve`):
     each track probed (a broken track is skipped with its reason), each supported cell's jobs,
     sized by the equal-size rule when ``settings.match`` asks for it and ``count`` is given; a
-    mixer variant runs its base mixer under its own name. ``preflight(mixer, tokens, dim,
-    options)``, when given, checks every cell's mixer at each rung's shape before any job: a
-    reason skips the cell as an error. ``reference_step()``, when given, times the reference
-    step the run's cost is counted in (:mod:`benchsuite.train.reference`) for its environment."""
+    mixer variant runs its base mixer under its own name. ``checker``, when given, runs every
+    cell's pre-flight (:class:`~benchsuite.plan.preflight.Check`) before any job: a reason skips
+    the cell as an error. ``reference_step()``, when given, times the reference step the run's
+    cost is counted in (:mod:`benchsuite.train.reference`) for its environment."""
     plan = Plan(
         settings=settings,
         environment=describe(
@@ -309,56 +327,97 @@ def plan_run(
     )
     plan.code["training"] = jobs_.training_code()
     plan.recipe = recipe(settings, tracks, mixers)
-    sizing = count if settings.match == "params" else None
+    probed: dict[str, list[TrackData]] = {}
     for name in settings.tracks or ():
-        track = tracks[name]
         try:
-            facts, rungs = probe_track(track, settings)
+            plan.tracks[name], probed[name] = probe_track(tracks[name], settings)
         except Exception as error:  # one broken track never takes the others down
-            plan.skipped.append(Skip(name, "*", one_line(error), "error"))
+            plan.skipped.append(Skip(name, "*", one_line(error), SkipKind.ERROR))
             continue
-        plan.tracks[name] = facts
-        plan.code[f"track {name}"] = jobs_.plugin_code(track)
-        target = None
-        for mixer_name in settings.mixers or ():
-            mixer = lookup(mixers, mixer_name)
-            options = settings.mixer_options.get(mixer_name, {})
-            dim = facts.budget["dim"]
-            reasons = [mixer.reason_unsupported(r.tokens, dim, options) for r in rungs]
-            reason = next((r for r in reasons if r), None)
-            if reason:
-                plan.skipped.append(Skip(name, mixer_name, reason, "unsupported"))
-                continue
-            if preflight is not None:
-                broken = [preflight(mixer, r.tokens, dim, options) for r in rungs]
-                if any(broken):
-                    reason = f"pre-flight: {next(b for b in broken if b)}"
-                    plan.skipped.append(Skip(name, mixer_name, reason, "error"))
-                    continue
-            plan.code[f"mixer {mixer_name}"] = jobs_.plugin_code(mixer)
-            jobs = jobs_.cell_jobs(settings, track, mixer, facts.grid, facts.data_key)
-            size: dict[str, Any] = {}
-            if sizing is not None:
-                counts = _counter(sizing, track, mixer, rungs[0], jobs[0])
-                if mixer_name == settings.baseline:
-                    size, target = _baseline_size(counts)
-                elif target is not None:
-                    width = jobs[0].budget.mlp_ratio * facts.budget["dim"]
-                    try:
-                        size = matching.match(
-                            mixer, mixer_name, jobs[0].mixer_options, target, width, counts
-                        )
-                    except PluginError as error:  # a wrong size_option: that mixer's error
-                        plan.skipped.append(Skip(name, mixer_name, one_line(error), "error"))
-                        continue
-                if size.get("set"):
-                    jobs = jobs_.cell_jobs(
-                        settings, track, mixer, facts.grid, facts.data_key, size["set"]
-                    )
-            plan.jobs.update((job.key, job) for job in jobs)
-            cell = Cell(name, mixer_name, [job.key for job in jobs], size=size)
-            plan.cells.setdefault(name, {})[mixer_name] = cell
+        plan.code[f"track {name}"] = jobs_.plugin_code(tracks[name])
+    ruled_out = _ruled_out(settings, mixers, plan.tracks, probed)
+    checks = [
+        Check(
+            track,
+            mixer,
+            tuple((r.tokens, plan.tracks[track].budget.dim) for r in rungs),
+            settings.mixer_options.get(mixer, {}),
+            settings.preflight_timeout,
+        )
+        for track, rungs in probed.items()
+        for mixer in settings.mixers or ()
+        if (track, mixer) not in ruled_out
+    ]
+    failed = checker(checks) if checker is not None else {}
+    for track, rungs in probed.items():
+        _plan_track(plan, tracks[track], mixers, rungs, count, ruled_out, failed)
     return plan
+
+
+def _ruled_out(
+    settings: RunSettings,
+    mixers: dict[str, Mixer],
+    facts: dict[str, TrackFacts],
+    probed: dict[str, list[TrackData]],
+) -> dict[tuple[str, str], str]:
+    """Why each (track, mixer) cell the mixer does not support at some rung's shape is out."""
+    ruled_out = {}
+    for track, rungs in probed.items():
+        dim = facts[track].budget.dim
+        for name in settings.mixers or ():
+            options = settings.mixer_options.get(name, {})
+            mixer = lookup(mixers, name)
+            reasons = (mixer.reason_unsupported(r.tokens, dim, options) for r in rungs)
+            if reason := next((r for r in reasons if r), None):
+                ruled_out[track, name] = reason
+    return ruled_out
+
+
+def _plan_track(
+    plan: Plan,
+    track: Track,
+    mixers: dict[str, Mixer],
+    rungs: list[TrackData],
+    count: Counter | None,
+    ruled_out: dict[tuple[str, str], str],
+    failed: dict[str, str],
+) -> None:
+    """A probed track's cells in ``plan``: its jobs, sized when ``count`` is given, or the
+    cell's skip (ruled out by the data, or failed by the pre-flight)."""
+    settings, name, facts = plan.settings, track.name, plan.tracks[track.name]
+    sizing = count if settings.match == "params" else None
+    target = None
+    for mixer_name in settings.mixers or ():
+        mixer = lookup(mixers, mixer_name)
+        if reason := ruled_out.get((name, mixer_name)):
+            plan.skipped.append(Skip(name, mixer_name, reason, SkipKind.UNSUPPORTED))
+            continue
+        if reason := failed.get(check_key(name, mixer_name)):
+            plan.skipped.append(Skip(name, mixer_name, reason, SkipKind.PREFLIGHT))
+            continue
+        plan.code[f"mixer {mixer_name}"] = jobs_.plugin_code(mixer)
+        jobs = jobs_.cell_jobs(settings, track, mixer, facts.grid, facts.data_key)
+        size: dict[str, Any] = {}
+        if sizing is not None:
+            counts = _counter(sizing, track, mixer, rungs[0], jobs[0])
+            if mixer_name == settings.baseline:
+                size, target = _baseline_size(counts)
+            elif target is not None:
+                width = jobs[0].budget.mlp_ratio * facts.budget.dim
+                try:
+                    size = matching.match(
+                        mixer, mixer_name, jobs[0].mixer_options, target, width, counts
+                    )
+                except PluginError as error:  # a wrong size_option: that mixer's error
+                    plan.skipped.append(Skip(name, mixer_name, one_line(error), SkipKind.ERROR))
+                    continue
+            if size.get("set"):
+                jobs = jobs_.cell_jobs(
+                    settings, track, mixer, facts.grid, facts.data_key, size["set"]
+                )
+        plan.jobs.update((job.key, job) for job in jobs)
+        cell = Cell(name, mixer_name, [job.key for job in jobs], size=size)
+        plan.cells.setdefault(name, {})[mixer_name] = cell
 
 
 def _counter(

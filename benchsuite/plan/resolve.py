@@ -15,11 +15,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from benchsuite.budget import CHECKPOINTS
+from benchsuite.budget import read_overrides
 from benchsuite.errors import PluginError, UsageError, did_you_mean, one_line
-from benchsuite.plan.jobs import GRID_AXES, OVERRIDABLE, SCHEDULE, STOPPING
+from benchsuite.plan.jobs import GRID_AXES
 from benchsuite.plan.matching import MATCHES
-from benchsuite.plan.power import default_seeds, min_seeds_for_significance, suite_seeds
+from benchsuite.protocol.power import default_seeds, min_seeds_for_significance, suite_seeds
 from benchsuite.registry import Registry, track_variants, variants
 from benchsuite.settings import EXECUTORS, RunSettings
 from benchsuite.specs import Track, resolve_options
@@ -227,56 +227,12 @@ def check_track_options(track: Track, options: dict, preset: str) -> None:
 
 
 def budget_overrides(given: Any) -> dict[str, Any]:
-    """``--budget`` overrides parsed: sizes as whole numbers >= 1, ``eval_every``, ``patience`` and
-    ``min_steps`` whole numbers >= 0, ``min_delta`` a number >= 0, ``checkpoint`` last or best,
-    ``halve_at`` increasing steps (``120,240``; ``none``: no pruning), ``schedule`` cosine or
-    plateau, ``cuts`` and ``warmup_steps`` whole numbers >= 0, ``cut_factor`` between 0 and 1
-    (an unknown key is an error)."""
-    overrides: dict[str, Any] = {}
-    for key, value in given.items():
-        if key not in OVERRIDABLE + STOPPING + SCHEDULE:
-            valid = ", ".join(OVERRIDABLE + STOPPING + SCHEDULE)
-            raise UsageError(f"unknown budget key {key!r}; valid: {valid}")
-        overrides[key] = _budget_value(key, value)
-    return overrides
-
-
-def _budget_value(key: str, value: Any) -> Any:
-    if key == "halve_at":
-        return _halvings(value)
-    if key == "checkpoint":
-        if value not in CHECKPOINTS:
-            expected = " or ".join(CHECKPOINTS)
-            raise UsageError(f"budget checkpoint: expected {expected}, got {value!r}")
-        return value
-    if key == "schedule":  # its values are the Budget's to check, as a preset's are
-        return value
-    numbers = ("min_delta", "cut_factor")
-    kind, parse = ("a number", float) if key in numbers else ("a whole number", int)
+    """``--budget`` overrides read by their knobs (:class:`benchsuite.budget.Knob`): an unknown
+    key or a bad value is a one-line usage error."""
     try:
-        parsed = parse(value)
-    except (TypeError, ValueError):
-        raise UsageError(f"budget {key}: expected {kind}, got {value!r}") from None
-    least = 1 if key in OVERRIDABLE else 0
-    if not parsed >= least:
-        raise UsageError(f"budget {key}: must be at least {least}, got {value!r}")
-    return parsed
-
-
-def _halvings(value: Any) -> tuple[int, ...]:
-    """``halve_at`` from the command line (``120,240``, ``none``) or a TOML list."""
-    given = value.split(",") if isinstance(value, str) else value
-    if isinstance(value, str) and value.strip().lower() in ("", "none", "0"):
-        return ()
-    try:
-        steps = tuple(int(step) for step in given)
-    except (TypeError, ValueError):
-        raise UsageError(
-            f"budget halve_at: expected steps such as 120,240 or none, got {value!r}"
-        ) from None
-    if any(step < 1 for step in steps) or list(steps) != sorted(set(steps)):
-        raise UsageError(f"budget halve_at: expected increasing steps ≥ 1, got {value!r}")
-    return steps
+        return read_overrides(given)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
 
 
 def check_device(device: str) -> str:
@@ -301,6 +257,9 @@ def check_executor(settings: RunSettings) -> None:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
     if timeout is not None and timeout <= 0:
         raise UsageError(f"--timeout must be a positive number of seconds, got {timeout:g}")
+    if settings.preflight_timeout <= 0:
+        limit = settings.preflight_timeout
+        raise UsageError(f"--preflight-timeout must be a positive number of seconds, got {limit:g}")
     if settings.save_every <= 0:
         every = settings.save_every
         raise UsageError(f"--save-every must be a positive number of seconds, got {every:g}")

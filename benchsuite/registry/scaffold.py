@@ -48,7 +48,7 @@ def new_mixer(name: str, path: Path | str = ".") -> Path:
     ``benchsuite_<name>.py`` with a documented ``build`` and its hook, ``tests/test_<name>.py``
     running the contract kit, and a README with the next commands.
     """
-    from benchsuite import __version__
+    from benchsuite.version import __version__
 
     check_name(name)
     folder = Path(path) / f"benchsuite-{name}"

@@ -23,11 +23,12 @@ import itertools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from benchsuite.budget import knobs, variant_keys
 from benchsuite.errors import UsageError, check_names
 from benchsuite.registry.variants import bracketed, spell
 from benchsuite.specs import Track, resolve_options
 
-BUDGET_KEYS = ("steps", "batch_size", "dim", "depth")  # what a variant may set in the budget
+BUDGET_KEYS = variant_keys()  # what a variant may set in the budget (its size)
 SYNTAX = "TRACK[KEY=VALUE,...]"
 
 
@@ -41,16 +42,12 @@ def assignments(text: str) -> tuple[str, dict[str, str]]:
     return bracketed(text.strip(), _malformed, "key")
 
 
-def _whole(text: str, key: str, value: str) -> int:
+def _budget_value(text: str, key: str, value: str) -> Any:
+    """A budget key's value in a variant, read by its knob."""
     try:
-        number = int(value)
-    except ValueError:
-        raise UsageError(
-            f"track {text!r}: budget {key} must be a whole number, got {value!r}"
-        ) from None
-    if number < 1:
-        raise UsageError(f"track {text!r}: budget {key} must be at least 1, got {value!r}")
-    return number
+        return knobs()[key].read(key, value)
+    except ValueError as error:
+        raise UsageError(f"track {text!r}: {error}") from None
 
 
 def build(base: Track, text: str, given: Mapping[str, str]) -> Track:
@@ -70,7 +67,7 @@ def build(base: Track, text: str, given: Mapping[str, str]) -> Track:
         parsed = resolve_options(base.options, options, base.name)
     except UsageError as error:
         raise UsageError(f"track {text!r}: {error}") from None
-    budget = {k: _whole(text, k, v) for k, v in given.items() if k in BUDGET_KEYS}
+    budget = {k: _budget_value(text, k, v) for k, v in given.items() if k in BUDGET_KEYS}
     values = {k: parsed[k] for k in options} | budget
     variant = copy.copy(base)
     variant.name = f"{base.name}[{','.join(f'{k}={spell(values[k])}' for k in sorted(values))}]"

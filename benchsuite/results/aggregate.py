@@ -19,20 +19,22 @@ as extreme as its seeds allow and still not significant: too few seeds to show r
 mixer with significant per-track wins and significant per-track losses is ``mixed``, whatever
 its suite effect.
 
-Input, per track: ``{"higher_is_better", "ideal", "pairs": {mixer: {"baseline": [...],
-"mixer": [...], "caps": [...]}}}`` — each mixer's paired, imputed per-seed metrics and the seeds'
-trivial-predictor scores.
+Input, per track: a :class:`TrackPairs` — each mixer's paired, imputed per-seed metrics and the
+seeds' trivial-predictor scores (:class:`Paired`). Output: the typed ``across_tracks`` block
+(:class:`~benchsuite.results.schema.AcrossTracks`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from benchsuite.results.signflip import (
+from benchsuite.protocol.signflip import (
     FLIPS,
     Flips,
     sign_flips,
@@ -40,50 +42,71 @@ from benchsuite.results.signflip import (
     suite_interval,
     suite_test,
 )
-from benchsuite.results.stats import excludes_zero, holm
-from benchsuite.vocabulary import SuiteVerdict, Verdict
+from benchsuite.protocol.stats import excludes_zero, holm
+from benchsuite.results.schema import AcrossMixer, AcrossTracks, Ranks, SuiteTest
+from benchsuite.vocabulary import Shift, SuiteVerdict, Verdict
 
-TrackInput = Mapping[str, Any]
+
+@dataclass(frozen=True)
+class Paired:
+    """One comparison's per-seed values (a diverged seed imputed with its cap), paired by seed,
+    and each seed's trivial-predictor score."""
+
+    baseline: Sequence[float]
+    mixer: Sequence[float]
+    caps: Sequence[float]
 
 
-def normalised(values: Any, caps: Any, track: TrackInput, reference: float) -> np.ndarray:
+@dataclass(frozen=True)
+class TrackPairs:
+    """One track's comparisons, as the across-track figures read them."""
+
+    higher_is_better: bool
+    ideal: float | None  # the metric's best possible value (None: it declares none)
+    pairs: Mapping[str, Paired]  # by mixer
+
+
+def normalised(
+    values: Sequence[float], caps: Sequence[float], higher_is_better: bool, reference: float
+) -> np.ndarray:
     """Scores: the fraction of the gap from the trivial predictor to ``reference`` closed."""
-    values, caps = np.asarray(values, dtype=float), np.asarray(caps, dtype=float)
-    gap = (reference - caps) if track["higher_is_better"] else (caps - reference)
-    closed = (values - caps) if track["higher_is_better"] else (caps - values)
+    value, cap = np.asarray(values, dtype=float), np.asarray(caps, dtype=float)
+    gap = (reference - cap) if higher_is_better else (cap - reference)
+    closed = (value - cap) if higher_is_better else (cap - value)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(gap != 0, closed / gap, 0.0)
 
 
-def _reference(track: TrackInput) -> float | None:
+def _reference(track: TrackPairs) -> float | None:
     """The value a score of 1 stands for: the metric's ideal, else the baseline's mean."""
-    if track.get("ideal") is not None:
-        return float(track["ideal"])
-    baselines = [v for pair in track["pairs"].values() for v in pair["baseline"]]
+    if track.ideal is not None:
+        return float(track.ideal)
+    baselines = [v for pair in track.pairs.values() for v in pair.baseline]
     return float(np.mean(baselines)) if baselines else None
 
 
-def track_scores(track: TrackInput) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def track_scores(track: TrackPairs) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per mixer: (baseline scores, mixer scores), paired by seed."""
     reference = _reference(track)
     if reference is None:
         return {}
+    higher = track.higher_is_better
     return {
         mixer: (
-            normalised(pair["baseline"], pair["caps"], track, reference),
-            normalised(pair["mixer"], pair["caps"], track, reference),
+            normalised(pair.baseline, pair.caps, higher, reference),
+            normalised(pair.mixer, pair.caps, higher, reference),
         )
-        for mixer, pair in track["pairs"].items()
+        for mixer, pair in track.pairs.items()
     }
 
 
-UNREACHABLE = "unreachable"  # without_track: no data of these seeds could be significant
+def _sign(effect: float) -> Shift:
+    return Shift.BETTER if effect > 0 else Shift.WORSE if effect < 0 else Shift.NONE
 
 
-def _direction(p_holm: float, effect: float, alpha: float) -> str:
-    if p_holm >= alpha or effect == 0:
-        return "none"
-    return "better" if effect > 0 else "worse"
+def _direction(p_holm: float, effect: float, alpha: float) -> Shift:
+    """The direction of a suite effect that passes Holm at ``alpha``, else ``NONE``."""
+    return Shift.NONE if p_holm >= alpha else _sign(effect)
 
 
 def _holm(ps: dict[str, float], family: int | None) -> dict[str, float]:
@@ -109,17 +132,28 @@ def _percentile_ci(samples: np.ndarray) -> list[float]:
     return [float(lo), float(hi)]
 
 
-def _count_verdicts(verdicts: Mapping[str, Mapping[str, str]], name: str) -> dict[str, int]:
-    found = [v[name] for v in verdicts.values() if name in v]
-    return {
-        "tracks_won": sum(Verdict(v).better for v in found),
-        "tracks_lost": sum(Verdict(v).worse for v in found),
-        "tracks_equivalent": sum(v == Verdict.EQUIVALENT for v in found),
-        "tracks_inconclusive": sum(v == Verdict.INCONCLUSIVE for v in found),
-    }
+@dataclass(frozen=True)
+class Counted:
+    """How many tracks a mixer won, lost, tied within the margin or left open (per-track
+    verdicts, after Holm)."""
+
+    tracks_won: int
+    tracks_lost: int
+    tracks_equivalent: int
+    tracks_inconclusive: int
 
 
-def _ranks(means: dict[str, dict[str, float]], names: list[str], alpha: float) -> dict[str, Any]:
+def _count_verdicts(verdicts: Mapping[str, Mapping[str, Verdict]], name: str) -> Counted:
+    found = [Verdict(v[name]) for v in verdicts.values() if name in v]
+    return Counted(
+        tracks_won=sum(v.better for v in found),
+        tracks_lost=sum(v.worse for v in found),
+        tracks_equivalent=sum(v == Verdict.EQUIVALENT for v in found),
+        tracks_inconclusive=sum(v == Verdict.INCONCLUSIVE for v in found),
+    )
+
+
+def _ranks(means: dict[str, dict[str, float]], names: list[str], alpha: float) -> Ranks:
     """Average rank (1 = best mean score) with Friedman and Nemenyi CD, descriptive, over the
     tracks every ranked mixer ran on (the others are named in ``tracks_dropped``)."""
     from scipy import stats
@@ -133,32 +167,32 @@ def _ranks(means: dict[str, dict[str, float]], names: list[str], alpha: float) -
         for t in tracks
     }
     k, n_tracks = len(names), len(tracks)
-    out: dict[str, Any] = {
-        "descriptive": True,
-        "tracks": tracks,
-        "tracks_dropped": {t: f"not run by {', '.join(m)}" for t, m in dropped.items()},
-        "per_track": per_track,
-        "average_rank": {
+    ranks = Ranks(
+        descriptive=True,
+        tracks=tracks,
+        tracks_dropped={t: f"not run by {', '.join(m)}" for t, m in dropped.items()},
+        per_track=per_track,
+        average_rank={
             n: (float(np.mean([per_track[t][n] for t in tracks])) if tracks else None)
             for n in names
         },
-        "friedman_statistic": None,
-        "friedman_p": None,
-        "nemenyi_cd": None,
-        "reason": None,
-    }
+        friedman_statistic=None,
+        friedman_p=None,
+        nemenyi_cd=None,
+        reason=None,
+    )
     if k < 3 or n_tracks < 2:
-        out["reason"] = (
-            f"Friedman needs >= 3 methods and >= 2 complete tracks; have {k} and {n_tracks}"
-        )
-        return out
+        reason = f"Friedman needs >= 3 methods and >= 2 complete tracks; have {k} and {n_tracks}"
+        return dataclasses.replace(ranks, reason=reason)
     table = [[means[t][n] for t in tracks] for n in names]
     res = stats.friedmanchisquare(*table)
     q_alpha = stats.studentized_range.ppf(1 - alpha, k, np.inf) / math.sqrt(2)
-    out["friedman_statistic"] = None if np.isnan(res.statistic) else float(res.statistic)
-    out["friedman_p"] = None if np.isnan(res.pvalue) else float(res.pvalue)
-    out["nemenyi_cd"] = float(q_alpha * math.sqrt(k * (k + 1) / (6 * n_tracks)))
-    return out
+    return dataclasses.replace(
+        ranks,
+        friedman_statistic=None if np.isnan(res.statistic) else float(res.statistic),
+        friedman_p=None if np.isnan(res.pvalue) else float(res.pvalue),
+        nemenyi_cd=float(q_alpha * math.sqrt(k * (k + 1) / (6 * n_tracks))),
+    )
 
 
 def _bootstrap(
@@ -169,51 +203,54 @@ def _bootstrap(
 
 
 def _mixer_entry(
-    pairs: dict[str, tuple[np.ndarray, np.ndarray]], rng: np.random.Generator, n_boot: int
-) -> dict[str, Any]:
-    """The pooled figures of one mixer against the baseline on its tracks (scores paired), with
-    stratified bootstrap intervals (the suite effect's own interval is the test's:
-    :func:`suite_interval`)."""
+    pairs: dict[str, tuple[np.ndarray, np.ndarray]],
+    rng: np.random.Generator,
+    n_boot: int,
+    **tested: Any,
+) -> AcrossMixer:
+    """One mixer's figures: its pooled scores against the baseline on its tracks (scores
+    paired), with stratified bootstrap intervals, and the fields of its suite test (``tested``:
+    the suite effect's own interval is the test's, :func:`suite_interval`)."""
     index = _bootstrap(pairs, rng, n_boot)
     base = np.concatenate([b for b, _ in pairs.values()])
     mix = np.concatenate([m for _, m in pairs.values()])
     boot_base = np.concatenate([pairs[t][0][index[t]] for t in pairs], axis=1)
     boot_mix = np.concatenate([pairs[t][1][index[t]] for t in pairs], axis=1)
     effects = {t: float((m - b).mean()) for t, (b, m) in pairs.items()}
-    return {
-        "n_tracks": len(pairs),
-        "tracks": list(pairs),
-        "n_cells": int(mix.size),
-        "per_track_effect": effects,
-        "suite_effect": float(np.mean(list(effects.values()))),
-        "iqm": float(_iqm(mix)),
-        "iqm_ci95": _percentile_ci(_iqm(boot_mix)),
-        "iqm_diff": float(_iqm(mix) - _iqm(base)),
-        "iqm_diff_ci95": _percentile_ci(_iqm(boot_mix) - _iqm(boot_base)),
-        "prob_improvement": float(_prob_improvement(mix, base)),
-        "prob_improvement_ci95": _percentile_ci(_prob_improvement(boot_mix, boot_base)),
-    }
+    return AcrossMixer(
+        n_tracks=len(pairs),
+        tracks=list(pairs),
+        n_cells=int(mix.size),
+        per_track_effect=effects,
+        suite_effect=float(np.mean(list(effects.values()))),
+        iqm=float(_iqm(mix)),
+        iqm_ci95=_percentile_ci(_iqm(boot_mix)),
+        iqm_diff=float(_iqm(mix) - _iqm(base)),
+        iqm_diff_ci95=_percentile_ci(_iqm(boot_mix) - _iqm(boot_base)),
+        prob_improvement=float(_prob_improvement(mix, base)),
+        prob_improvement_ci95=_percentile_ci(_prob_improvement(boot_mix, boot_base)),
+        **tested,
+    )
 
 
 def aggregate_across_tracks(
-    per_track: Mapping[str, TrackInput],
+    per_track: Mapping[str, TrackPairs],
     *,
     baseline_name: str,
-    verdicts: Mapping[str, Mapping[str, str]] | None = None,
+    verdicts: Mapping[str, Mapping[str, Verdict]] | None = None,
     n_boot: int = 2000,
     seed: int = 0,
     alpha: float = 0.05,
     planned: Mapping[str, list[str]] | None = None,
-) -> dict[str, Any]:
-    """Suite-level figures per mixer (and the baseline's own scores), as plain JSON-able dicts.
+) -> AcrossTracks:
+    """Suite-level figures per mixer (and the baseline's own scores): ``across_tracks``.
 
     ``verdicts``: optional ``{track: {mixer: Holm-adjusted verdict}}`` from the per-track
     comparisons. ``alpha``: the level of the suite tests and of their intervals (less than 0.05
     when earlier looks at the same comparisons are accounted for). ``planned``: ``{mixer:
     [tracks]}`` the run planned (default: those with results); Holm runs over every planned
-    mixer, and a mixer's tracks without results are named (``tracks_missing``). Returns
-    ``{"baseline", "scale", "n_boot", "flips", "seed", "alpha", "tracks", "mixers": {name:
-    {...}}, "ranks"}`` (see docs/results.md for each mixer's fields).
+    mixer, and a mixer's tracks without results are named (``tracks_missing``). See
+    docs/results.md for each mixer's fields.
     """
     if not per_track:
         raise ValueError("no tracks to aggregate")
@@ -226,67 +263,66 @@ def aggregate_across_tracks(
     most_tracks = max((sum(n in s for s in scores.values()) for n in names), default=0)
 
     family = len(planned) if planned else None
-    mixers: dict[str, dict[str, Any]] = {}
+    intervals: dict[str, list[float]] = {}
     observed: dict[str, dict[str, np.ndarray]] = {}
     flips: dict[str, Flips] = {}
     for name in names:
         pairs = {t: s[name] for t, s in scores.items() if name in s}
-        entry = _mixer_entry(pairs, rng, n_boot)
         observed[name] = {t: m - b for t, (b, m) in pairs.items()}
         flips[name] = sign_flips(observed[name], seed)
         # the interval of the same test: the shifts it does not reject (not the bootstrap's)
-        entry["suite_effect_ci95"] = suite_interval(observed[name], flips[name], list(pairs), alpha)
-        entry["fewer_tracks"] = len(pairs) < most_tracks
-        entry["tracks_missing"] = [t for t in (planned or {}).get(name, []) if t not in pairs]
-        counts = _count_verdicts(verdicts, name) if verdicts else None
-        for key in ("tracks_won", "tracks_lost", "tracks_equivalent", "tracks_inconclusive"):
-            entry[key] = counts[key] if counts else None
-        mixers[name] = entry
+        intervals[name] = suite_interval(observed[name], flips[name], list(pairs), alpha)
 
     full = {n: suite_test(observed[n], flips[n], list(observed[n])) for n in names}
     holm = _holm({n: p for n, (_, p) in full.items()}, family)
-    left_out: dict[str, dict[str, str]] = {n: {} for n in names}
-    for track in scores:
-        rest = {n: [t for t in observed[n] if t != track] for n in names if track in observed[n]}
-        partial = {n: suite_test(observed[n], flips[n], ts) for n, ts in rest.items() if ts}
-        ps = {n: p for n, (_, p) in partial.items()}
-        partial_holm = _holm(ps, family)
-        for n, (effect, _) in partial.items():
-            held = _direction(partial_holm[n], effect, alpha)
-            # even an effect as extreme as these seeds allow would not pass Holm: seeds decided
-            floor = _holm({**ps, n: suite_floor(flips[n], rest[n])}, family)[n]
-            left_out[n][track] = UNREACHABLE if held == "none" and floor >= alpha else held
+    left_out = _left_out(scores, observed, flips, family, alpha)
+    mixers = {}
     for name in names:
         effect, p = full[name]
         direction = _direction(holm[name], effect, alpha)
-        if not excludes_zero(mixers[name]["suite_effect_ci95"]):
-            direction = "none"  # a p not monotone in the shift: not significant
+        if not excludes_zero(intervals[name]):
+            direction = Shift.NONE  # a p not monotone in the shift: not significant
         robust = bool(left_out[name]) and all(d == direction for d in left_out[name].values())
         verdict = (
             SuiteVerdict.INCONCLUSIVE
-            if direction == "none"
+            if direction == Shift.NONE
             else SuiteVerdict(direction)
             if robust
             else SuiteVerdict.NOT_ROBUST
         )
-        if mixers[name]["tracks_won"] and mixers[name]["tracks_lost"]:
+        counts = _count_verdicts(verdicts, name) if verdicts else None
+        if counts and counts.tracks_won and counts.tracks_lost:
             verdict = SuiteVerdict.MIXED  # significant wins and losses: no one direction
         if len(observed[name]) == 1:
             verdict = SuiteVerdict.ONE_TRACK  # a suite of one track: its table says it all
-        mixers[name]["suite_test"] = {
-            "statistic": effect,
-            "statistic_name": "suite_effect",
-            "alternative": "two-sided",
-            "direction": "better" if effect > 0 else "worse" if effect < 0 else "none",
-            "p_value": p,
-            "p_method": "exact" if flips[name].exact else "monte_carlo",
-            "flips": len(flips[name].signs[next(iter(observed[name]))]),
-            "mc_seed": seed,
-            "p_holm": holm[name],
-        }
-        mixers[name]["without_track"] = left_out[name]
-        mixers[name]["robust_without_any_track"] = robust
-        mixers[name]["verdict"] = verdict
+        # the bootstrap draws from ``rng`` here, one mixer after the other in name order
+        pairs = {t: s[name] for t, s in scores.items() if name in s}
+        mixers[name] = _mixer_entry(
+            pairs,
+            rng,
+            n_boot,
+            suite_effect_ci95=intervals[name],
+            fewer_tracks=len(pairs) < most_tracks,
+            tracks_won=counts.tracks_won if counts else None,
+            tracks_lost=counts.tracks_lost if counts else None,
+            tracks_equivalent=counts.tracks_equivalent if counts else None,
+            tracks_inconclusive=counts.tracks_inconclusive if counts else None,
+            suite_test=SuiteTest(
+                statistic=effect,
+                statistic_name="suite_effect",
+                alternative="two-sided",
+                direction=_sign(effect),
+                p_value=p,
+                p_method="exact" if flips[name].exact else "monte_carlo",
+                flips=len(flips[name].signs[next(iter(observed[name]))]),
+                mc_seed=seed,
+                p_holm=holm[name],
+            ),
+            without_track=left_out[name],
+            robust_without_any_track=robust,
+            verdict=verdict,
+            tracks_missing=[t for t in (planned or {}).get(name, []) if t not in pairs],
+        )
 
     baseline = {
         t: pairs_[0] for t, s in scores.items() for pairs_ in list(s.values())[:1]
@@ -296,18 +332,43 @@ def aggregate_across_tracks(
         | {n: float(m.mean()) for n, (_, m) in s.items()}
         for t, s in scores.items()
     }
-    pooled = np.concatenate(list(baseline.values())) if baseline else np.array([])
-    return {
-        "baseline": baseline_name,
-        "scale": "fraction of the gap from the trivial predictor to the ideal value closed",
-        "baseline_iqm": float(_iqm(pooled)) if pooled.size else None,
-        "n_boot": n_boot,
-        "flips": FLIPS,
-        "seed": seed,
-        "alpha": alpha,
-        "tracks": list(scores),
-        "tracks_not_scored": [t for t in per_track if t not in scores],
-        "mixers": mixers,
-        "holm_family": max(family or 0, len(names)),
-        "ranks": _ranks(means, [baseline_name, *names], alpha),
-    }
+    everyone = np.concatenate(list(baseline.values())) if baseline else np.array([])
+    return AcrossTracks(
+        baseline=baseline_name,
+        scale="fraction of the gap from the trivial predictor to the ideal value closed",
+        baseline_iqm=float(_iqm(everyone)) if everyone.size else None,
+        n_boot=n_boot,
+        flips=FLIPS,
+        seed=seed,
+        alpha=alpha,
+        tracks=list(scores),
+        tracks_not_scored=[t for t in per_track if t not in scores],
+        mixers=mixers,
+        holm_family=max(family or 0, len(names)),
+        ranks=_ranks(means, [baseline_name, *names], alpha),
+    )
+
+
+def _left_out(
+    scores: Mapping[str, Mapping[str, tuple[np.ndarray, np.ndarray]]],
+    observed: Mapping[str, Mapping[str, np.ndarray]],
+    flips: Mapping[str, Flips],
+    family: int | None,
+    alpha: float,
+) -> dict[str, dict[str, Shift]]:
+    """Per mixer and per track, the suite test's significant direction with that track left
+    out (Holm over the same family), or ``unreachable`` where even the most extreme effect
+    these seeds allow would not pass."""
+    left_out: dict[str, dict[str, Shift]] = {n: {} for n in observed}
+    for track in scores:
+        rest = {n: [t for t in ts if t != track] for n, ts in observed.items() if track in ts}
+        partial = {n: suite_test(observed[n], flips[n], ts) for n, ts in rest.items() if ts}
+        ps = {n: p for n, (_, p) in partial.items()}
+        partial_holm = _holm(ps, family)
+        for n, (effect, _) in partial.items():
+            held = _direction(partial_holm[n], effect, alpha)
+            # even an effect as extreme as these seeds allow would not pass Holm: seeds decided
+            floor = _holm({**ps, n: suite_floor(flips[n], rest[n])}, family)[n]
+            unreachable = held == Shift.NONE and floor >= alpha
+            left_out[n][track] = Shift.UNREACHABLE if unreachable else held
+    return left_out

@@ -17,14 +17,15 @@ from pathlib import Path
 
 from benchsuite.errors import UsageError
 from benchsuite.plan.plan import Plan
-from benchsuite.plan.power import looks_alpha
+from benchsuite.protocol import stats
+from benchsuite.protocol.power import looks_alpha
 from benchsuite.records import RunRecord
 from benchsuite.results import cells as cells_
-from benchsuite.results import curves, flags, futility, serial, stats, summaries
-from benchsuite.results.aggregate import aggregate_across_tracks
+from benchsuite.results import curves, flags, futility, serial, summaries
+from benchsuite.results.aggregate import Paired, TrackPairs, aggregate_across_tracks
 from benchsuite.results.cell_schema import CellResult, TrackResult
 from benchsuite.results.comparison import compare_cell
-from benchsuite.results.schema import REPORT_VERSION, AcrossTracks, Analysis
+from benchsuite.results.schema import REPORT_VERSION, AcrossTracks, Analysis, RunEnvironment
 from benchsuite.results.tradeoffs import quality_vs_cost
 from benchsuite.store.store import Store
 
@@ -41,7 +42,7 @@ def _track(
     arms = {m: cells_.arm(plan, track, m, early if m in stopped else results) for m in mixers}
     found = {m: a for m, a in arms.items() if a is not None}
     entry = TrackResult(
-        **dataclasses.asdict(facts),
+        **{f.name: getattr(facts, f.name) for f in dataclasses.fields(facts)},
         baseline=baseline,
         test_set=summaries.test_set([r for a in found.values() for r in a.records.values()]),
         scale_note=summaries.scale_note(settings.preset, facts.budget),
@@ -52,10 +53,28 @@ def _track(
         if mixer == baseline or base is None:
             continue
         undertrained = (entry.mixers[mixer].undertrained, entry.mixers[baseline].undertrained)
-        entry.comparisons[mixer] = compare_cell(plan, track, mixer, base, arm, undertrained)
-        if mixer in stopped:
-            entry.comparisons[mixer].stop_at(stopped[mixer])
+        cell = compare_cell(plan, track, mixer, base, arm, undertrained)
+        entry.comparisons[mixer] = cell.stopped(stopped[mixer]) if mixer in stopped else cell
     return entry
+
+
+def _holm(tracks: dict[str, TrackResult], size: int, baseline: str) -> dict[str, TrackResult]:
+    """The tracks with every comparison after Holm over the run's family of ``size`` (the
+    both-converged comparisons over their own family) and each one's flag reasons."""
+    cells = [(t, m, c) for t, e in tracks.items() for m, c in e.comparisons.items()]
+    held = stats.holm_adjusted([c.comparison for _, _, c in cells], family=size)
+    both = iter(stats.holm_adjusted([c.both_converged for _, _, c in cells if c.both_converged]))
+    adjusted: dict[str, dict[str, CellResult]] = {t: {} for t in tracks}
+    for (track, mixer, cell), comparison in zip(cells, held, strict=True):
+        cell = dataclasses.replace(
+            cell,
+            comparison=comparison,
+            both_converged=next(both) if cell.both_converged else None,
+        )
+        arms = tracks[track].mixers
+        cell.flag_reasons = flags.reasons(cell, arms[mixer], arms[baseline])
+        adjusted[track][mixer] = cell
+    return {t: dataclasses.replace(e, comparisons=adjusted[t]) for t, e in tracks.items()}
 
 
 def analyse(
@@ -71,26 +90,16 @@ def analyse(
     stopped = futility.stopped_cells(plan, results)
     tracks = {track: _track(plan, track, results, stopped.get(track, {})) for track in plan.tracks}
     cells = [c for e in tracks.values() for c in e.comparisons.values()]
-    family = [c.comparison for c in cells]
-    both_family = [
-        c.both_converged
-        for e in tracks.values()
-        for c in e.comparisons.values()
-        if c.both_converged is not None
-    ]
-    size = max(plan.family(), len(family))
-    stats.apply_holm(family, family=size)
-    stats.apply_holm(both_family)
-    for entry in tracks.values():
-        for mixer, cell in entry.comparisons.items():
-            cell.flag_reasons = flags.reasons(cell, entry.mixers[mixer], entry.mixers[baseline])
+    size = max(plan.family(), len(cells))
+    tracks = _holm(tracks, size, baseline)
+    both_converged = sum(c.both_converged is not None for c in cells)
     planned = plan.needed_keys(stopped)
     across = _across(tracks, plan, baseline)
     return Analysis(
         report_version=REPORT_VERSION,
         warnings=summaries.environment_warnings([results[k] for k in planned if k in results]),
-        settings=settings.to_dict(),
-        environment=plan.environment,
+        settings=settings,
+        environment=serial.build(RunEnvironment, plan.environment),
         mixers=plan.mixers,
         tracks=tracks,
         skipped=plan.skipped,
@@ -99,7 +108,7 @@ def analyse(
             settings.seeds or 0,
             size,
             sum(c.missing_seeds == 0 for c in cells),
-            len(both_family),
+            both_converged,
             (sum(key in results for key in planned), len(planned)),
             settings.design,
             plan.futility,
@@ -134,14 +143,14 @@ def report_digest(plan: Plan, results: dict[str, RunRecord], failures: list[RunR
     return hashlib.sha256(payload).hexdigest()[:24]
 
 
-def _pairs(cell: CellResult, upto: int | None) -> dict[str, list[float]]:
+def _pairs(cell: CellResult, upto: int | None) -> Paired:
     """A comparison's paired values and caps, of its seeds below ``upto`` (None: all)."""
     kept = [i for i, seed in enumerate(cell.seeds) if upto is None or seed < upto]
-    return {
-        "baseline": [cell.baseline_values[i] for i in kept],
-        "mixer": [cell.mixer_values[i] for i in kept],
-        "caps": [cell.caps[i] for i in kept],
-    }
+    return Paired(
+        baseline=[cell.baseline_values[i] for i in kept],
+        mixer=[cell.mixer_values[i] for i in kept],
+        caps=[cell.caps[i] for i in kept],
+    )
 
 
 def _across(tracks: dict[str, TrackResult], plan: Plan, baseline: str) -> AcrossTracks | None:
@@ -155,11 +164,11 @@ def _across(tracks: dict[str, TrackResult], plan: Plan, baseline: str) -> Across
     for name, entry in sorted(tracks.items()):
         if not entry.comparisons:
             continue
-        per_track[name] = {
-            "higher_is_better": entry.higher_is_better,
-            "ideal": plan.tracks[name].ideal,
-            "pairs": {mixer: _pairs(c, upto) for mixer, c in sorted(entry.comparisons.items())},
-        }
+        per_track[name] = TrackPairs(
+            higher_is_better=entry.higher_is_better,
+            ideal=plan.tracks[name].ideal,
+            pairs={mixer: _pairs(c, upto) for mixer, c in sorted(entry.comparisons.items())},
+        )
         verdicts[name] = {m: c.comparison.verdict for m, c in entry.comparisons.items()}
     if not per_track:
         return None
@@ -170,19 +179,16 @@ def _across(tracks: dict[str, TrackResult], plan: Plan, baseline: str) -> Across
     }
     planned = {mixer: tracks for mixer, tracks in planned.items() if tracks}
     every_look = [*plan.looks, upto or plan.settings.seeds or 0]
-    across = serial.build(
-        AcrossTracks,
-        aggregate_across_tracks(
-            per_track,
-            baseline_name=baseline,
-            verdicts=verdicts,
-            planned=planned,
-            alpha=looks_alpha(len(every_look)),  # alpha/2 at a first look, alpha/4 at a second
-        ),
+    across = aggregate_across_tracks(
+        per_track,
+        baseline_name=baseline,
+        verdicts=verdicts,
+        planned=planned,
+        alpha=looks_alpha(len(every_look)),  # alpha/2 at a first look, alpha/4 at a second
     )
-    across.tracks_left_out = left_out(tracks, across, baseline)
-    across.looks = every_look
-    return across
+    return dataclasses.replace(
+        across, tracks_left_out=left_out(tracks, across, baseline), looks=every_look
+    )
 
 
 def left_out(tracks: dict[str, TrackResult], across: AcrossTracks, baseline: str) -> dict[str, str]:

@@ -9,12 +9,13 @@ derived keys of report.json), a comparison's parameter ratio is ``size.params_ra
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from benchsuite.plan.plan import TrackFacts
-from benchsuite.results.stats import Comparison
+from benchsuite.protocol.stats import Comparison
 
 
 @dataclass
@@ -196,13 +197,16 @@ class CellResult:
         """The mixer model's parameters over the baseline's."""
         return self.size.params_ratio
 
-    def stop_at(self, seeds: int) -> None:
-        """The futility look stopped this comparison at ``seeds`` (docs/protocol.md, "The
+    def stopped(self, seeds: int) -> CellResult:
+        """This comparison as the futility look stopped it at ``seeds`` (docs/protocol.md, "The
         futility look"): p = 1 for its tests, and no planned seed counts as missing."""
-        self.missing_seeds = 0
-        for comparison in (self.comparison, self.both_converged):
-            if comparison is not None:
-                comparison.stopped_at, comparison.p_value, comparison.p_tost = seeds, 1.0, 1.0
+        both = self.both_converged
+        return dataclasses.replace(
+            self,
+            missing_seeds=0,
+            comparison=self.comparison.stopped(seeds),
+            both_converged=None if both is None else both.stopped(seeds),
+        )
 
 
 @dataclass

@@ -15,17 +15,12 @@ from typing import Any
 import numpy as np
 
 from benchsuite.plan.plan import Plan, TrackFacts
+from benchsuite.protocol import stats
 from benchsuite.records import RunRecord
-from benchsuite.results import curves, flags, stats
+from benchsuite.results import curves, flags
 from benchsuite.results.cell_schema import Full, MixerResult, Selection, Spread, Summary, SweepRow
-from benchsuite.selection import (
-    NO_BETTER_THAN_TRIVIAL,
-    NON_FINITE,
-    divergence,
-    learnt_nothing,
-    on_edge,
-)
-from benchsuite.vocabulary import Split, metric_key
+from benchsuite.selection import divergence, learnt_nothing, on_edge
+from benchsuite.vocabulary import DivergenceReason, Split, metric_key
 
 AT_CHANCE_P = 0.05  # one-sided level of "better than the trivial predictor"
 
@@ -60,7 +55,7 @@ def sweep_rows(
     rows = []
     for k, config in enumerate(grid):
         values = [
-            float(records[seed].sweep[k]["metrics"].get(metric_key(Split.VAL, metric), math.nan))
+            float(records[seed].sweep[k].val(metric))
             for seed in sorted(records)
             if len(records[seed].sweep) > k
         ]
@@ -91,7 +86,7 @@ def _modal(counts: list[int], rows: list[SweepRow], higher: bool) -> tuple[int, 
 def tied_choice(record: RunRecord, chosen: int, metric: str) -> bool:
     """Whether a seed's choice was an exact tie: another config of its grid scored the very same
     finite validation value, so the tie rule (fewer diverged runs, then grid order) decided."""
-    values = [row["metrics"].get(metric_key(Split.VAL, metric), math.nan) for row in record.sweep]
+    values = [point.val(metric) for point in record.sweep]
     if chosen >= len(values) or not math.isfinite(values[chosen]):
         return False
     return sum(value == values[chosen] for value in values) > 1
@@ -146,7 +141,7 @@ class Arm:
 
     records: dict[int, RunRecord]
     values: dict[int, float]
-    reasons: dict[int, str]
+    reasons: dict[int, DivergenceReason]
     caps: dict[int, float | None]
     selection: Selection
     sweep: list[SweepRow]
@@ -160,7 +155,7 @@ class Arm:
         cap (imputed), or not above it by more than its test noise allows
         (:func:`benchsuite.selection.learnt_nothing`)."""
         return {
-            seed: self.reasons[seed] == NO_BETTER_THAN_TRIVIAL
+            seed: self.reasons[seed] == DivergenceReason.NO_BETTER_THAN_TRIVIAL
             or (
                 not self.reasons[seed]
                 and learnt_nothing(
@@ -184,7 +179,7 @@ class Arm:
     def probes(self) -> dict[str, Any]:
         """The probes of the first evaluation run, when it measured them."""
         first = self.records[min(self.records)]
-        return first.probes if first.job.get("measure") else {}
+        return first.probes if first.job.measure else {}
 
     def imputed(
         self,
@@ -203,11 +198,12 @@ class Arm:
         )
 
 
-def _reason(record: RunRecord, value: float, higher: bool) -> str:
+def _reason(record: RunRecord, value: float, higher: bool) -> DivergenceReason:
     """Why a stored result is imputed, with the caps compared at float32 precision (records
     stored before that tolerance keep their non-finite reason, not a rounding one)."""
-    if record.divergence == NON_FINITE or (record.diverged and not record.divergence):
-        return record.divergence or NON_FINITE
+    non_finite = DivergenceReason.NON_FINITE
+    if record.divergence == non_finite or (record.diverged and not record.divergence):
+        return record.divergence or non_finite
     return divergence(value, record.cap, higher, finite=True)
 
 
@@ -216,7 +212,7 @@ def arm(plan: Plan, track: str, mixer: str, results: dict[str, RunRecord]) -> Ar
     facts = plan.tracks[track]
     cell = plan.cells[track].get(mixer)
     found = [results[key] for key in (cell.jobs if cell else []) if key in results]
-    records = {record.job["seed"]: record for record in found}
+    records = {record.job.seed: record for record in found}
     if not records:
         return None
     chosen = {seed: r.chosen for seed, r in records.items() if r.chosen is not None}
@@ -265,7 +261,7 @@ def mixer_result(facts: TrackFacts, cell: Arm) -> MixerResult:
     seeds = sorted(cell.values)
     imputed = summary(cell.imputed(seeds, facts.higher_is_better))
     learnt = {seed for seed, nothing in cell.not_learned.items() if not nothing}
-    curve = curves.learning_curve(cell.records, facts.budget.get("steps"), learnt)
+    curve = curves.learning_curve(cell.records, facts.budget.steps, learnt)
     return MixerResult(
         best_cfg=facts.grid[cell.selection.modal],
         selection=cell.selection,

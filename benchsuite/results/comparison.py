@@ -7,11 +7,12 @@ import math
 
 from benchsuite.plan.matching import comparison_size
 from benchsuite.plan.plan import Plan
-from benchsuite.results import flags, serial, stats
+from benchsuite.protocol import stats
+from benchsuite.results import flags, serial
 from benchsuite.results.cell_schema import CellResult, Count, Divergence, SignatureCheck, Size
 from benchsuite.results.cells import Arm
-from benchsuite.selection import NO_BETTER_THAN_TRIVIAL, NON_FINITE
 from benchsuite.specs import Signature
+from benchsuite.vocabulary import DivergenceReason
 
 
 def _signature(signature: dict | None, arm: Arm, base: Arm) -> SignatureCheck | None:
@@ -62,7 +63,7 @@ def compare_cell(
         margin_rel=plan.settings.margin,
         caps=caps,
         flags=stats.comparison_flags(
-            non_finite=reasons.count(NON_FINITE),
+            non_finite=reasons.count(DivergenceReason.NON_FINITE),
             no_better_than_trivial=not_learned,
             n=len(seeds),
             edge_of_grid=arm.selection.edge_of_grid,
@@ -90,7 +91,7 @@ def compare_cell(
         divergence=Divergence(
             mixer=Count(**stats.divergence_summary(sum(arm_div), len(seeds))),
             baseline=Count(**stats.divergence_summary(sum(base_div), len(seeds))),
-            mixer_reasons={r: reasons.count(r) for r in (NON_FINITE, NO_BETTER_THAN_TRIVIAL)},
+            mixer_reasons={r: reasons.count(r) for r in DivergenceReason if r},
             mixer_not_learned=not_learned,
         ),
         both_converged=both,

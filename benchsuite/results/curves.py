@@ -49,7 +49,7 @@ def chosen_curve(record: RunRecord) -> list[float] | None:
     """The training-loss curve of the config the record chose (None when it kept none)."""
     if record.chosen is None or record.chosen >= len(record.sweep):
         return None
-    curve = record.sweep[record.chosen].get("curve")
+    curve = record.sweep[record.chosen].curve
     return [float(v) for v in curve] if curve else None
 
 
@@ -108,9 +108,7 @@ def learning_curve(
 
 def _converged(record: RunRecord) -> bool:
     """Whether the record's chosen config stopped early under its budget's stopping rule."""
-    return (
-        bool(record.sweep[record.chosen].get("converged")) if record.chosen is not None else False
-    )
+    return bool(record.sweep[record.chosen].converged) if record.chosen is not None else False
 
 
 def summary(tracks: Mapping[str, TrackResult]) -> CurvesSummary:

@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 
 from benchsuite.plan.matching import within_band
+from benchsuite.protocol.stats import PARAM_TOLERANCE, UNSTABLE_RATE
 from benchsuite.results import curves
 from benchsuite.results.cell_schema import CellResult, MixerResult
-from benchsuite.results.stats import PARAM_TOLERANCE, UNSTABLE_RATE
-from benchsuite.vocabulary import Flag
+from benchsuite.vocabulary import DivergenceReason, Flag
 
 INDECISIVE_STEPS = 2.0  # interquartile range of the seeds' choices, in grid steps: flagged
 
@@ -71,7 +71,7 @@ def reasons(cell: CellResult, arm: MixerResult, base: MixerResult) -> dict[str, 
     spread = arm.selection.spread
     ratio = cell.param_ratio
     text = {
-        Flag.UNSTABLE: f"{counts.get('non_finite', 0)} of {n} seeds diverged "
+        Flag.UNSTABLE: f"{counts.get(DivergenceReason.NON_FINITE, 0)} of {n} seeds diverged "
         f"(threshold {UNSTABLE_RATE:.0%})",
         Flag.NO_BETTER_THAN_TRIVIAL: f"{cell.divergence.mixer_not_learned} of {n} seeds learnt "
         f"nothing: no better than the trivial predictor (threshold {UNSTABLE_RATE:.0%})",

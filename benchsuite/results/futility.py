@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchsuite.plan.futility import futile
 from benchsuite.plan.plan import Plan
+from benchsuite.protocol.futility import futile
+from benchsuite.protocol.stats import UNSTABLE_RATE, improvements
 from benchsuite.records import RunRecord
 from benchsuite.results import cells as cells_
 from benchsuite.results.comparison import paired
-from benchsuite.results.stats import UNSTABLE_RATE, improvements
 
 
 def look_results(plan: Plan, results: dict[str, RunRecord]) -> dict[str, RunRecord]:
@@ -22,7 +22,7 @@ def look_results(plan: Plan, results: dict[str, RunRecord]) -> dict[str, RunReco
 
 def stopped_cells(plan: Plan, results: dict[str, RunRecord]) -> dict[str, dict[str, int]]:
     """Track -> mixer -> seeds at the look, for each comparison the look stopped: both arms have
-    every seed of the look stored, and :func:`benchsuite.plan.futility.futile` holds for its
+    every seed of the look stored, and :func:`benchsuite.protocol.futility.futile` holds for its
     paired improvements and margin there (none without a look)."""
     look = plan.futility
     if look is None:

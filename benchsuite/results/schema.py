@@ -12,33 +12,34 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchsuite.plan.plan import MixerFacts, Skip
+from benchsuite.protocol.stats import Comparison
 from benchsuite.results import serial
 from benchsuite.results.cell_schema import TrackResult
-from benchsuite.results.stats import Comparison
 from benchsuite.settings import RunSettings
-from benchsuite.vocabulary import Claims, SuiteVerdict
+from benchsuite.vocabulary import Claims, Shift, SuiteVerdict
 
 OMIT_NONE = {"omit_none": True}
-# 8: the suite verdict not_robust (a significant result resting on a track; was mixed), and mixed
-# only for significant wins and losses on tracks; the equivalence margin at most a quarter of
-# the baseline's gain over the trivial predictor; learnt nothing tested against each seed's
-# test noise. 7: a comparison's ci95 and p_tost from the sign-flip test (inverted; two
-# one-sided), not t tests; an interval the seeds cannot bound is null. 6: the per-track
-# design's futility look (design.futility_seeds and stopped, a comparison's stopped_at). 5: the
-# design first (its claims: suite or per-track), then the suite verdicts with their looks; the
-# per-track verdict needs_more_seeds. 4: the across-tracks verdict one_track and its CI the
-# sign-flip test inverted; 3: no param_ratio
-REPORT_VERSION = 8
+# 9: a cell the pre-flight skips has the skip kind pre-flight (was error, with its reason starting
+# "pre-flight: "). 8: the suite verdict not_robust (a significant result resting on a track; was
+# mixed), and mixed only for significant wins and losses on tracks; the equivalence margin at most a
+# quarter of the baseline's gain over the trivial predictor; learnt nothing tested against each
+# seed's test noise. 7: a comparison's ci95 and p_tost from the sign-flip test (inverted; two one-
+# sided), not t tests; an interval the seeds cannot bound is null. 6: the per-track design's
+# futility look (design.futility_seeds and stopped, a comparison's stopped_at). 5: the design first
+# (its claims: suite or per-track), then the suite verdicts with their looks; the per-track verdict
+# needs_more_seeds. 4: the across-tracks verdict one_track and its CI the sign-flip test inverted;
+# 3: no param_ratio
+REPORT_VERSION = 9
 
 
-@dataclass
+@dataclass(frozen=True)
 class SuiteTest:
     """The two-sided sign-flip test of a mixer's suite effect."""
 
     statistic: float
     statistic_name: str
     alternative: str
-    direction: str
+    direction: Shift
     p_value: float
     p_method: str
     flips: int
@@ -46,7 +47,7 @@ class SuiteTest:
     p_holm: float
 
 
-@dataclass
+@dataclass(frozen=True)
 class AcrossMixer:
     """One mixer's normalised-score figures across tracks (``across_tracks.mixers.<m>``)."""
 
@@ -68,9 +69,9 @@ class AcrossMixer:
     tracks_equivalent: int | None
     tracks_inconclusive: int | None
     suite_test: SuiteTest
-    without_track: dict[str, str]
+    without_track: dict[str, Shift]
     robust_without_any_track: bool
-    verdict: str
+    verdict: SuiteVerdict
     tracks_missing: list[str] = field(default_factory=list)  # planned, without results yet
 
     def rests_on(self) -> list[str]:
@@ -80,7 +81,7 @@ class AcrossMixer:
         return [
             track
             for track, held in self.without_track.items()
-            if held not in (direction, "unreachable")
+            if held not in (direction, Shift.UNREACHABLE)
         ]
 
     def shown_verdict(self) -> str:
@@ -102,7 +103,7 @@ class AcrossMixer:
         return shown + missing
 
 
-@dataclass
+@dataclass(frozen=True)
 class Ranks:
     """Average ranks with Friedman and Nemenyi's CD (descriptive)."""
 
@@ -117,7 +118,7 @@ class Ranks:
     reason: str | None
 
 
-@dataclass
+@dataclass(frozen=True)
 class AcrossTracks:
     """The suite-level figures (``across_tracks``)."""
 
@@ -300,8 +301,8 @@ class Analysis:
     design: Design  # which claims the run planned, first: the file leads with the answer
     across_tracks: AcrossTracks | None  # the suite verdicts
     warnings: list[str]
-    settings: dict[str, Any]  # the plan's resolved run settings, as saved
-    environment: dict[str, Any]  # the plan's environment block, as saved
+    settings: RunSettings  # the plan's resolved run settings
+    environment: RunEnvironment  # where the plan was made
     mixers: dict[str, MixerFacts]
     tracks: dict[str, TrackResult]
     skipped: list[Skip]
@@ -313,23 +314,13 @@ class Analysis:
     inputs_digest: str | None = None
 
     @property
-    def run_settings(self) -> RunSettings:
-        """The saved settings, typed (``settings`` is written as saved)."""
-        return RunSettings.from_dict(self.settings)
-
-    @property
-    def run_environment(self) -> RunEnvironment:
-        """The saved environment block, typed (``environment`` is written as saved)."""
-        return serial.build(RunEnvironment, self.environment)
-
-    @property
     def baseline(self) -> str:
         """The mixer every other one is compared with."""
-        return self.run_settings.baseline
+        return self.settings.baseline
 
     def mixer_names(self) -> list[str]:
         """Every mixer of the run (the baseline first), then any other found in a track."""
-        names = list(self.run_settings.mixers or ())
+        names = list(self.settings.mixers or ())
         names = ([self.baseline] if self.baseline else []) + [
             n for n in names if n != self.baseline
         ]
@@ -361,8 +352,8 @@ class CompareRow:
 class RunComparison:
     """``benchsuite compare A B``: both runs' settings and one row per shared cell."""
 
-    a: dict[str, Any]
-    b: dict[str, Any]
+    a: RunSettings
+    b: RunSettings
     rows: list[CompareRow]  # the cells whose jobs differ between the runs: Holm's family
     unchanged: list[str] = field(default_factory=list)  # track/mixer with the same jobs in both
 

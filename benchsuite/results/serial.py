@@ -4,7 +4,9 @@
 ``report.json`` writes NaN as ``null``; read back, a ``null`` in a field typed ``float`` is NaN
 again, so a report from the store and one from its file are the same objects. A dataclass may
 name ``DERIVED`` properties and give ``extra_keys()``: they are written (the schema has them) and
-ignored when read; a field with ``metadata={"omit_none": True}`` is not written while None.
+ignored when read; a field with ``metadata={"omit_none": True}`` is not written while None; a
+dataclass with a ``from_dict`` classmethod (a ``Budget``, the ``RunSettings``, a ``Skip``: each
+knows its older forms) reads itself.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import math
 import numbers
 import types
 import typing
+from collections.abc import Mapping
 from functools import cache
 from typing import Any, TypeVar
 
@@ -35,7 +38,7 @@ def to_plain(value: Any) -> Any:
         if extra := getattr(value, "extra_keys", None):
             plain.update(to_plain(extra()))
         return plain
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return {str(k): to_plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [to_plain(v) for v in value]
@@ -77,7 +80,8 @@ def from_plain(kind: Any, value: Any) -> Any:
     if value is None:
         return math.nan if kind is float else None
     if dataclasses.is_dataclass(kind):
-        return build(kind, value)
+        reader = getattr(kind, "from_dict", None)  # a class that reads itself back
+        return reader(value) if reader is not None else build(kind, value)
     if isinstance(kind, type) and issubclass(kind, enum.Enum):
         return kind(value)
     if origin is list:

@@ -10,12 +10,12 @@ import math
 import statistics
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from benchsuite.plan.futility import FutilityLook
-from benchsuite.plan.power import default_seeds, design_warning, min_seeds_for_significance
+from benchsuite.budget import Budget, RateSchedule
+from benchsuite.protocol.futility import FutilityLook
+from benchsuite.protocol.power import default_seeds, design_warning, min_seeds_for_significance
 from benchsuite.records import RunRecord
 from benchsuite.results.cell_schema import TestSet, TrackResult
 from benchsuite.results.schema import Analysis, Design, Failure, Scale, SelectionSummary, TrackScale
@@ -24,20 +24,20 @@ from benchsuite.vocabulary import Claims
 ENVIRONMENT_KEYS = ("torch", "python", "threads", "device", "deterministic")
 
 
-def budget_words(budget: dict[str, Any]) -> str:
+def budget_words(budget: Budget) -> str:
     """A track's width, depth and budget in words: "dim 16, depth 2, at most 4000 steps × batch
     32, plateau schedule" ("at most" where a stopping rule ends training; a schedule other than
     the cosine by name)."""
-    most = "at most " if budget.get("patience") else ""
-    schedule = budget.get("schedule", "cosine")
+    most = "at most " if budget.patience else ""
+    schedule = budget.schedule
     return (
-        f"dim {budget.get('dim')}, depth {budget.get('depth')}, "
-        f"{most}{budget.get('steps')} steps × batch {budget.get('batch_size')}"
-        + (f", {schedule} schedule" if schedule != "cosine" else "")
+        f"dim {budget.dim}, depth {budget.depth}, "
+        f"{most}{budget.steps} steps × batch {budget.batch_size}"
+        + (f", {schedule} schedule" if schedule != RateSchedule.COSINE else "")
     )
 
 
-def scale_note(preset: str, budget: dict[str, Any]) -> str:
+def scale_note(preset: str, budget: Budget) -> str:
     """One sentence naming the scale that produced a track's results: preset and
     :func:`budget_words` (a quick preset's verdicts describe that scale, not the mixers at
     large)."""
@@ -49,7 +49,7 @@ def scale_summary(preset: str, tracks: Mapping[str, TrackResult]) -> Scale:
     """The run's scale (``report.json`` → ``scale``): each track's width, depth and budget, and
     the one sentence the page's head shows."""
     budgets = {
-        t: TrackScale(**{k: e.budget.get(k) for k in ("dim", "depth", "steps", "batch_size")})
+        t: TrackScale(e.budget.dim, e.budget.depth, e.budget.steps, e.budget.batch_size)
         for t, e in tracks.items()
     }
     per_track = "; ".join(f"{t}: {budget_words(e.budget)}" for t, e in tracks.items())
@@ -154,7 +154,7 @@ def design(
 def test_set(records: list[RunRecord]) -> TestSet:
     """Whether every seed of a track was scored on the same test set, and its digest (else one
     digest of the seeds' test sets), read from the records."""
-    digests = {r.job["seed"]: r.test_digest for r in records if r.test_digest}
+    digests = {r.job.seed: r.test_digest for r in records if r.test_digest}
     unique = sorted(set(digests.values()))
     combined = hashlib.sha256(" ".join(digests[s] for s in sorted(digests)).encode())
     return TestSet(
@@ -168,9 +168,9 @@ def failure(record: RunRecord) -> Failure:
     """A failed job as the report lists it."""
     job = record.job
     return Failure(
-        track=job["track"],
-        mixer=job["mixer"],
-        seed=job["seed"],
+        track=job.track,
+        mixer=job.mixer,
+        seed=job.seed,
         reason=record.error,
         traceback=record.traceback,
     )

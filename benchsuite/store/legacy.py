@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from benchsuite.records import RunRecord
-from benchsuite.selection import select_best_config
+from benchsuite.selection import Candidate, select_best_config
 from benchsuite.vocabulary import Scale, Split, metric_key
 
 RENAMED = {"margin_rel": "margin", "budget_overrides": "budget"}
@@ -26,19 +26,11 @@ def _chosen(track: dict[str, Any], keys: list[str], records: dict[str, RunRecord
         values = [
             r.metrics.get(metric_key(Split.VAL, track["metric"]), math.nan)
             for r in runs
-            if r.job["config_index"] == index
+            if r.job.config_index == index
         ]
         if values:
-            sweep.append(
-                {
-                    "index": index,
-                    "config": config,
-                    "val": values,
-                    "diverged": [not math.isfinite(v) for v in values],
-                    "higher_is_better": track["higher_is_better"],
-                }
-            )
-    return select_best_config(sweep)[0] if sweep else None
+            sweep.append(Candidate(index, config, values, [not math.isfinite(v) for v in values]))
+    return select_best_config(sweep, track["higher_is_better"])[0] if sweep else None
 
 
 def manifest_to_plan(manifest: dict[str, Any], records: dict[str, RunRecord]) -> dict[str, Any]:
@@ -50,7 +42,7 @@ def manifest_to_plan(manifest: dict[str, Any], records: dict[str, RunRecord]) ->
     for track, by_mixer in manifest["cells"].items():
         for mixer, cell in by_mixer.items():
             chosen = _chosen(manifest["tracks"][track], cell["sweep"], records)
-            seeds = [str(records[k].job["seed"]) for k in cell["eval"] if k in records]
+            seeds = [str(records[k].job.seed) for k in cell["eval"] if k in records]
             cells.setdefault(track, {})[mixer] = {
                 "track": track,
                 "mixer": mixer,

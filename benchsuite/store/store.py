@@ -75,7 +75,7 @@ def _choices_into_records(db: sqlite3.Connection) -> None:
             choices = cell.pop("chosen", {})
             for key in cell["jobs"]:
                 record = records.get(key)
-                chosen = choices.get(str(record.job["seed"])) if record else None
+                chosen = choices.get(str(record.job.seed)) if record else None
                 if record is not None and record.chosen is None and chosen is not None:
                     record.chosen = chosen
                     db.execute(
@@ -296,11 +296,11 @@ class Store:
                 "record=excluded.record, created=excluded.created",
                 (
                     record.key,
-                    job["track"],
-                    job["mixer"],
+                    job.track,
+                    job.mixer,
                     STAGE,
                     record.chosen,
-                    job["seed"],
+                    job.seed,
                     payload,
                     time.time(),
                 ),
@@ -309,7 +309,7 @@ class Store:
             self.db.execute(
                 "INSERT INTO failures (key, track, mixer, stage, seed, record, created) "
                 "VALUES (?,?,?,?,?,?,?)",
-                (record.key, job["track"], job["mixer"], STAGE, job["seed"], payload, time.time()),
+                (record.key, job.track, job.mixer, STAGE, job.seed, payload, time.time()),
             )
 
     def results(self, keys: Iterable[str] | None = None) -> dict[str, RunRecord]:

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from benchsuite.budget import Budget
+from benchsuite.budget import Budget, RateSchedule
 from benchsuite.train.checkpoint import Checkpoint, Resumable
 from benchsuite.train.stopping import StopRule, Watch, converged_now, halved_now
 
@@ -59,7 +59,7 @@ class Schedule:
     @classmethod
     def of(cls, budget: Budget) -> Schedule:
         """The budget's schedule."""
-        return cls(budget.warmup, budget.schedule == "cosine")
+        return cls(budget.warmup, budget.schedule == RateSchedule.COSINE)
 
     def factor(self, step: int, steps: int) -> float:
         """The factor of step ``step`` (from 0) of at most ``steps``."""

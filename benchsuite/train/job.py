@@ -11,6 +11,7 @@ same job gives bit-identical metrics on any executor.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import itertools
 import logging
@@ -23,9 +24,9 @@ import torch
 
 from benchsuite.budget import Budget
 from benchsuite.errors import PluginError
-from benchsuite.records import JobResult
+from benchsuite.records import JobResult, SweepPoint
 from benchsuite.seeds import Streams
-from benchsuite.selection import divergence, select_best_config
+from benchsuite.selection import Candidate, divergence, select_best_config
 from benchsuite.specs import Mixer, Track, TrackData
 from benchsuite.train.alone import fit, predict
 from benchsuite.train.batched import Member, Unbatchable, train_stack
@@ -39,7 +40,7 @@ from benchsuite.train.stopping import stopping_fields, stopping_of
 from benchsuite.vocabulary import Split, metric_key
 
 if TYPE_CHECKING:
-    from benchsuite.plan.jobs import Job
+    from benchsuite.records import Job
 
 log = logging.getLogger(__name__)
 
@@ -259,26 +260,21 @@ def score(
         curves = [traces[r][index].curve(0) for r in range(len(rungs))]
         curves = [curve[: min(map(len, curves))] for curve in curves]  # rungs may stop apart
         sweep.append(
-            {
-                "index": index,
-                "config": dict(config),
-                "metrics": {"train_loss": float(np.mean([loss for loss, _ in summaries])), **val},
-                "finite": all(finite for _, finite in summaries),
-                "curve": [float(v) for v in np.mean(curves, axis=0)] if curves[0] else [],
+            SweepPoint(
+                index=index,
+                config=dict(config),
+                metrics={"train_loss": float(np.mean([loss for loss, _ in summaries])), **val},
+                finite=all(finite for _, finite in summaries),
+                curve=[float(v) for v in np.mean(curves, axis=0)] if curves[0] else [],
                 **stopping_fields([traces[r][index] for r in range(len(rungs))], budget),
-            }
+            )
         )
     chosen, _ = select_best_config(
         [
-            {
-                "index": row["index"],
-                "config": row["config"],
-                "val": [row["metrics"][metric_key(Split.VAL, metric.name)]],
-                "diverged": [not row["finite"]],
-                "higher_is_better": metric.higher_is_better,
-            }
-            for row in sweep
-        ]
+            Candidate(point.index, point.config, [point.val(metric.name)], [not point.finite])
+            for point in sweep
+        ],
+        metric.higher_is_better,
     )
     tested = [
         _test_scores(
@@ -286,7 +282,7 @@ def score(
         )
         for rung in rungs
     ]
-    metrics = {**sweep[chosen]["metrics"], **_over_rungs([m for m, _ in tested])}
+    metrics = {**sweep[chosen].metrics, **_over_rungs([m for m, _ in tested])}
     # the score is the rungs' mean: its error, theirs added in quadrature over their number
     test_se = float(np.sqrt(np.sum(np.square([se for _, se in tested]))) / len(tested))
     first = rungs[0]
@@ -312,7 +308,7 @@ def score(
         metrics[metric_key(Split.TEST, metric.name)],
         cap,
         metric.higher_is_better,
-        sweep[chosen]["finite"],
+        sweep[chosen].finite,
     )
     described = first.data.description + (
         f" (and {len(rungs) - 1} harder rungs: the score is the mean over the ladder)"
@@ -429,8 +425,8 @@ def run_jobs_batched(
 
 
 def _check_same_cell(jobs: list[Job]) -> None:
-    def cell(job: Job) -> dict[str, Any]:
-        return {**job.to_dict(), "seed": None, "measure": None}
+    def cell(job: Job) -> Job:
+        return dataclasses.replace(job, seed=0, measure=False)
 
     if any(cell(job) != cell(jobs[0]) for job in jobs[1:]):
         raise ValueError("batched jobs must differ only in their seed")

@@ -1,9 +1,9 @@
 """Before anything trains: build a mixer at a track's shape and check the module's contract.
 
-The run's plan asks it of every (track, mixer) cell before the first job (a failing cell is
+Before the first job the run's workers ask it of every (track, mixer) cell, each under the
+pre-flight's time limit (:mod:`benchsuite.execute.preflight`; a failing or hanging cell is
 skipped with its reason, every one listed in one warning), and each job asks it again inside its
-own process (so a mixer that hangs or kills its process is caught by the executor's timeout and
-isolation). A mixer that cannot be built, or whose module returns the wrong type,
+own process. A mixer that cannot be built, or whose module returns the wrong type,
 shape, dtype or batch size, fails with a one-line reason naming the mixer and its plugin.
 """
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from benchsuite.specs import Mixer, Track, TrackData
 
 if TYPE_CHECKING:
-    from benchsuite.plan.jobs import Job
+    from benchsuite.records import Job
 
 
 def parameter_count(track: Track, mixer: Mixer, data: TrackData, job: Job) -> int:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
-from benchsuite.budget import Budget
+from benchsuite.budget import Budget, RateSchedule, ScoredAt
 from benchsuite.selection import learnt_floor
 
 if TYPE_CHECKING:
@@ -208,14 +208,14 @@ def stopping_of(
         budget.eval_every,
         budget.patience,
         budget.min_delta,
-        budget.checkpoint == "best",
+        budget.checkpoint == ScoredAt.BEST,
         x_val,
         budget.eval_batch_size,
         score,
         budget.halve_at,
         budget.min_steps,
         trivial_level(metric, data.val_cap),
-        budget.cuts if budget.schedule == "plateau" else 0,
+        budget.cuts if budget.schedule == RateSchedule.PLATEAU else 0,
         budget.cut_factor,
     )
 
@@ -233,6 +233,6 @@ def stopping_fields(traces: list[Stopped], budget: Budget) -> dict[str, Any]:
     }
     if budget.halve_at:
         fields["pruned_at"] = [trace.pruned.get(0) for trace in traces]
-    if budget.schedule == "plateau":
+    if budget.schedule == RateSchedule.PLATEAU:
         fields["cut_at"] = [trace.cuts.get(0, []) for trace in traces]
     return fields

@@ -19,7 +19,7 @@ class ForecastTrack(Track):
     """Tokenizer, head and MSE loss shared by the ``sequence`` and ``dynamics`` tracks."""
 
     def tokenizer(self, data: TrackData, dim: int, options: dict) -> nn.Module:
-        from benchsuite.train.layers import embed_tokens
+        from benchsuite.kit.layers import embed_tokens
 
         return embed_tokens(data.info["channels"], data.tokens, dim)
 
@@ -27,7 +27,7 @@ class ForecastTrack(Track):
         """The whole forecast from the last token: mixing is the only path across time."""
         from torch import nn
 
-        from benchsuite.train.layers import LastToken
+        from benchsuite.kit.layers import LastToken
 
         horizon, channels = data.info["horizon"], data.info["channels"]
         return nn.Sequential(

@@ -8,6 +8,7 @@ baseline.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -15,16 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from benchsuite.plan.matching import TOLERANCE
-from benchsuite.plan.power import dz_star, min_seeds_for_significance, min_sign_flip_p
-from benchsuite.results.signflip import Flips, one_sided_p, sign_flips, suite_interval
+from benchsuite.protocol.power import dz_star, min_seeds_for_significance, min_sign_flip_p
+from benchsuite.protocol.signflip import Flips, one_sided_p, sign_flips, suite_interval
 from benchsuite.vocabulary import Flag, Scale, Verdict
 
 MAX_EXACT = 100_000
 """Largest number of sign patterns enumerated exactly; beyond it, this many Monte Carlo flips."""
 
 UNSTABLE_RATE = 0.25
-PARAM_TOLERANCE = TOLERANCE  # param_mismatch: outside the equal-size rule's band
+PARAM_TOLERANCE = 0.10  # the equal-size rule's band (as a fraction of the baseline's count)
 
 
 @dataclass
@@ -96,13 +96,23 @@ class Comparison:
         """The seeds bound the 95% interval (the sign-flip test can reject at 0.05: six seeds)."""
         return all(bound is not None and math.isfinite(bound) for bound in self.ci95)
 
-    def set_mde(self, alpha: float) -> None:
-        """The power-based MDE (power .8, two-sided) at ``alpha`` on the analysis scale; NaN and
-        ``detectable`` False when no sign pattern of n seeds reaches ``alpha``."""
-        self.mde_alpha = alpha
-        self.detectable = self.n >= 2 and min_sign_flip_p(self.n) < alpha
-        self.mde = dz_star(self.n, alpha) * self.sd_diff if self.detectable else math.nan
-        self.mde_rel_pct = self.relative(self.mde)
+    def at_alpha(self, alpha: float) -> Comparison:
+        """This comparison with its power-based MDE (power .8, two-sided) at ``alpha`` on the
+        analysis scale; NaN and ``detectable`` False when no sign pattern of n seeds reaches
+        ``alpha``."""
+        detectable = self.n >= 2 and min_sign_flip_p(self.n) < alpha
+        mde = dz_star(self.n, alpha) * self.sd_diff if detectable else math.nan
+        return dataclasses.replace(
+            self,
+            mde_alpha=alpha,
+            detectable=detectable,
+            mde=mde,
+            mde_rel_pct=self.relative(mde),
+        )
+
+    def stopped(self, seeds: int) -> Comparison:
+        """This comparison as the futility look stopped it at ``seeds`` (p = 1 for its tests)."""
+        return dataclasses.replace(self, stopped_at=seeds, p_value=1.0, p_tost=1.0)
 
 
 def _plain(value: Any) -> Any:
@@ -213,7 +223,7 @@ def compare_paired(
 
     ``scale="log"`` analyses paired log-ratios (positive lower-is-better metrics; it falls back to
     differences if a value is not positive). The verdict and MDE are the ones for a family of
-    size 1; call :func:`apply_holm` on the whole family.
+    size 1; :func:`holm_adjusted` gives the whole family's.
     """
     base = np.asarray(baseline, dtype=float)
     mix = np.asarray(mixer, dtype=float)
@@ -280,9 +290,8 @@ def compare_paired(
     )
     comp.improvement_rel_pct = comp.relative(comp.improvement)
     comp.ci95_rel_pct = (comp.relative(ci[0]), comp.relative(ci[1]))
-    comp.set_mde(alpha)
-    comp.verdict = _verdict(comp)
-    return comp
+    comp = comp.at_alpha(alpha)
+    return dataclasses.replace(comp, verdict=_verdict(comp))
 
 
 GAIN_SHARE = 0.25
@@ -351,24 +360,24 @@ def holm(p_values: Sequence[float], family: int | None = None) -> list[float]:
     return [float(p) for p in adjusted[: len(p_values)]]
 
 
-def apply_holm(
+def holm_adjusted(
     comparisons: list[Comparison], alpha: float = 0.05, family: int | None = None
-) -> None:
-    """Holm over the family (``family``: its planned size, default the comparisons given),
-    separately on p_value and p_tost; sets p_holm, p_tost_holm, the verdict, and the MDE at
-    Holm's most demanding step (alpha / family size), the power the verdicts actually have."""
+) -> list[Comparison]:
+    """The comparisons after Holm over the family (``family``: its planned size, default the
+    comparisons given), separately on p_value and p_tost: with p_holm, p_tost_holm, the verdict,
+    and the MDE at Holm's most demanding step (alpha / family size), the power the verdicts
+    actually have."""
     if not comparisons:
-        return
+        return []
     size = len(comparisons) if family is None else family
     p_holm = holm([c.p_value for c in comparisons], size)
     p_tost_holm = holm([c.p_tost for c in comparisons], size)
+    adjusted = []
     for comp, ph, pt in zip(comparisons, p_holm, p_tost_holm, strict=True):
-        comp.alpha = alpha
-        comp.family = size
-        comp.p_holm = ph
-        comp.p_tost_holm = pt
-        comp.set_mde(alpha / size)
-        comp.verdict = _verdict(comp)
+        held = dataclasses.replace(comp, alpha=alpha, family=size, p_holm=ph, p_tost_holm=pt)
+        held = held.at_alpha(alpha / size)
+        adjusted.append(dataclasses.replace(held, verdict=_verdict(held)))
+    return adjusted
 
 
 def comparison_flags(

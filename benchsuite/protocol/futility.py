@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from benchsuite.plan.power import holm_first_alpha, min_sign_flip_p, sign_patterns
+from benchsuite.protocol.power import holm_first_alpha, min_sign_flip_p, sign_patterns
 from benchsuite.settings import RunSettings
 from benchsuite.vocabulary import Claims
 

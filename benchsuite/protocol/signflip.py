@@ -6,7 +6,7 @@ gives the test's exact distribution (every pattern where there are at most a lim
 Carlo draws from a recorded seed). The interval of a mean is the test inverted: the shifts it
 does not reject, so the interval excludes 0 exactly when the test rejects 0. The suite test
 (:mod:`benchsuite.results.aggregate`) uses it over a mixer's tracks; a per-track comparison
-(:mod:`benchsuite.results.stats`) over its one track.
+(:mod:`benchsuite.protocol.stats`) over its one track.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchsuite.plan.power import sign_patterns
+from benchsuite.protocol.power import sign_patterns
 
 FLIPS = 20_000  # Monte Carlo sign flips: p resolves to 1/20001, far below alpha/(mixers)
 CHUNK = 5_000

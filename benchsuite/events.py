@@ -1,12 +1,28 @@
-"""What a run reports while it goes: callbacks a front end (the CLI) implements."""
+"""What a run reports while it goes: callbacks a front end (the CLI) implements, and what they
+are given. Plain callables and a protocol, in a module every stage may import, so that a front
+end listens to a run without reaching into the stages that run it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
-from benchsuite.plan.cost import CostModel
 from benchsuite.records import RunRecord
+
+
+class Outlook(Protocol):
+    """The jobs a phase has left, as a front end sees them for its ETA (the run's cost model,
+    :class:`benchsuite.plan.cost.CostModel`, learning their pace from each finished one)."""
+
+    @property
+    def ready(self) -> bool:
+        """It has seen enough jobs finish to say how long the rest takes."""
+        ...
+
+    def seconds_left(self, now: float | None = None) -> float | None:
+        """Wall seconds until the phase's jobs are done, at ``now`` (monotonic clock)."""
+        ...
 
 
 @dataclass
@@ -20,7 +36,7 @@ class Events:
     planned: Callable[[int, int, float | None], None] = lambda train, total, seconds: None
     # a phase of ``total`` jobs starts; ``outlook`` holds those left to train and learns their
     # pace as the runner reports each finished one
-    start: Callable[[str, int, CostModel], None] = lambda phase, total, outlook: None
+    start: Callable[[str, int, Outlook], None] = lambda phase, total, outlook: None
     advance: Callable[[RunRecord, bool], None] = lambda record, reused: None
     # the first SIGINT or SIGTERM (its name) arrived: said at once, from the signal handler
     stopping: Callable[[str], None] = lambda signal: None
