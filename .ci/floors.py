@@ -2,8 +2,9 @@
 
 ``python .ci/floors.py`` prints pip requirements pinning every dependency and the ``parquet``
 extra to their lower bounds (``name>=X`` -> ``name==X``; torch and torchvision left out: the floor
-venv shares the main venv's), then the test extra as declared. ``--check`` exits 1 unless the running environment has exactly
-those floor versions installed, so the floor tests cannot silently run on newer ones.
+venv shares the main venv's), then the test extra as declared. ``--check`` exits 1 unless the
+running environment has exactly those floor versions installed, so the floor tests cannot silently
+run on newer ones.
 """
 
 from __future__ import annotations
