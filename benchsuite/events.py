@@ -37,7 +37,8 @@ class Events:
     # a phase of ``total`` jobs starts; ``outlook`` holds those left to train and learns their
     # pace as the runner reports each finished one
     start: Callable[[str, int, Outlook], None] = lambda phase, total, outlook: None
-    advance: Callable[[RunRecord, bool], None] = lambda record, reused: None
+    # a job is done: its record, or None for a job found stored (reused, nothing trained)
+    advance: Callable[[RunRecord | None], None] = lambda record: None
     # the first SIGINT or SIGTERM (its name) arrived: said at once, from the signal handler
     stopping: Callable[[str], None] = lambda signal: None
     # training is over (finished or stopped); the report of ``records`` stored jobs is written

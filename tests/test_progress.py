@@ -103,7 +103,7 @@ def test_off_a_terminal_a_plain_line_every_n_jobs_and_at_the_end(monkeypatch):
     with progress_events(console, status) as events:
         events.start("train", 10, CostModel({}))
         for index in range(10):
-            events.advance(record, index < 2)  # two reused, eight trained
+            events.advance(None if index < 2 else record)  # two reused, eight trained
     lines = err.getvalue().splitlines()
     assert [line.split(",")[0] for line in lines] == [
         "train: 4/10 jobs",
@@ -120,6 +120,6 @@ def test_verbose_prints_one_line_per_trained_job_and_no_plain_lines():
     with progress_events(Console(file=io.StringIO()), Console(file=err), verbose=True) as events:
         events.start("train", 30, CostModel({}))
         for _ in range(30):
-            events.advance(record, False)
+            events.advance(record)
     lines = err.getvalue().splitlines()
     assert lines == ["trained sequence/dense seed 3 in 1.2 s"] * 30

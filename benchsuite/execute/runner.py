@@ -128,12 +128,12 @@ class Runner:
         self._pending.pop(record.key, None)
         self._leased.discard(record.key)
         self.outlook.finish(record.key, record.seconds if record.status == Status.OK else 0.0)
-        self.events.advance(record, False)
+        self.events.advance(record)
 
     def _reused(self, key: str) -> None:
         self.outlook.finish(key, 0.0)
         self.counts.reused += 1
-        self.events.advance(RunRecord(key=key, job={}, status=Status.OK), True)
+        self.events.advance(None)
 
     def _lease(self, jobs: list[Job]) -> Claim:
         """Lease those of ``jobs`` nobody else is training; a job another run finished meanwhile
@@ -146,7 +146,7 @@ class Runner:
             if self._pending.pop(key, None) is not None:
                 self.outlook.finish(key, 0.0)
                 self.counts.failed += 1
-                self.events.advance(record, False)
+                self.events.advance(record)
         return claim
 
     def _claim(self, jobs: list[Job]) -> list[Job]:

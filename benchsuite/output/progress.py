@@ -209,15 +209,16 @@ def progress_events(
         printed["at"] = time.monotonic()
         tasks[phase] = bar.add_task(phase, total=total, note="", eta="")
 
-    def advance(record: RunRecord, reused: bool) -> None:
-        if verbose and not reused:
-            status.print(escape(job_line(record)), highlight=False)
+    def advance(record: RunRecord | None) -> None:
         phase, now = current["phase"], time.monotonic()
         phase.done += 1
-        job = record.job
-        note = "" if reused else f"{job.track}/{job.mixer}"
-        if record.status != Status.OK:
-            note = f"[red]failed {note}[/]"
+        note = ""  # a job reused from the store
+        if record is not None:
+            if verbose:
+                status.print(escape(job_line(record)), highlight=False)
+            note = f"{record.job.track}/{record.job.mixer}"
+            if record.status != Status.OK:
+                note = f"[red]failed {note}[/]"
         bar.update(tasks[phase.name], advance=1, note=note, eta=phase.eta(now))
         due = phase.done % LINE_JOBS == 0 or now - printed["at"] >= LINE_SECONDS
         if plain and (due or phase.done == phase.total):
