@@ -255,14 +255,13 @@ def check_executor(settings: RunSettings) -> None:
         raise UsageError(f"unknown executor {name!r}; valid: {', '.join(EXECUTORS)}")
     if jobs is not None and jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
-    if timeout is not None and timeout <= 0:
-        raise UsageError(f"--timeout must be a positive number of seconds, got {timeout:g}")
-    if settings.preflight_timeout <= 0:
-        limit = settings.preflight_timeout
-        raise UsageError(f"--preflight-timeout must be a positive number of seconds, got {limit:g}")
-    if settings.save_every <= 0:
-        every = settings.save_every
-        raise UsageError(f"--save-every must be a positive number of seconds, got {every:g}")
+    for flag, seconds in (
+        ("--timeout", timeout),
+        ("--preflight-timeout", settings.preflight_timeout),
+        ("--save-every", settings.save_every),
+    ):
+        if seconds is not None and seconds <= 0:
+            raise UsageError(f"{flag} must be a positive number of seconds, got {seconds:g}")
     if settings.address and name != "ray":
         raise UsageError("--address is for --executor ray")
     if name == "local" and timeout is not None:
