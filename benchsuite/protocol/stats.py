@@ -400,24 +400,17 @@ def comparison_flags(
     decided by :func:`benchsuite.results.flags.param_mismatch`, ``undertrained`` and
     ``baseline_undertrained`` by each arm's learning curve.
     """
-    wanted = []
-    if n > 0 and non_finite / n >= UNSTABLE_RATE:
-        wanted.append(Flag.UNSTABLE)
-    if n > 0 and no_better_than_trivial / n >= UNSTABLE_RATE:
-        wanted.append(Flag.NO_BETTER_THAN_TRIVIAL)
-    if edge_of_grid:
-        wanted.append(Flag.EDGE_OF_GRID)
-    if baseline_edge_of_grid:
-        wanted.append(Flag.BASELINE_EDGE_OF_GRID)
-    if indecisive_selection:
-        wanted.append(Flag.INDECISIVE_SELECTION)
-    if param_mismatch:
-        wanted.append(Flag.PARAM_MISMATCH)
-    if undertrained:
-        wanted.append(Flag.UNDERTRAINED)
-    if baseline_undertrained:
-        wanted.append(Flag.BASELINE_UNDERTRAINED)
-    return wanted
+    raised = {
+        Flag.UNSTABLE: n > 0 and non_finite / n >= UNSTABLE_RATE,
+        Flag.NO_BETTER_THAN_TRIVIAL: n > 0 and no_better_than_trivial / n >= UNSTABLE_RATE,
+        Flag.EDGE_OF_GRID: edge_of_grid,
+        Flag.BASELINE_EDGE_OF_GRID: baseline_edge_of_grid,
+        Flag.INDECISIVE_SELECTION: indecisive_selection,
+        Flag.PARAM_MISMATCH: param_mismatch,
+        Flag.UNDERTRAINED: undertrained,
+        Flag.BASELINE_UNDERTRAINED: baseline_undertrained,
+    }
+    return [flag for flag, up in raised.items() if up]
 
 
 def impute_diverged(
