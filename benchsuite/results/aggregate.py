@@ -260,14 +260,14 @@ def aggregate_across_tracks(
     for track_scores_ in scores.values():
         names += [n for n in track_scores_ if n not in names]
     rng = np.random.default_rng(seed)
-    most_tracks = max((sum(n in s for s in scores.values()) for n in names), default=0)
+    paired = {n: {t: s[n] for t, s in scores.items() if n in s} for n in names}
+    most_tracks = max((len(pairs) for pairs in paired.values()), default=0)
 
     family = len(planned) if planned else None
     intervals: dict[str, list[float]] = {}
     observed: dict[str, dict[str, np.ndarray]] = {}
     flips: dict[str, Flips] = {}
-    for name in names:
-        pairs = {t: s[name] for t, s in scores.items() if name in s}
+    for name, pairs in paired.items():
         observed[name] = {t: m - b for t, (b, m) in pairs.items()}
         flips[name] = sign_flips(observed[name], seed)
         # the interval of the same test: the shifts it does not reject (not the bootstrap's)
@@ -296,7 +296,7 @@ def aggregate_across_tracks(
         if len(observed[name]) == 1:
             verdict = SuiteVerdict.ONE_TRACK  # a suite of one track: its table says it all
         # the bootstrap draws from ``rng`` here, one mixer after the other in name order
-        pairs = {t: s[name] for t, s in scores.items() if name in s}
+        pairs = paired[name]
         mixers[name] = _mixer_entry(
             pairs,
             rng,
