@@ -128,14 +128,20 @@ def installed_mixers(settings: RunSettings, registry: Registry) -> list[str]:
     ]
 
 
+def skipped_cells(plan: Plan) -> dict[bool, list[Skip]]:
+    """The plan's skipped cells (not whole tracks) by whether an error skipped them (True) or
+    the data ruled them out (False); a group only where it holds a cell."""
+    cells = [skip for skip in plan.skipped if skip.mixer != "*"]
+    grouped = {failed: [s for s in cells if s.kind.failed == failed] for failed in (False, True)}
+    return {failed: group for failed, group in grouped.items() if group}
+
+
 def family_note(plan: Plan, design: dict[str, Any], family: int) -> str:
     """The line that corrects the design's family once the tracks' data has been probed."""
-    cells = [skip for skip in plan.skipped if skip.mixer != "*"]
     why = {False: "ruled out by the data", True: "failed before training"}
     said = [
-        f"{', '.join(f'{s.track}/{s.mixer}' for s in cells if s.kind.failed == failed)} {text}"
-        for failed, text in why.items()
-        if any(s.kind.failed == failed for s in cells)
+        f"{', '.join(f'{s.track}/{s.mixer}' for s in group)} {why[failed]}"
+        for failed, group in skipped_cells(plan).items()
     ]
     ruled_out = f" ({'; '.join(said)})" if said else ""
     if design.get("design") == Claims.SUITE:
@@ -170,11 +176,11 @@ def preflight_note(failing: list[Skip]) -> str:
 def nothing_to_compare(plan: Plan) -> str:
     """Why a plan has no comparison left once the data is probed and the mixers are checked."""
     kinds = {True: "failed before training", False: "are ruled out by the data"}
-    cells = [s for s in plan.skipped if s.mixer != "*"]
+    groups = skipped_cells(plan)
     said = [
-        f"{sum(s.kind.failed == failed for s in cells)} cell(s) {text}"
+        f"{len(groups[failed])} cell(s) {text}"
         for failed, text in kinds.items()
-        if any(s.kind.failed == failed for s in cells)
+        if failed in groups
     ]
     why = f" ({', '.join(said)}: the warnings above name each)" if said else ""
     return f"nothing to compare with the baseline{why}; nothing was trained"
