@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from benchsuite.errors import did_you_mean
+
 
 def lr_grid(*lrs: float, weight_decay: float = 0.0) -> tuple[dict[str, float], ...]:
     """A sweep grid over learning rates at one weight decay (the usual shape of a track's grid)."""
@@ -253,7 +255,8 @@ def read_overrides(given: Mapping[str, Any]) -> dict[str, Any]:
     valid = given_keys()
     unknown = [key for key in given if key not in valid]
     if unknown:
-        raise ValueError(f"unknown budget key {unknown[0]!r}; valid: {', '.join(valid)}")
+        hint = did_you_mean(unknown[0], valid)
+        raise ValueError(f"unknown budget key {unknown[0]!r}{hint}; valid: {', '.join(valid)}")
     declared = knobs()
     return {key: declared[key].read(key, value) for key, value in given.items()}
 

@@ -108,7 +108,7 @@ def test_config_file_mistakes(finished, tmp_path, text, needle):
         (["--grid", "sequence.momentum=0.9"], "--grid sequence.momentum: unknown axis"),
         (["--grid", "sequense.lr=0.1"], "--grid given for unknown track 'sequense'"),
         (["--grid", "sequence.lr=fast"], "--grid 'sequence.lr=fast': expected TRACK.AXIS=V1,V2"),
-        (["--budget", "stepz=3"], "unknown budget key 'stepz'"),
+        (["--budget", "stepz=3"], "unknown budget key 'stepz' (did you mean 'steps'?)"),
         (["--preset", "huge"], "has no preset 'huge'"),
         (["--executor", "slurm"], "unknown executor 'slurm'; valid: local, process, ray"),
         (["--timeout", "-1"], "--timeout must be a positive number of seconds"),
