@@ -145,6 +145,30 @@ def test_costs_are_of_the_model_the_run_trains_sized_by_the_same_rule(track):
     assert sized["big"]["params"] == declared["big"]["params"]  # the baseline is the target
 
 
+def test_costs_take_a_track_variant_sized_as_the_run_sizes_it():
+    """``list --costs --tracks 'sequence[dim=24,depth=1]'`` measures the variant's model (its
+    width and depth, the run's equal-size rule) under its canonical name, as ``run`` takes it."""
+    registry = load_registry()
+    asked = "sequence[lookback=12,dim=24,depth=1]"
+    rows = costs_table(
+        registry, "quick", [asked], ["attention"], track_options={"sequence": OPTIONS}
+    )
+    assert [(r["track"], r["mixer"]) for r in rows] == [
+        ("sequence[depth=1,dim=24,lookback=12]", "dense"),
+        ("sequence[depth=1,dim=24,lookback=12]", "attention"),
+    ]
+    dense_row, attention = rows
+    assert (dense_row["dim"], dense_row["depth"], dense_row["tokens"]) == (24, 1, 12)
+    assert attention["sized_by"] == "mlp_hidden" and not attention["param_mismatch"]
+    console = Console(record=True, width=200)
+    print_costs(rows, console)
+    assert "costs on sequence[depth=1,dim=24,lookback=12] (12 tokens, dim 24, depth 1)" in (
+        console.export_text()
+    )
+    with pytest.raises(UsageError, match="unknown key 'width'"):
+        costs_table(registry, "quick", ["sequence[width=24]"], ["attention"])
+
+
 def test_costs_table_refuses_unknown_names(track):
     registry = Registry(mixers={"dense": dense_mixer()}, tracks={"sequence": track})
     with pytest.raises(UsageError, match="unknown mixer 'nope'"):
@@ -173,6 +197,7 @@ def test_a_track_without_the_preset_is_listed_only_when_named_with_its_reason(tr
             "track": only_full.name,
             "mixer": "dense",
             "dim": None,
+            "depth": None,
             "tokens": None,
             "reason": "no 'quick' preset (has full; --preset picks one)",
         }

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from benchsuite.budget import Budget, variant_keys
-from benchsuite.errors import check_names, one_line
+from benchsuite.errors import one_line
 from benchsuite.plan.jobs import cell_jobs, grid_of
-from benchsuite.registry import variants
+from benchsuite.registry import track_variants, variants
 from benchsuite.seeds import DEFAULT_SALT, Streams, evaluation_seeds
 from benchsuite.settings import RunSettings
 from benchsuite.specs import Mixer, Track, TrackData, resolve_options
@@ -111,18 +111,21 @@ def costs_table(
     sizes it (``match="params"``: the equal-size rule; ``sized_by`` says how, as the run's
     ``size.by``). ``say`` hears each track as its measuring starts.
 
-    Each row has ``track``, ``mixer``, ``tokens``, ``dim``, ``reason`` (None when measured), the
-    :func:`measure_costs` figures, and, when ``baseline`` is measured on the track,
+    Each row has ``track``, ``mixer``, ``tokens``, ``dim``, ``depth``, ``reason`` (None when
+    measured), the :func:`measure_costs` figures, and, when ``baseline`` is measured on the track,
     ``params_vs_baseline`` (model parameters over the baseline model's) and ``param_mismatch``
     (the ratio is off by more than the protocol's 10%). A track without ``preset``, a track whose
     data cannot be loaded and a mixer that cannot run or fails give a row with the reason instead
     of raising.
     """
-    if tracks:
-        track_names = list(tracks)
-        check_names("track", track_names, registry.tracks)
+    if tracks:  # names or variants (``sequence[dim=32]``), as a run takes them
+        asked = track_variants.select(tracks, registry.tracks)
     else:  # the tracks a run of this preset has
-        track_names = sorted(n for n, t in registry.tracks.items() if preset in t.budgets)
+        asked = [
+            registry.tracks[n]
+            for n in sorted(registry.tracks)
+            if preset in registry.tracks[n].budgets
+        ]
     chosen = variants.select(
         mixers or sorted(registry.mixers), registry.mixers, registry.unavailable
     )
@@ -133,26 +136,24 @@ def costs_table(
     mixer_names = [v.name for v in chosen]
     resolved = variants.variant_options(chosen, registry.mixers, mixer_options or {})
     rows: list[dict[str, Any]] = []
-    for number, track_name in enumerate(track_names, 1):
-        track = registry.tracks[track_name]
-        say(f"measuring {len(mixer_names)} mixers on {track_name} ({number}/{len(track_names)})…")
+    for number, track in enumerate(asked, 1):
+        track_name = track.name
+        say(f"measuring {len(mixer_names)} mixers on {track_name} ({number}/{len(asked)})…")
         if preset not in track.budgets:  # e.g. a full-only track in a quick listing
             presets = ", ".join(sorted(track.budgets))
             reason = f"no {preset!r} preset (has {presets}; --preset picks one)"
             rows += [
-                {"track": track_name, "mixer": name, "dim": None, "tokens": None, "reason": reason}
+                {"track": track_name, "mixer": name, "dim": None, "depth": None, "tokens": None}
+                | {"reason": reason}
                 for name in mixer_names
             ]
             continue
-        options = resolve_options(
-            track.options, (track_options or {}).get(track_name, {}), track_name
-        )
+        base = track_variants.base_name(track)  # options are given to the registered track
+        options = resolve_options(track.options, (track_options or {}).get(base, {}), base)
         data, problem = _load(track, options, preset, data_dir)
         sizes = {}
         if match == "params" and baseline is not None and data is not None:
-            sizes = _sizes(
-                registry, track_name, mixer_names, preset, options, mixer_options, data_dir
-            )
+            sizes = _sizes(registry, track, mixer_names, preset, options, mixer_options, data_dir)
         cells = [
             _cell(
                 track,
@@ -186,7 +187,7 @@ def _load(
 
 def _sizes(
     registry: Registry,
-    track: str,
+    track: Track,
     mixers: list[str],
     preset: str,
     options: dict,
@@ -200,13 +201,16 @@ def _sizes(
     from benchsuite.plan.resolve import resolve
     from benchsuite.train.size import parameter_count
 
+    own = getattr(track, "variant_keys", {})  # a variant's brackets set these options
     settings = RunSettings(
-        tracks=(track,),
+        tracks=(track.name,),
         mixers=tuple(mixers),
         baseline=mixers[0],
         preset=preset,
         seeds=2,
-        track_options={track: options},
+        track_options={
+            track_variants.base_name(track): {k: v for k, v in options.items() if k not in own}
+        },
         mixer_options=dict(mixer_options or {}),
         data_dir=data_dir,
     )
@@ -215,7 +219,7 @@ def _sizes(
         plan = plan_run(resolved, registry.tracks, registry.mixers, parameter_count)
     except Exception:  # the rows report what is wrong, cell by cell
         return {}
-    return {name: dict(cell.size) for name, cell in plan.cells.get(track, {}).items()}
+    return {name: dict(cell.size) for name, cell in plan.cells.get(track.name, {}).items()}
 
 
 def _cell(
@@ -236,6 +240,7 @@ def _cell(
         "track": track.name,
         "mixer": mixer.name,
         "dim": budget.dim,
+        "depth": budget.depth,
         "tokens": data.tokens if data else None,
         "reason": problem,
     }

@@ -199,12 +199,19 @@ def print_costs(rows: list[dict[str, Any]], console: Console) -> None:
         cells = [row for row in rows if row["track"] == track]
         reasons = {row["reason"] for row in cells}
         if len(cells) > 1 and len(reasons) == 1 and None not in reasons:  # the track, not a mixer
-            console.print(f"[yellow]{track}:[/] skipped: {escape(str(reasons.pop()))}")
+            console.print(f"[yellow]{escape(track)}:[/] skipped: {escape(str(reasons.pop()))}")
             continue
-        shape = next((f"({c['tokens']} tokens, dim {c['dim']})" for c in cells if c["tokens"]), "")
+        shape = next(
+            (
+                f"({c['tokens']} tokens, dim {c['dim']}, depth {c['depth']})"
+                for c in cells
+                if c["tokens"]
+            ),
+            "",
+        )
         memory = "peak allocated" if any("peak_memory_bytes" in c for c in cells) else "activations"
         table = Table(
-            title=f"[bold]costs on {track}[/] {shape}",
+            title=f"[bold]costs on {escape(track)}[/] {shape}",
             caption="params: whole model; vs base: over the baseline's ([yellow]yellow[/]: "
             f"param_mismatch, > 10%); forward FLOPs per example (matmuls, convolutions, attention, "
             "FFTs); memory: "
