@@ -95,5 +95,6 @@ def benchsuite_register_mixers(register) -> None:
             fixed_tokens=False,
             causal=True,
             tags=("recurrent",),
+            size_option="expand",
         )
     )

@@ -1,6 +1,6 @@
 """The equal-size rule (docs/protocol.md, "Equal size"): an oversized mixer written here is brought
-within ±10% of the baseline's parameters by its size option or the channel-MLP width (never below
-half its declared width), the shared parts keep their initial weights, a mixer that cannot be
+within ±10% of the baseline's parameters by its size option or the channel-MLP width (from half to
+four times its declared width), the shared parts keep their initial weights, a mixer that cannot be
 matched is reported with its ratio, and report.json gives both counts of every comparison."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def huge(tokens: int, dim: int) -> nn.Module:
 def registry():
     registry = load_registry()
     registry.add(Mixer(name="wide", build=units, options=(Option("width", int, 24),)))
-    registry.add(Mixer(name="wider", build=wide, options=(Option("width", int, 2),)))
+    registry.add(Mixer(name="wider", build=wide, options=(Option("width", int, 6),)))
     registry.add(
         Mixer(name="sized", build=units, options=(Option("width", int, 256),), size_option="width")
     )
@@ -184,3 +184,31 @@ def test_report_json_gives_both_counts_and_flags_the_unmatched(registry, tmp_pat
     assert "param_mismatch" not in matched["comparison"]["flags"]
     assert "param_mismatch" in unmatched["comparison"]["flags"]
     assert unmatched["size"]["reason"].startswith("no size within ±10%")
+
+
+def test_an_option_whose_default_is_zero_is_searched_up_to_the_declared_size():
+    """A size the mixer derives from the shape (``mlp``'s ``hidden``, default 0) is searched from
+    1 to the least power of two at which the model is as large as declared; another option to 8
+    times its default."""
+    assert matching.option_range(lambda v: 100 * v, 0, 1000) == 16  # 1600 >= 1000 > 800
+    assert matching.option_range(lambda v: 100 * v, 0, 50) == 1
+    assert matching.option_range(lambda v: 100 * v, 3, 1000) == 24
+
+
+def test_every_built_in_mixer_is_matched_on_every_default_track():
+    """Issue 49's rule on the quick preset: each built-in mixer within ±10% of the baseline's
+    parameters on each default track, its channel MLPs between half and four times their
+    declared width (docs/protocol.md, "Equal size")."""
+    registry = load_registry()
+    mixers = tuple(
+        sorted(m for m in registry.mixers if registry.mixers[m].module.startswith("benchsuite."))
+    )
+    settings = RunSettings(mixers=mixers, seeds=2)
+    plan = plan_run(resolve(settings, registry), registry.tracks, registry.mixers, parameter_count)
+    assert len(plan.tracks) == 6 and not [s for s in plan.skipped if s.mixer != "butterfly"]
+    for track, cells in plan.cells.items():
+        declared = plan.tracks[track].budget.mlp_ratio * plan.tracks[track].budget.dim
+        for mixer, cell in cells.items():
+            assert cell.size["within"], (track, mixer, cell.size)
+            hidden = plan.jobs[cell.jobs[0]].mlp_hidden or declared
+            assert declared / 2 <= hidden <= 4 * declared, (track, mixer, hidden)

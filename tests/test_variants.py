@@ -95,7 +95,7 @@ def test_the_baseline_may_be_a_variant(registry):
             ("attention[heads=2]", "attention[heads=02]"),
             "mixer 'attention[heads=2]' is named twice",
         ),
-        (("tag:nope",), "no mixer has the tag 'nope'; declared tags: local, recurrent"),
+        (("tag:nope",), "no mixer has the tag 'nope'; declared tags: control, local, recurrent"),
     ],
 )
 def test_a_bad_variant_is_a_one_line_error_naming_it(registry, mixers, message):
@@ -173,7 +173,8 @@ def test_test_costs_and_scale_take_variant_names(tmp_path):
     assert costs.returncode == 0, costs.stderr
     rows = {row["mixer"]: row for row in json.loads(costs.stdout)}
     assert {"attention[heads=2]", "attention[heads=8]"} <= set(rows)
-    assert rows["attention[heads=2]"]["params"] > rows["dense"]["params"]
+    heads2 = rows["attention[heads=2]"]
+    assert heads2["sized_by"] == "mlp_hidden" and not heads2["param_mismatch"]  # sized as run
     scale = invoke(
         "scale",
         "--mixers",

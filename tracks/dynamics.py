@@ -251,6 +251,7 @@ class DynamicsTrack(ForecastTrack):
             steps=4000,
             batch_size=32,
             dim=16,
+            mlp_ratio=5,
             depth=2,
             grid=QUICK_GRID,
             clip=1.0,

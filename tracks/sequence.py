@@ -102,6 +102,7 @@ class SequenceTrack(ForecastTrack):
             steps=1000,
             batch_size=32,
             dim=16,
+            mlp_ratio=5,
             depth=2,
             grid=QUICK_GRID,
             clip=1.0,

@@ -307,7 +307,8 @@ class TabularTrack(Track):
         "quick": Budget(
             steps=400,
             batch_size=16,
-            dim=16,
+            dim=32,
+            mlp_ratio=5,
             depth=2,
             grid=QUICK_GRID,
             clip=1.0,

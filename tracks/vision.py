@@ -118,7 +118,8 @@ class VisionTrack(Track):
         "quick": Budget(
             steps=440,
             batch_size=16,
-            dim=16,
+            dim=32,
+            mlp_ratio=5,
             depth=2,
             grid=QUICK_GRID,
             clip=1.0,

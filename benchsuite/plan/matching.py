@@ -4,10 +4,10 @@ every mixer.
 
 A mixer already within the band keeps its configuration. Otherwise the suite searches, by
 bisection over whole numbers (parameter counts grow with the value), first the mixer's declared
-``size_option`` (unless the run gave that option), then, at the option's closest value, the hidden
-width of the block's channel MLP (never below half its declared width), and takes the value whose
-count is closest to the baseline's. When no value reaches the band the cell trains as declared and
-records by how much the closest size missed; its comparison is flagged.
+``size_option`` (unless the run gave that option), then, at the option's closest value, the
+hidden width of the block's channel MLP (from half to four times its declared width), and takes
+the value whose count is closest to the baseline's. When no value reaches the band the cell trains
+as declared and records by how much the closest size missed; its comparison is flagged.
 
 Counting is the caller's (a ``Count``: parameters of the model for a size, built on the ``meta``
 device by :mod:`benchsuite.train.size`); nothing here imports torch.
@@ -24,9 +24,10 @@ from benchsuite.protocol.stats import PARAM_TOLERANCE
 from benchsuite.specs import Mixer
 
 MATCHES = ("params", "none")
-MLP_WIDEST = 32  # the widest channel MLP searched, in multiples of its declared width
+MLP_WIDEST = 4  # the widest channel MLP searched, in multiples of its declared width
 MLP_NARROWEST = 0.5  # the narrowest channel MLP searched, as a fraction of its declared width
 OPTION_WIDEST = 8  # the largest size option searched, in multiples of its default
+OPTION_LARGEST = 2**16  # where the search of an option whose default is 0 gives up
 
 Count = Callable[[Mapping[str, Any]], int]
 """Parameters of a cell's model under a size: ``{"mlp_hidden": 96}``, ``{"expansion": 3}``."""
@@ -61,6 +62,18 @@ def closest(count: Callable[[int], int], target: int, low: int, high: int) -> tu
     return best, at(best)
 
 
+def option_range(count: Callable[[int], int], default: int, declared: int) -> int:
+    """The largest value the size option is searched to: ``OPTION_WIDEST`` times its default, or,
+    for a default of 0 (a size the mixer derives from the shape, e.g. ``mlp``'s ``hidden``), the
+    least power of two whose count reaches the declared model's (``count`` must not decrease)."""
+    if default:
+        return OPTION_WIDEST * default
+    value = 1
+    while value < OPTION_LARGEST and count(value) < declared:
+        value *= 2
+    return value
+
+
 def size_option(mixer: Mixer, name: str, options: Mapping[str, Any]) -> str:
     """The option the rule may search: the declared ``size_option``, unless the run gave it (in
     the variant's name or as a value other than its default); ``""`` when there is none."""
@@ -93,8 +106,12 @@ def match(
             return _record(target, "as declared", {}, declared)
         chosen: dict[str, Any] = {}
         if option:
-            highest = max(OPTION_WIDEST * options[option], 8)
-            value, found = closest(lambda v: count({option: v}), target, 1, highest)
+
+            def sized(value: int) -> int:
+                return count({option: value})
+
+            highest = option_range(sized, options[option], declared)
+            value, found = closest(sized, target, 1, highest)
             chosen = {option: value}
             if within(found, target):
                 return _record(target, f"option {option}", chosen, found)
