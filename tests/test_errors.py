@@ -123,38 +123,65 @@ def test_command_line_mistakes(finished, args, needle):
     assert stored_rows(out) == before
 
 
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (
+            ["--mixers", "dense,attention[heads=3]"],
+            "mixer 'attention[heads=3]' cannot take track 'sequence' (width 16, depth 2): "
+            "mixer attention: dim 16 is not divisible by heads=3",
+        ),
+        (
+            ["--mixers", "dense,gla", "--budget", "dim=12"],
+            "mixer 'gla' cannot take track 'sequence' (width 12, depth 2): "
+            "mixer gla: key width 6 is not divisible by heads=4",
+        ),
+    ],
+)
+def test_a_width_a_mixer_refuses_stops_the_run_at_planning(finished, args, needle):
+    """Bad input (issue 49): the pre-flight finds that the mixer refuses the track's width with
+    its options, and the run stops there in one line naming the mixer, the option and its value;
+    nothing trains and nothing stored changes."""
+    out, before = finished
+    result = invoke(*BASE, "--mixers", "dense,identity", *args, "--out", str(out))
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines[0].startswith("planning: ") and len(lines) == 2, lines
+    assert lines[1] == f"error: {needle}"
+    assert "Traceback" not in result.stderr + result.stdout and "train" not in result.stdout
+    assert stored_rows(out) == before
+
+
 def test_broken_mixers_fail_the_pre_flight_together_before_any_training(finished, tmp_path):
-    """Mixers that break the contract on a track (a wrong shape, dtype or batch size; attention
-    with 3 heads at width 16) fail the pre-flight before the first job: every failing pair in one
-    warning, each cell skipped with its reason, and the rest of the run goes on."""
+    """Mixers that break the contract on a track (a wrong shape, dtype or batch size) fail the
+    pre-flight before the first job: every failing pair in one warning, each cell skipped with its
+    reason, and the rest of the run goes on. (A mixer whose options the track's width refuses,
+    e.g. attention with 3 heads at width 16, stops the run at planning instead: bad input.)"""
     out, before = finished
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     (plugins / "bad.py").write_text(BAD_MIXERS)
-    mixers = "dense,identity,wrongshape,wrongdtype,batchchanger,attention[heads=3]"
+    mixers = "dense,identity,wrongshape,wrongdtype,batchchanger"
     result = invoke("--plugins-dir", str(plugins), *BASE, "--out", str(out), "--mixers", mixers)
     assert result.returncode == 1, result.stderr
     stderr = " ".join(result.stderr.split())  # the terminal folds the warning's long line
     assert stderr.count("pre-flight:") == 1  # one warning names every pair
     warning = stderr[stderr.index("pre-flight:") :]
-    assert "4 mixer × track pair(s) fail before training" in warning
+    assert "3 mixer × track pair(s) fail before training" in warning
     for needle in (
         "returned shape (3, 15, 16) for input (3, 16, 16)",
         "returned torch.float64 for torch.float32 input",
         "changed the batch size from 3 to 1",
         "plugin 'bad'",
-        "sequence/attention[heads=3]: mixer 'attention[heads=3]'",
-        "dim 16 is not divisible by heads=3",
     ):
         assert needle in warning, needle
     assert stderr.index("pre-flight:") < stderr.index("train")  # before any job
-    assert "attention[heads=3] failed before training)" in stderr  # the family's note says why
+    assert "batchchanger failed before training)" in stderr  # the family's note says why
     skipped = json.loads((out / "report.json").read_text())["skipped"]
     assert {(s["mixer"], s["kind"]) for s in skipped} >= {
         ("wrongshape", "pre-flight"),
         ("wrongdtype", "pre-flight"),
         ("batchchanger", "pre-flight"),
-        ("attention[heads=3]", "pre-flight"),
     }
     assert "jobs: 0 trained, 4 reused, 0 failed" in result.stdout  # no job of theirs ran
     assert stored_rows(out) == before

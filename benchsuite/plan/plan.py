@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchsuite.budget import Budget
-from benchsuite.errors import PluginError, one_line
+from benchsuite.errors import PluginError, UsageError, one_line
 from benchsuite.plan import jobs as jobs_
 from benchsuite.plan import matching
 from benchsuite.plan.environment import describe
-from benchsuite.plan.preflight import Check, Checker, check_key
+from benchsuite.plan.preflight import REFUSED, Check, Checker, check_key
 from benchsuite.protocol.futility import FutilityLook
 from benchsuite.records import Job
 from benchsuite.registry.variants import lookup
@@ -62,6 +62,7 @@ class MixerFacts:
     plugin: str
     causal: bool
     signature: dict[str, Any] | None
+    tags: tuple[str, ...] = ()  # as declared: ``control`` leaves a mixer out of resolving power
 
 
 @dataclass
@@ -297,6 +298,7 @@ def mixer_facts(mixer: Mixer) -> MixerFacts:
             "predicted": dict(signature.predicted),
             "tolerance": signature.tolerance,
         },
+        tags=tuple(mixer.tags),
     )
 
 
@@ -349,6 +351,7 @@ def plan_run(
         if (track, mixer) not in ruled_out
     ]
     failed = checker(checks) if checker is not None else {}
+    _stop_on_refusal(checks, failed, plan.tracks)
     for track, rungs in probed.items():
         _plan_track(plan, tracks[track], mixers, rungs, count, ruled_out, failed)
     return plan
@@ -371,6 +374,22 @@ def _ruled_out(
             if reason := next((r for r in reasons if r), None):
                 ruled_out[track, name] = reason
     return ruled_out
+
+
+def _stop_on_refusal(
+    checks: list[Check], failed: dict[str, str], facts: dict[str, TrackFacts]
+) -> None:
+    """Bad input stops the run before anything trains: a cell whose mixer refused, at the
+    pre-flight, the track's width or its own options (its build raised a UsageError, e.g. heads
+    that do not divide the width) is a one-line error naming the mixer, the track and why."""
+    for check in checks:
+        reason = failed.get(check.key, "")
+        if REFUSED in reason:
+            budget = facts[check.track].budget
+            raise UsageError(
+                f"mixer {check.mixer!r} cannot take track {check.track!r} (width {budget.dim}, "
+                f"depth {budget.depth}): {reason.partition(REFUSED)[2]}"
+            )
 
 
 def _plan_track(

@@ -13,6 +13,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+REFUSED = ": refused its options at this shape: "
+"""In a check's reason: the mixer's build raised a UsageError (bad input, e.g. heads that do not
+divide the width), which stops the run at planning instead of skipping the cell."""
+
 
 def check_key(track: str, mixer: str) -> str:
     """The key of a cell's check (a pool task's key, and how results name it)."""

@@ -9,7 +9,8 @@ shape, dtype or batch size, fails with a one-line reason naming the mixer and it
 
 from __future__ import annotations
 
-from benchsuite.errors import one_line
+from benchsuite.errors import UsageError, one_line
+from benchsuite.plan.preflight import REFUSED
 from benchsuite.specs import Mixer, provenance
 
 
@@ -25,6 +26,8 @@ def check_mixer(mixer: Mixer, tokens: int, dim: int, options: dict) -> str | Non
 
     try:
         module = mixer.builder()(tokens, dim, **options)
+    except UsageError as error:  # bad input: the run stops at planning (plan.preflight.REFUSED)
+        return f"{_owner(mixer)}{REFUSED}{one_line(error)}"
     except Exception as error:
         return f"{_owner(mixer)}: build failed: {one_line(error)}"
     if not isinstance(module, torch.nn.Module):
