@@ -13,7 +13,9 @@ may change between execution modes; the verdicts are compared cell by cell).
 Prints the first run's wall time, the re-run's (nothing retrained, start-up included), and per
 track: the median MDE at the verdicts' alpha (how blind the design is), the identity control's
 verdict (a track that tests mixing must make it lose), the mixers it separates from the
-baseline, the training seconds its jobs took, and across the run the share of cells that chose
+baseline, its resolving power (how far the compared mixers' mean effects spread out in units of
+seed noise, controls left out) with its MDEs on the same scale, the training seconds its jobs
+took, and across the run the share of cells that chose
 an end of their grid and the verdicts across tracks (all the default suite design claims: under
 it every per-track verdict needs more seeds and its MDE is n/a). Then the cost in *reference
 steps* (job-seconds divided by the seconds of
@@ -95,6 +97,25 @@ def cost_lines(seconds: dict[tuple[str, str], float], reference: float) -> list[
     ]
 
 
+def figure(value: float | None) -> str:
+    """A figure of a track's resolution, 3 significant digits ("n/a" where it has none)."""
+    return "n/a" if value is None else f"{value:.3g}"
+
+
+def resolution_words(entry: dict) -> str:
+    """A track's resolving power (spread / noise of the compared mixers' mean effects, controls
+    left out) and its MDEs on the same scale; a report before version 10 has none."""
+    found = entry.get("resolution")
+    if not found:
+        return "resolving power n/a"
+    return (
+        f"resolving power {figure(found['resolving_power'])} = spread "
+        f"{figure(found['spread'])} / noise {figure(found['noise'])} over "
+        f"{len(found['mixers'])} mixers; MDE {figure(found['mde_measured'])} measured (median), "
+        f"{figure(found['mde_planned'])} planned ({found['scale']} scale)"
+    )
+
+
 def track_lines(report: dict, seconds: dict[str, float]) -> list[str]:
     lines = []
     for track, entry in report["tracks"].items():
@@ -106,7 +127,7 @@ def track_lines(report: dict, seconds: dict[str, float]) -> list[str]:
         lines.append(
             f"{track}: median MDE {median} of the baseline; identity {identity}; separates "
             f"{len(separated)}/{len(comparisons)} ({', '.join(separated)}); "
-            f"{seconds.get(track, 0):.0f} job-s; {entry['dataset']}"
+            f"{resolution_words(entry)}; {seconds.get(track, 0):.0f} job-s; {entry['dataset']}"
         )
     return lines
 

@@ -41,6 +41,7 @@ def benchsuite_register_mixers(register) -> None:
             description="no token mixing: a learned per-feature scale of each token (control)",
             fixed_tokens=False,
             causal=True,
+            tags=("control",),
             signature=Signature(
                 prediction="no output token depends on any other input token",
                 predicted={"cross_token_influence": 0.0},

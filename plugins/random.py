@@ -43,6 +43,7 @@ def benchsuite_register_mixers(register) -> None:
             description="frozen random orthogonal token matrix (untrained control)",
             fixed_tokens=True,
             causal=False,
+            tags=("control",),
             signature=ISOMETRY,
         )
     )

@@ -19,6 +19,13 @@ PAGE_SCALE = {
     "ratio mixer/baseline in % (never beyond +100%)",
     Scale.DIFFERENCE: "improvement, CI and MDE from paired differences, as % of the baseline mean",
 }
+SCALE_WORD = {Scale.LOG: "log-ratio", Scale.DIFFERENCE: "difference"}
+RESOLUTION = (
+    "resolving power {power} = spread {spread} / noise {noise} (sd of {mixers} mixers' mean "
+    "effects / RMS of their seeds' sd, {scale} scale, controls left out; ≥ 1.5: they spread out "
+    "by more than 1.5 seed-noise units); MDE on that scale at alpha {alpha}: measured (median) "
+    "{measured}, planned {planned} (none: the seeds cannot reach that alpha)"
+)
 POINTS_NOTE = "Δ pt: the same paired difference in percentage points, with its 95% CI"
 CONFIG_NOTE = (
     "config: the one most seeds chose on their validation split (seeds agreeing / seeds; a tie "
@@ -100,7 +107,9 @@ DATASETS = (
     "MDE: the smallest improvement the paired test would detect with 80% power at α = {alpha} "
     "(Holm's first step over {comparisons} comparisons; observed spread of the per-seed "
     "differences), on each track's scale: 1 − the geometric-mean ratio for log-ratio tracks, % "
-    "of the baseline mean otherwise; none: the seeds cannot reach that α."
+    "of the baseline mean otherwise; none: the seeds cannot reach that α. Resolving power: the "
+    "sd of the compared mixers' mean effects over the RMS of their seeds' sd (controls left "
+    "out; each track's table gives both and the MDEs on the same scale)."
 )
 ACROSS = (
     "score: the fraction of the gap from the trivial predictor (0) to the ideal value (1) "

@@ -38,6 +38,7 @@ from benchsuite.output.track_tables import (
     choice,
     improvement,
     in_points,
+    resolution_text,
     rows_by_effect,
 )
 from benchsuite.results.cell_schema import TrackResult
@@ -132,6 +133,12 @@ def mde_text(entry: TrackResult) -> str:
     )
 
 
+def resolution_sentence(entry: TrackResult) -> str:
+    """The track's resolving power as a sentence of its table's caption ("" without one)."""
+    text = resolution_text(entry)
+    return f" {text[:1].upper()}{text[1:]}." if text else ""
+
+
 def _facts(report: Analysis) -> list[tuple[str, Any]]:
     env, settings = report.environment, report.settings
     rows = [
@@ -180,6 +187,7 @@ def _datasets(report: Analysis) -> list[tuple[str, ...]]:
                 ", ".join(f"{k} {v}" for k, v in budget if v is not None),
                 str(len(entry.grid)),
                 mde_text(entry),
+                num(entry.resolution.resolving_power, 3) if entry.resolution else "–",
                 entry.budget_signature,
             )
         )
@@ -334,6 +342,7 @@ def render_html(report: Analysis, plots: Sequence[Plot], scaling_page: str | Non
         datasets=_datasets(report),
         family=family_text(report),
         scale_text=scale_text,
+        resolution_sentence=resolution_sentence,
         first_alpha=first_alpha,
         rows_by_effect=rows_by_effect,
         flag_rows=flag_rows,

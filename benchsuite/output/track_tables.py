@@ -18,7 +18,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchsuite.output import numbers
-from benchsuite.output.captions import CONFIG_NOTE, POINTS_NOTE, SCALE_NOTE
+from benchsuite.output.captions import (
+    CONFIG_NOTE,
+    POINTS_NOTE,
+    RESOLUTION,
+    SCALE_NOTE,
+    SCALE_WORD,
+)
 from benchsuite.output.numbers import interval, num, pct
 from benchsuite.output.palette import VERDICTS, verdict
 from benchsuite.output.widths import FirstFitting
@@ -140,6 +146,29 @@ def _family(entry: TrackResult, design: Design | None) -> str:
     )
 
 
+def resolution_text(entry: TrackResult) -> str:
+    """The track's resolving power and MDEs in words, on the comparisons' scale ("" without a
+    comparison)."""
+    found = entry.resolution
+    if found is None:
+        return ""
+    return RESOLUTION.format(
+        power=num(found.resolving_power, 3),
+        spread=num(found.spread, 3),
+        noise=num(found.noise, 3),
+        mixers=len(found.mixers),
+        scale=SCALE_WORD.get(found.scale, found.scale),
+        alpha=num(found.mde_alpha, 2),
+        measured=_detectable(found.mde_measured),
+        planned=_detectable(found.mde_planned),
+    )
+
+
+def _detectable(value: float | None) -> str:
+    """An MDE of the track's resolution, ``none`` where the seeds cannot reach its alpha."""
+    return "none" if value is None else num(value, 3)
+
+
 def _flags(entry: TrackResult, mixer: str) -> str:
     cell = entry.comparisons.get(mixer)
     if cell is not None:
@@ -185,6 +214,7 @@ def track_table(name: str, entry: TrackResult, design: Design | None = None) -> 
             f"improvement > 0 means better than {entry.baseline}",
             _scale(entry),
             _family(entry, design),
+            resolution_text(entry),
             CONFIG_NOTE,
             _scale_and_budget(entry),
         )
@@ -251,6 +281,7 @@ def track_tables_narrow(
                 f"improvement > 0 means better than {entry.baseline}",
                 _scale(entry),
                 _family(entry, design),
+                resolution_text(entry),
                 f"verdicts: {legend(shown)}",
             )
             + _param_ratios(entry),

@@ -21,7 +21,7 @@ from benchsuite.protocol import stats
 from benchsuite.protocol.power import looks_alpha
 from benchsuite.records import RunRecord
 from benchsuite.results import cells as cells_
-from benchsuite.results import curves, flags, futility, serial, summaries
+from benchsuite.results import curves, flags, futility, resolving, serial, summaries
 from benchsuite.results.aggregate import Paired, TrackPairs, aggregate_across_tracks
 from benchsuite.results.cell_schema import CellResult, TrackResult
 from benchsuite.results.comparison import compare_cell
@@ -92,6 +92,13 @@ def analyse(
     cells = [c for e in tracks.values() for c in e.comparisons.values()]
     size = max(plan.family(), len(cells))
     tracks = _holm(tracks, size, baseline)
+    controls = {name for name, facts in plan.mixers.items() if resolving.CONTROL in facts.tags}
+    tracks = {
+        name: dataclasses.replace(
+            entry, resolution=resolving.of_track(entry, plan.planned_mde.get(name), controls)
+        )
+        for name, entry in tracks.items()
+    }
     both_converged = sum(c.both_converged is not None for c in cells)
     planned = plan.needed_keys(stopped)
     across = _across(tracks, plan, baseline)

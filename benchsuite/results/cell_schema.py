@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from benchsuite.plan.plan import TrackFacts
 from benchsuite.protocol.stats import Comparison
+from benchsuite.vocabulary import Scale
 
 
 @dataclass
@@ -219,6 +220,27 @@ class TestSet:
 
 
 @dataclass
+class Resolution:
+    """How well a track tells the compared mixers apart (``tracks.<t>.resolution``;
+    docs/statistics.md, "Resolving power"), every figure on the comparisons' ``scale`` (of the
+    per-seed d: log-ratios or differences): ``spread``, the sd (ddof 1) of the mixers' mean d;
+    ``noise``, the RMS of their seeds' sd of d; ``resolving_power``, spread / noise (None with
+    fewer than 2 mixers); the MDE at ``mde_alpha`` the design planned and the median of the
+    comparisons' own. Over ``mixers``: the compared ones with 2 seeds or more, the controls left
+    out (tagged :data:`benchsuite.results.resolving.CONTROL`)."""
+
+    scale: Scale
+    mixers: list[str]
+    seeds: int  # the fewest seeds of those mixers (0: none)
+    spread: float | None
+    noise: float | None
+    resolving_power: float | None
+    mde_alpha: float | None
+    mde_planned: float | None  # the design's planned MDE per track, on ``scale``
+    mde_measured: float | None  # the median over ``mixers`` of their comparisons' MDE
+
+
+@dataclass
 class TrackResult(TrackFacts):
     """One track: its facts (as the plan has them), each mixer's result and each comparison."""
 
@@ -227,6 +249,7 @@ class TrackResult(TrackFacts):
     mixers: dict[str, MixerResult] = field(default_factory=dict)
     comparisons: dict[str, CellResult] = field(default_factory=dict)
     scale_note: str = ""
+    resolution: Resolution | None = None  # None: no comparison on the track
 
     def in_points(self) -> bool:
         """An accuracy-type metric (higher is better, ideal 1): effects also in points."""

@@ -19,17 +19,18 @@ from benchsuite.settings import RunSettings
 from benchsuite.vocabulary import Claims, Shift, SuiteVerdict
 
 OMIT_NONE = {"omit_none": True}
-# 9: a cell the pre-flight skips has the skip kind pre-flight (was error, with its reason starting
-# "pre-flight: "). 8: the suite verdict not_robust (a significant result resting on a track; was
-# mixed), and mixed only for significant wins and losses on tracks; the equivalence margin at most a
-# quarter of the baseline's gain over the trivial predictor; learnt nothing tested against each
-# seed's test noise. 7: a comparison's ci95 and p_tost from the sign-flip test (inverted; two one-
-# sided), not t tests; an interval the seeds cannot bound is null. 6: the per-track design's
-# futility look (design.futility_seeds and stopped, a comparison's stopped_at). 5: the design first
-# (its claims: suite or per-track), then the suite verdicts with their looks; the per-track verdict
-# needs_more_seeds. 4: the across-tracks verdict one_track and its CI the sign-flip test inverted;
-# 3: no param_ratio
-REPORT_VERSION = 9
+# 10: each track's resolution (tracks.<t>.resolution: spread, noise, resolving power and the MDEs on
+# the comparisons' scale). 9: a cell the pre-flight skips has the skip kind pre-flight (was error,
+# with its reason starting "pre-flight: "). 8: the suite verdict not_robust (a significant result
+# resting on a track; was mixed), and mixed only for significant wins and losses on tracks; the
+# equivalence margin at most a quarter of the baseline's gain over the trivial predictor; learnt
+# nothing tested against each seed's test noise. 7: a comparison's ci95 and p_tost from the
+# sign-flip test (inverted; two one-sided), not t tests; an interval the seeds cannot bound is
+# null. 6: the per-track design's futility look (design.futility_seeds and stopped, a comparison's
+# stopped_at). 5: the design first (its claims: suite or per-track), then the suite verdicts with
+# their looks; the per-track verdict needs_more_seeds. 4: the across-tracks verdict one_track and
+# its CI the sign-flip test inverted; 3: no param_ratio
+REPORT_VERSION = 10
 
 
 @dataclass(frozen=True)
