@@ -1,16 +1,18 @@
 """The docs against the code: every ``benchsuite`` command line in README.md, docs/*.md, the
 ``--help`` examples and the README that ``benchsuite new-mixer`` writes parses with the real
 parser (a removed or renamed flag fails here), the cheap ones run, the tutorial's smoke run exits
-0, and the presets table of docs/tracks.md is each track's ``budgets``."""
+0, the presets table of docs/tracks.md is each track's ``budgets``, and its table of what each
+track measures has the format ``benchmarks/track_table.py`` writes."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shlex
 from pathlib import Path
 
 import pytest
-from helpers import invoke
+from helpers import default_tracks, invoke
 
 from benchsuite import cli
 from benchsuite.cli import arguments
@@ -203,3 +205,34 @@ def test_the_presets_table_is_the_tracks_budgets():
     assert covered == {(n, p) for n, t in tracks.items() for p in t.budgets}
     rest = doc.replace(table, "")
     assert not re.search(r"\blr [0-9.e-]+ … ", rest), "an lr grid outside the presets table"
+
+
+def _track_table_script():
+    """benchmarks/track_table.py, loaded as a module (benchmarks/ is no package)."""
+    spec = importlib.util.spec_from_file_location(
+        "track_table", ROOT / "benchmarks" / "track_table.py"
+    )
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
+def test_the_track_table_has_the_scripts_format(finished_run):
+    """The table of docs/tracks.md "What each track measures" has the header and column count
+    the script writes from a real report, and a row per default track: the format, not the
+    numbers (they are those of the run its first sentence names)."""
+    script = _track_table_script()
+    report, block = script.generate(finished_run)
+    written = [line for line in block.splitlines() if line.startswith("|")]
+    doc = (ROOT / "docs" / "tracks.md").read_text()
+    section = doc.split("## What each track measures, on the default run", 1)[1].split("\n## ")[0]
+    documented = [line for line in script.block_of(section).splitlines() if line.startswith("|")]
+    assert documented[0] == written[0] == script.HEADER
+    assert {len(script.cells_of(line)) for line in written + documented} == {len(script.COLUMNS)}
+    assert len(written) == 2 + len(report["tracks"])
+    own = f"{script.BEGIN}\n{block}\n{script.END}"
+    assert script.format_problem(own, list(report["tracks"])) is None
+    assert script.format_problem(doc, default_tracks()) is None
+    assert "lists tracks" in script.format_problem(doc, [*default_tracks(), "extra"])
+    narrower = doc.replace(script.HEADER, script.HEADER.rsplit(" | ", 1)[0] + " |")
+    assert "header" in script.format_problem(narrower, default_tracks())
