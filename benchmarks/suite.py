@@ -8,7 +8,10 @@ under COMMIT (extracted with ``git archive``, its tracks and plugins with it) an
 working tree, one after the other in this process, each into a fresh folder: printed, each side's
 wall time, job-seconds and reference steps with its track lines and grid ends (below), the ratios
 B/A (B: the working tree), and how many per-seed test metrics the two sides share exactly (rounding
-may change between execution modes; the verdicts are compared cell by cell).
+may change between execution modes; the verdicts are compared cell by cell). Then, per track, the
+RMS seed noise of both sides over the same mixers (those B's resolution compares: controls left
+out) and its change, and every comparison whose mean effect changed sign where both sides call it
+significant at the unadjusted level.
 
 Prints the first run's wall time, the re-run's (nothing retrained, start-up included), and per
 track: the median MDE at the verdicts' alpha (how blind the design is), the identity control's
@@ -27,7 +30,9 @@ compare across machines; seconds do not.
 from __future__ import annotations
 
 import json
+import math
 import os
+import random
 import sqlite3
 import statistics
 import subprocess
@@ -35,16 +40,20 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
-# the fixed subset of --against: every default track, a mixer of each family, 2 seeds
+# the fixed subset of --against (issue 49): every default track; the baseline, attention, two
+# gated recurrences and the no-mixing control; 6 seeds, enough to read each side's seed noise
+RESAMPLES = 2000  # bootstrap resamples of the noise's change
+
 SUBSET = [
     "--tracks",
     "sequence,dynamics,tabular,vision,recall,selective_copying",
     "--mixers",
-    "dense,attention,mamba,identity",
+    "dense,attention,mamba,gla,identity",
     "--seeds",
-    "2",
+    "6",
 ]
 
 
@@ -171,6 +180,69 @@ def verdicts(out: Path) -> dict[tuple[str, str], tuple[str, list[float]]]:
     return found
 
 
+def effects(report: dict) -> dict[tuple[str, str], tuple[list[float], float, float]]:
+    """Each comparison's per-seed d (on its own scale), unadjusted p and alpha, from report.json."""
+    return {
+        (track, mixer): (c["per_seed_improvements"], c["p_value"], c["alpha"])
+        for track, entry in report["tracks"].items()
+        for mixer, cell in entry["comparisons"].items()
+        for c in [cell["comparison"]]
+    }
+
+
+def rms_noise(per_mixer: list[list[float]], seeds: Sequence[int] | None = None) -> float | None:
+    """The RMS over mixers of the sd of d across seeds (``seeds``: the positions to read, with
+    repeats when resampled; all of them by default); None without a mixer or with one seed."""
+    picked = [[d[i] for i in seeds] if seeds is not None else d for d in per_mixer]
+    sds = [statistics.stdev(d) for d in picked if len(d) >= 2]
+    return math.sqrt(statistics.fmean([sd * sd for sd in sds])) if sds else None
+
+
+def change_interval(a: list[list[float]], b: list[list[float]]) -> tuple[float, float]:
+    """A 95% percentile bootstrap interval of B's noise over A's, each side's seeds resampled on
+    their own (the same seeds for every mixer of a side: they share its baseline's runs)."""
+    rng = random.Random(0)
+    ratios = []
+    for _ in range(RESAMPLES):
+        drawn = [rng.choices(range(len(side[0])), k=len(side[0])) for side in (a, b)]
+        noise_a, noise_b = rms_noise(a, drawn[0]), rms_noise(b, drawn[1])
+        if noise_a and noise_b is not None:
+            ratios.append(noise_b / noise_a)
+    ratios.sort()
+    return ratios[int(0.025 * len(ratios))] - 1, ratios[int(0.975 * len(ratios)) - 1] - 1
+
+
+def noise_lines(a: dict, b: dict, report_b: dict) -> list[str]:
+    """Per track, the RMS of the seeds' sd of d over the mixers B's resolution compares, on
+    both sides (a side's report before version 10 has no resolution: it is computed here, the
+    same way), its change with a bootstrap interval, and every sign that flipped between two
+    unadjusted significant effects."""
+    lines = []
+    for track, entry in report_b["tracks"].items():
+        mixers = [m for m in (entry.get("resolution") or {}).get("mixers", []) if (track, m) in a]
+        sides = [[side[track, m][0] for m in mixers] for side in (a, b)]
+        rms = [rms_noise(side) for side in sides]
+        change = "n/a"
+        if None not in rms and rms[0]:
+            low, high = change_interval(*sides)
+            change = f"{rms[1] / rms[0] - 1:+.0%}, 95% bootstrap {low:+.0%} to {high:+.0%}"
+        lines.append(
+            f"  {track}: noise A {figure(rms[0])}, B {figure(rms[1])} ({change}) over "
+            f"{', '.join(mixers) or 'no mixers'}"
+        )
+    flipped = [
+        f"{track}/{mixer}"
+        for (track, mixer), (d_b, p_b, alpha) in b.items()
+        if (track, mixer) in a
+        for d_a, p_a, _ in [a[track, mixer]]
+        if p_a < alpha and p_b < alpha and statistics.fmean(d_a) * statistics.fmean(d_b) < 0
+    ]
+    return [
+        *lines,
+        f"  signs flipped where both sides are significant: {', '.join(flipped) or 'none'}",
+    ]
+
+
 def against(revision: str, extra: list[str]) -> None:
     """The subset under ``revision`` (A) and the working tree (B), one after the other."""
     from jobs_ab import extract  # the same extraction as the job-by-job A/B
@@ -178,7 +250,7 @@ def against(revision: str, extra: list[str]) -> None:
     base = Path(tempfile.mkdtemp(prefix="benchsuite-against-"))
     (base / "code").mkdir()
     code = extract(revision, base / "code")
-    figures = {}
+    figures, reports = {}, {}
     for side, where in (("A", code), ("B", None)):
         out = base / side
         wall, stdout = timed_run(out, extra or SUBSET, where)
@@ -186,6 +258,7 @@ def against(revision: str, extra: list[str]) -> None:
         seconds = sum(job_seconds(out / "benchsuite.sqlite").values())
         reference = report["environment"]["reference_step_seconds"]
         figures[side] = (wall, seconds, seconds / reference, verdicts(out))
+        reports[side] = report
         print(
             f"{side} ({revision if side == 'A' else 'working tree'}): {wall:.1f} s wall, "
             f"{seconds:.0f} job-s, {seconds / reference / 1e3:.0f}k reference steps; "
@@ -218,6 +291,8 @@ def against(revision: str, extra: list[str]) -> None:
         f"cells: {len(shared)} on both sides, {same_metrics} with identical per-seed metrics; "
         f"verdicts that differ: {', '.join(differ) or 'none'}"
     )
+    print("RMS seed noise of the effects (sd of d over seeds, controls left out):")
+    print("\n".join(noise_lines(effects(reports["A"]), effects(reports["B"]), reports["B"])))
 
 
 def main() -> None:

@@ -138,6 +138,10 @@ class Budget:
     checkpoint: ScoredAt = knob(
         ScoredAt.LAST, kind=CHOICE, choices=ScoredAt, topic=STOPPING, signed=ALWAYS
     )
+    # the weights checked and scored: the raw iterate (0), or the running average of the
+    # iterates over about this many steps (docs/protocol.md, "The weights scored"): the mean of
+    # every iterate up to this step, an exponential moving average with weight 1/N after it
+    average_steps: int = knob(0, kind=WHOLE, least=0, topic=STOPPING, signed=WHEN_SET)
     warmup_fraction: float = knob(0.05, **FIXED)
     # the warm-up's length in steps (0: warmup_fraction of ``steps``)
     warmup_steps: int = knob(0, kind=WHOLE, least=0, topic=SCHEDULING, signed=WITH_SCHEDULE)

@@ -3,6 +3,7 @@ grid then train one after the other), and its predictions on a whole split."""
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +13,7 @@ from benchsuite.specs import Track
 from benchsuite.train.batched import Loss, Member
 from benchsuite.train.checkpoint import Checkpoint
 from benchsuite.train.encoder import Encoder
-from benchsuite.train.fit import FusedAdamW, Schedule, Trace, train_loop
+from benchsuite.train.fit import FusedAdamW, Schedule, Trace, holding, train_loop
 from benchsuite.train.halving import HalvingMark, recorder
 
 
@@ -25,11 +26,13 @@ def fit(
     loss: Loss | None = None,
     marks: dict[int, HalvingMark] | None = None,
     checkpoint: Checkpoint | None = None,
+    average: int = 0,
 ) -> Trace:
     """Train one model in place in its minibatch order at its config (gradient norm clipped to
     ``clip`` when it is not 0); ``marks``, when given, receives its :class:`HalvingMark` at each
     halving of the budget it is still training at (halving number, from 1 -> mark);
-    ``checkpoint``: its save (:mod:`benchsuite.train.checkpoint`).
+    ``checkpoint``: its save (:mod:`benchsuite.train.checkpoint`); ``average``: the running
+    average's steps (0: the model is checked and kept at its raw iterate).
 
     On a GPU the forward pass runs under bf16 autocast when the track allows it.
     """
@@ -47,21 +50,35 @@ def fit(
             return criterion(model(x[index]), y[index])
 
     optimizer = FusedAdamW(
-        model.parameters(), member.config["lr"], member.config.get("weight_decay", 0.0), clip
+        model.parameters(),
+        member.config["lr"],
+        member.config.get("weight_decay", 0.0),
+        clip,
+        average,
     )
     best: list[dict[str, torch.Tensor]] = []  # the state of the best validation check
+
+    def weighed() -> AbstractContextManager[None]:
+        """Inside the block, the model holds the weights checked and kept."""
+        return holding(optimizer.params, optimizer.averaged())
+
+    def state() -> dict[str, torch.Tensor]:
+        with weighed():
+            return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
     rule = None
     if (stopping := member.stopping) is not None:
 
         def score() -> list[float]:
-            value = stopping.score(predict(model, stopping.x, stopping.batch_size))
+            with weighed():
+                value = stopping.score(predict(model, stopping.x, stopping.batch_size))
             model.train()
             return [value]
 
         def snapshot(_member: int) -> None:
-            best[:] = [{k: v.detach().clone() for k, v in model.state_dict().items()}]
+            best[:] = [state()]
 
-        rule = stopping.rule(score, snapshot, recorder(marks, model, best))
+        rule = stopping.rule(score, snapshot, recorder(marks, state, best))
     model.train()
     trace = train_loop(
         optimizer,
@@ -73,8 +90,7 @@ def fit(
         checkpoint=checkpoint,
         kept=_LoneKept(model, best, marks),
     )
-    if best:
-        model.load_state_dict(best[0])
+    model.load_state_dict(best[0] if best else state())
     return trace
 
 

@@ -174,20 +174,25 @@ def train_stack(
     schedule: Schedule,
     clip: float = 0.0,
     checkpoint: Checkpoint | None = None,
+    average: int = 0,
 ) -> Trace:
     """Train the members as one stack, in place (each member's model ends with its own trained
     state); raises :class:`Unbatchable` before training when vmap cannot run the model. A member
     that stops (converged or diverged) leaves the stack: the others train on without it.
-    ``checkpoint``: the stack's save (:mod:`benchsuite.train.checkpoint`)."""
+    ``checkpoint``: the stack's save (:mod:`benchsuite.train.checkpoint`); ``average``: the
+    running average's steps (0: the members are checked and kept at their raw iterate)."""
     stack = _stack(members)
     _try_vmap(stack, loss)
     losses = _vmapped(stack.template, stack.shared, loss)
     frozen: dict[int, tuple[Tensors, Tensors]] = {}  # member -> its state when it stopped
     best: dict[int, tuple[Tensors, Tensors]] = {}  # member -> its state at its best check
 
+    def weights() -> Tensors:  # what is checked and kept: the average, or the iterate
+        return dict(zip(stack.params, optimizer.averaged(), strict=True))
+
     def state(member: int) -> tuple[Tensors, Tensors]:
         at = stack.at(member)
-        return _slice(stack.params, at), _slice(stack.buffers, at)
+        return _slice(weights(), at), _slice(stack.buffers, at)
 
     def loss_at(step: int) -> torch.Tensor:
         return losses(stack.params, stack.buffers, *stack.batch(step))
@@ -203,6 +208,7 @@ def train_stack(
         [m.config["lr"] for m in members],
         [m.config.get("weight_decay", 0.0) for m in members],
         clip,
+        average,
     )
 
     def drop(still: list[int]) -> None:
@@ -218,7 +224,7 @@ def train_stack(
         members[0].x.device,
         members=len(members),
         on_stop=on_stop,
-        rule=_stop_rule(stack, snapshot),
+        rule=_stop_rule(stack, weights, snapshot),
         drop=drop,
         checkpoint=checkpoint,
         kept=_Kept(stack, frozen, best),
@@ -249,9 +255,12 @@ class _Kept:
             self.stack.buffers[name].copy_(value)
 
 
-def _stop_rule(stack: Stack, snapshot: Callable[[int], None]) -> StopRule | None:
+def _stop_rule(
+    stack: Stack, weights: Callable[[], Tensors], snapshot: Callable[[int], None]
+) -> StopRule | None:
     """The members' early stopping as one rule: the validation score of every member still in
-    the stack from one stacked forward pass (the members must all stop early or none)."""
+    the stack (at its ``weights()``) from one stacked forward pass (the members must all stop
+    early or none)."""
     stoppings = [m.stopping for m in stack.members]
     if stoppings[0] is None:
         if any(s is not None for s in stoppings):
@@ -271,7 +280,7 @@ def _stop_rule(stack: Stack, snapshot: Callable[[int], None]) -> StopRule | None
         with torch.inference_mode():
             parts = [
                 forward(
-                    stack.params,
+                    weights(),
                     stack.buffers,
                     x[start : start + size] if shared else x[:, start : start + size],
                 )

@@ -4,7 +4,9 @@ AdamW with linear warm-up then cosine decay to zero (or, under the plateau sched
 the stopping rule cuts on each plateau: :class:`Schedule`), minibatches from :func:`batch_order`.
 One model uses torch's fused AdamW (one kernel for all parameters: ~25% faster steps for tiny models
 on the CPU); a stack of models (:mod:`benchsuite.train.batched`) uses :class:`StackedAdamW`, the
-same update with a learning rate and weight decay per member. Every ``CHECK_EVERY`` steps the loss
+same update with a learning rate and weight decay per member. Either optimiser may keep a running
+average of the iterates (:func:`average_weight`): the weights the caller checks and scores. Every
+``CHECK_EVERY`` steps the loss
 trace is checked: a member whose loss turned non-finite is reported (and, once all have, training
 stops early). With a :class:`StopRule`, every ``every`` steps each member's validation score is
 read: a member whose score has not improved by more than ``min_delta`` (relative) for ``patience``
@@ -20,7 +22,8 @@ from __future__ import annotations
 import copy
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -71,6 +74,30 @@ class Schedule:
         return 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
+def average_weight(step: int, steps: int) -> float:
+    """The weight of step ``step``'s iterate (from 1) in a running average over about ``steps``
+    steps: the plain mean of every iterate up to ``steps``, then an exponential moving average
+    that gives the newest iterate the weight ``1 / steps``."""
+    return 1.0 / min(step, steps)
+
+
+@contextmanager
+def holding(params: Sequence[torch.Tensor], values: Sequence[torch.Tensor]) -> Iterator[None]:
+    """Inside the block, each parameter holds its counterpart in ``values`` (the storages are
+    swapped, nothing is copied); after it, its own value again."""
+
+    def swap() -> None:
+        for param, value in zip(params, values, strict=True):
+            if param is not value:
+                param.data, value.data = value.data, param.data
+
+    swap()
+    try:
+        yield
+    finally:
+        swap()
+
+
 def synchronize(device: torch.device) -> None:
     """Wait for the device's queued work (timings on a GPU)."""
     if device.type == "cuda":
@@ -91,18 +118,28 @@ class Optimizer(Protocol):
 
     def restore(self, state: dict[str, Any]) -> None: ...
 
+    def averaged(self) -> list[torch.Tensor]: ...
+
 
 class FusedAdamW:
     """torch's fused AdamW for one model at ``lr * factor``, gradients clipped to a norm of
-    ``clip`` first (0: no clipping)."""
+    ``clip`` first (0: no clipping); with ``average`` (steps, 0: none), the running average of
+    its iterates (:func:`average_weight`)."""
 
     def __init__(
-        self, parameters: Iterable[torch.Tensor], lr: float, weight_decay: float, clip: float = 0.0
+        self,
+        parameters: Iterable[torch.Tensor],
+        lr: float,
+        weight_decay: float,
+        clip: float = 0.0,
+        average: int = 0,
     ) -> None:
         self.lr, self.clip, self.params = lr, clip, list(parameters)
         self.optimizer = torch.optim.AdamW(
             self.params, lr=lr, weight_decay=weight_decay, betas=BETAS, eps=EPS, fused=True
         )
+        self.average_steps, self.steps = average, 0
+        self.average = [p.detach().clone() for p in self.params] if average else []
 
     def zero_grad(self) -> None:
         self.optimizer.zero_grad(set_to_none=True)
@@ -112,6 +149,14 @@ class FusedAdamW:
             torch.nn.utils.clip_grad_norm_(self.params, self.clip, foreach=True)
         self.optimizer.param_groups[0]["lr"] = self.lr * factor
         self.optimizer.step()
+        self.steps += 1
+        if self.average:
+            weight = average_weight(self.steps, self.average_steps)
+            torch._foreach_lerp_(self.average, [p.detach() for p in self.params], weight)
+
+    def averaged(self) -> list[torch.Tensor]:
+        """The weights checked and scored: the running average, or the parameters themselves."""
+        return self.average or self.params
 
     def cut(self, position: int, factor: float) -> None:
         """Multiply the learning rate by ``factor`` from the next step on."""
@@ -123,6 +168,8 @@ class FusedAdamW:
             "params": [p.detach().clone() for p in self.params],
             "optimizer": copy.deepcopy(self.optimizer.state_dict()),
             "lr": self.lr,
+            "steps": self.steps,
+            "average": [a.clone() for a in self.average],
         }
 
     @torch.no_grad()
@@ -131,7 +178,9 @@ class FusedAdamW:
         for param, value in zip(self.params, state["params"], strict=True):
             param.copy_(value)
         self.optimizer.load_state_dict(state["optimizer"])
-        self.lr = state["lr"]
+        self.lr, self.steps = state["lr"], state["steps"]
+        for kept, value in zip(self.average, state["average"], strict=True):
+            kept.copy_(value)
 
 
 class StackedAdamW:
@@ -143,7 +192,8 @@ class StackedAdamW:
     (instead of a dozen per parameter tensor), zeroing the gradients is one fill and autograd
     accumulates into the flat gradient in place. Every value equals the per-tensor update's bit
     for bit (the gradient norms are summed in the same order). :meth:`keep` drops members that
-    have stopped.
+    have stopped. With ``average`` (steps, 0: none), a third flat buffer holds the running
+    average of the iterates (:func:`average_weight`).
     """
 
     def __init__(
@@ -152,15 +202,18 @@ class StackedAdamW:
         lrs: Sequence[float],
         weight_decays: Sequence[float],
         clip: float = 0.0,
+        average: int = 0,
     ) -> None:
         self.params, self.clip = list(parameters), clip
         self.lrs, self.decays = list(lrs), list(weight_decays)
-        self.steps = 0
-        self._lay_out([p.detach().clone() for p in self.params])
+        self.steps, self.average_steps = 0, average
+        values = [p.detach().clone() for p in self.params]
+        self._lay_out(values, [], [], values)
 
-    def _lay_out(self, values: list[torch.Tensor], *moments: list[torch.Tensor]) -> None:
+    def _lay_out(self, values: list[torch.Tensor], *kept: list[torch.Tensor]) -> None:
         """Rebind the parameters (stacked ``values``) as views of one new flat buffer, their
-        gradients as views of another, with the two moments given (none given: zero)."""
+        gradients as views of another, with the two moments and the average given in ``kept``
+        (one given empty: zero; the average's view of each parameter in :attr:`averages`)."""
         device, members = values[0].device, len(self.lrs)
         sizes = [v.numel() for v in values]
         # each tensor's chunk starts on an ALIGN boundary (zeros between: their gradient is
@@ -169,16 +222,21 @@ class StackedAdamW:
         self.flat = torch.zeros(starts[-1], dtype=values[0].dtype, device=device)
         self.grad = torch.zeros_like(self.flat)
         self.exp_avg, self.exp_avg_sq = torch.zeros_like(self.flat), torch.zeros_like(self.flat)
+        self.average = torch.zeros_like(self.flat) if self.average_steps else None
+        buffers = [self.exp_avg, self.exp_avg_sq, self.average]
         member = torch.zeros(starts[-1], dtype=torch.long, device=device)
-        self.chunks, self.spans = [], []
+        self.chunks, self.spans, self.averages = [], [], []
         for index, (p, start, n) in enumerate(zip(self.params, starts[:-1], sizes, strict=True)):
             value, grad = self.flat[start : start + n], self.grad[start : start + n]
             with torch.no_grad():
                 value.copy_(values[index].reshape(-1))
-                for kept, given in zip((self.exp_avg, self.exp_avg_sq), moments, strict=False):
-                    kept[start : start + n].copy_(given[index].reshape(-1))
+                for buffer, given in zip(buffers, kept, strict=True):
+                    if buffer is not None and given:
+                        buffer[start : start + n].copy_(given[index].reshape(-1))
             p.data = value.view_as(values[index])  # member-major chunk: contiguous views
             p.grad = grad.view_as(values[index])
+            if self.average is not None:
+                self.averages.append(self.average[start : start + n].view_as(values[index]))
             self.chunks.append(grad.view(members, -1))
             self.spans.append((start, n))
             member[start : start + n] = torch.arange(members, device=device).repeat_interleave(
@@ -212,8 +270,14 @@ class StackedAdamW:
             return [buffer[start : start + n].view(members, -1)[index] for start, n in self.spans]
 
         shapes = [(len(positions), *p.shape[1:]) for p in self.params]
-        values = [r.reshape(shape) for r, shape in zip(rows(self.flat), shapes, strict=True)]
-        moments = rows(self.exp_avg), rows(self.exp_avg_sq)
+
+        def stacked(buffer: torch.Tensor | None) -> list[torch.Tensor]:
+            if buffer is None:
+                return []
+            return [r.reshape(shape) for r, shape in zip(rows(buffer), shapes, strict=True)]
+
+        values = stacked(self.flat)
+        kept = stacked(self.exp_avg), stacked(self.exp_avg_sq), stacked(self.average)
         self.lrs = [self.lrs[i] for i in positions]
         self.decays = [self.decays[i] for i in positions]
         # new leaf tensors: autograd keeps a leaf's shape from its first use, so a parameter
@@ -221,10 +285,15 @@ class StackedAdamW:
         self.params = [
             torch.empty(0, dtype=v.dtype, device=v.device).requires_grad_() for v in values
         ]
-        self._lay_out(values, *moments)
+        self._lay_out(values, *kept)
 
     def zero_grad(self) -> None:
         self.grad.zero_()
+
+    def averaged(self) -> list[torch.Tensor]:
+        """The weights checked and scored, one stacked tensor per parameter: views of the
+        running average, or the parameters themselves."""
+        return self.averages or self.params
 
     def state(self) -> dict[str, Any]:
         """The stacked parameters, the moments, the steps and each member's rates."""
@@ -232,6 +301,7 @@ class StackedAdamW:
             "flat": self.flat.detach().clone(),
             "exp_avg": self.exp_avg.clone(),
             "exp_avg_sq": self.exp_avg_sq.clone(),
+            "average": None if self.average is None else self.average.clone(),
             "steps": self.steps,
             "lrs": list(self.lrs),
             "decays": list(self.decays),
@@ -240,8 +310,9 @@ class StackedAdamW:
     @torch.no_grad()
     def restore(self, state: dict[str, Any]) -> None:
         """Back to a :meth:`state` of the same members (the parameters are views of ``flat``)."""
-        for name in ("flat", "exp_avg", "exp_avg_sq"):
-            getattr(self, name).copy_(state[name])
+        for name in ("flat", "exp_avg", "exp_avg_sq", "average"):
+            if state[name] is not None:
+                getattr(self, name).copy_(state[name])
         self.steps = state["steps"]
         self.lrs, self.decays = list(state["lrs"]), list(state["decays"])
         self._rates()
@@ -266,6 +337,8 @@ class StackedAdamW:
         update = self.exp_avg / denom
         update.mul_(self.lr).mul_(factor / correction1)
         self.flat.sub_(update)
+        if self.average is not None:
+            self.average.lerp_(self.flat, average_weight(self.steps, self.average_steps))
 
 
 @dataclass

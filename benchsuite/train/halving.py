@@ -7,6 +7,7 @@ rule itself: :func:`benchsuite.train.stopping.halved_now`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -32,17 +33,17 @@ class HalvingMark:
 
 
 def recorder(
-    marks: dict[int, HalvingMark] | None, model: nn.Module, best: list[dict[str, torch.Tensor]]
+    marks: dict[int, HalvingMark] | None,
+    current: Callable[[], dict[str, torch.Tensor]],
+    best: list[dict[str, torch.Tensor]],
 ) -> Halving:
     """The rule's ``on_halving`` for a model trained alone: at each halving it is still training
     at, its mark in ``marks`` (its state at its best check so far, held in ``best``, or its
-    current state before any)."""
+    ``current()`` state before any)."""
 
     def on_halving(rung: int, done: int, live: dict[int, Watch]) -> None:
         if marks is not None and 0 in live:
-            state = (
-                best[0] if best else {k: v.detach().clone() for k, v in model.state_dict().items()}
-            )
+            state = best[0] if best else current()
             marks[rung] = HalvingMark(done, live[0].best, live[0].best_step, state)
 
     return on_halving

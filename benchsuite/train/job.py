@@ -342,7 +342,7 @@ def _train_rung(
     if len(rung.members) > 1:
         try:
             saved = checkpoint(saves, job.key, f"rung{index}")
-            trace = train_stack(rung.members, loss, schedule, clip, saved)
+            trace = train_stack(rung.members, loss, schedule, clip, saved, budget.average_steps)
             traces = [trace.slice(i) for i in range(len(rung.members))]
             return traces, trace.seconds_per_step, True
         except Unbatchable as reason:  # raised before training: the models are untouched
@@ -358,6 +358,7 @@ def _train_rung(
             loss,
             marks[i],
             checkpoint(saves, job.key, f"rung{index}-config{i}"),
+            budget.average_steps,
         )
         for i, m in enumerate(rung.members)
     ]
@@ -403,7 +404,9 @@ def run_jobs_batched(
                 raise Unbatchable("the seeds' data differ in shape")
             loss = track.criterion(prepared[0].rungs[r].data, prepared[0].rungs[r].options)
             saved = checkpoint(saves, name, f"rung{r}")
-            per_rung.append(train_stack(members, loss, Schedule.of(budget), budget.clip, saved))
+            schedule = Schedule.of(budget)
+            trace = train_stack(members, loss, schedule, budget.clip, saved, budget.average_steps)
+            per_rung.append(trace)
     except Unbatchable:
         results = [run_job(job, track, mixer, saves) for job in jobs]
         for result in results:
