@@ -195,7 +195,8 @@ def row(track: str, entry: dict, seconds: float | None) -> list[str]:
     return [
         f"`{track}`",
         str(entry["tokens"]),
-        entry["dataset"].removeprefix(f"{track}: "),
+        # the home folder as ~: the table is read on other machines than the run's
+        entry["dataset"].removeprefix(f"{track}: ").replace(str(Path.home()), "~"),
         baseline_cell(entry),
         learnt_nothing_cell(entry),
         identity_cell(entry),
