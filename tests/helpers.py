@@ -248,3 +248,35 @@ def stored_rows(out: Path, table: str = "results") -> int:
             return db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
     except sqlite3.OperationalError:  # the table is not created yet
         return 0
+
+
+# Track options small enough for jobs trained in a test (stacked or alone) to take seconds.
+STACK_DATA = {"sequence": {"series": 24, "length": 64}, "dynamics": {}}
+
+
+def seed_jobs(
+    registry: Registry, track: str, mixer: str, seeds: int = 3, steps: int = 30
+) -> list[Job]:
+    """A cell's jobs on small data (the baseline dense, or fnet when the mixer is dense), two
+    configs of the learning rate, ``steps`` steps each."""
+    from benchsuite.plan.jobs import cell_jobs, grid_of
+    from benchsuite.plan.resolve import resolve
+    from benchsuite.settings import RunSettings
+
+    settings = RunSettings(
+        tracks=(track,),
+        mixers=(mixer,),
+        baseline="dense" if mixer != "dense" else "fnet",
+        seeds=seeds,
+        budget={"steps": steps},
+        track_options={track: STACK_DATA[track]},
+        grids={track: {"lr": (0.003, 0.03)}},
+    )
+    settings = resolve(settings, registry)
+    track_, mixer_ = registry.tracks[track], registry.mixers[mixer]
+    return cell_jobs(settings, track_, mixer_, grid_of(track_, settings), "test-data")
+
+
+def parts(registry: Registry, jobs: list[Job]) -> tuple:
+    """The track and mixer objects of a cell's jobs."""
+    return registry.tracks[jobs[0].track], registry.mixers[jobs[0].mixer]

@@ -12,25 +12,20 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import built_in_mixers, default_tracks
+from helpers import built_in_mixers, default_tracks, parts, seed_jobs
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from benchsuite.plan.jobs import cell_jobs, grid_of
 from benchsuite.plan.plan import Plan, plan_run
 from benchsuite.plan.resolve import resolve
-from benchsuite.records import Job, JobResult
-from benchsuite.registry import Registry, load_registry
+from benchsuite.records import JobResult
+from benchsuite.registry import load_registry
 from benchsuite.settings import RunSettings
 from benchsuite.train.alone import fit, predict
 from benchsuite.train.batched import train_stack
-from benchsuite.train.fit import Schedule, StackedAdamW
+from benchsuite.train.fit import Schedule
 from benchsuite.train.job import prepare, run_job, run_jobs_batched
+from benchsuite.train.optimizers import StackedAdamW
 from benchsuite.train.size import parameter_count
-
-TINY = {
-    "sequence": {"series": 24, "length": 64},
-    "dynamics": {},
-}
 
 # One mixer per way vmap can fail: a Python number read from a tensor, and Python control flow
 # on a tensor's value. Both are ordinary modules that train fine one by one.
@@ -91,23 +86,6 @@ def benchsuite_register_mixers(register):
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def seed_jobs(
-    registry: Registry, track: str, mixer: str, seeds: int = 3, steps: int = 30
-) -> list[Job]:
-    settings = RunSettings(
-        tracks=(track,),
-        mixers=(mixer,),
-        baseline="dense" if mixer != "dense" else "fnet",
-        seeds=seeds,
-        budget={"steps": steps},
-        track_options={track: TINY[track]},
-        grids={track: {"lr": (0.003, 0.03)}},
-    )
-    settings = resolve(settings, registry)
-    track_, mixer_ = registry.tracks[track], registry.mixers[mixer]
-    return cell_jobs(settings, track_, mixer_, grid_of(track_, settings), "test-data")
-
-
 @pytest.fixture(scope="module")
 def default_plan(registry) -> Plan:
     """The default run's plan (every built-in mixer x every default track, sizes matched), two
@@ -135,11 +113,6 @@ def test_every_cell_of_the_default_run_trains_through_the_stacked_trainer(
     assert result.chosen in range(len(job.grid))
     metric = f"test.{registry.tracks[track].metric.name}"
     assert math.isfinite(result.metrics[metric]), result.metrics
-
-
-def parts(registry: Registry, jobs: list[Job]) -> tuple:
-    """The track and mixer objects of a cell's jobs."""
-    return registry.tracks[jobs[0].track], registry.mixers[jobs[0].mixer]
 
 
 def same(a: float, b: float, rtol: float, atol: float = 1e-7) -> bool:

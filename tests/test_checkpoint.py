@@ -78,7 +78,8 @@ def test_one_model_stopped_mid_loop_goes_on_from_its_save_bit_for_bit(tmp_path):
     import torch
 
     from benchsuite.train.checkpoint import Checkpoint
-    from benchsuite.train.fit import FusedAdamW, Schedule, train_loop
+    from benchsuite.train.fit import Schedule, train_loop
+    from benchsuite.train.optimizers import FusedAdamW
 
     def train(stop_at: int | None, saved: Checkpoint | None) -> tuple[torch.nn.Module, list]:
         torch.manual_seed(0)

@@ -10,14 +10,14 @@ import sqlite3
 
 import pytest
 import torch
-from helpers import exact_steps, invoke
-from test_batched import parts, seed_jobs
+from helpers import exact_steps, invoke, parts, seed_jobs
 
 from benchsuite.train.alone import fit, predict
 from benchsuite.train.batched import train_stack
 from benchsuite.train.checkpoint import Checkpoint
-from benchsuite.train.fit import FusedAdamW, Schedule, StackedAdamW, average_weight, train_loop
+from benchsuite.train.fit import Schedule, train_loop
 from benchsuite.train.job import prepare
+from benchsuite.train.optimizers import FusedAdamW, StackedAdamW, average_weight
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -13,8 +13,9 @@ from benchsuite.specs import Track
 from benchsuite.train.batched import Loss, Member
 from benchsuite.train.checkpoint import Checkpoint
 from benchsuite.train.encoder import Encoder
-from benchsuite.train.fit import FusedAdamW, Schedule, Trace, holding, train_loop
+from benchsuite.train.fit import Schedule, Trace, train_loop
 from benchsuite.train.halving import HalvingMark, recorder
+from benchsuite.train.optimizers import FusedAdamW, holding
 
 
 def fit(

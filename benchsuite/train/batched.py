@@ -4,8 +4,8 @@ a leading member dimension and trained with ``torch.vmap`` over ``torch.func.fun
 Two uses: a job trains every config of its grid on its seed's data as one stack (the members
 share data and minibatches and differ in learning rate and weight decay), and on a GPU
 (``--batch-seeds``) the driver trains every seed x config of a cell as one stack (the members
-differ in data and minibatch order too). Each member keeps its own AdamW state
-(:class:`~benchsuite.train.fit.StackedAdamW`) and its own divergence stop, so its result equals
+differ in data and minibatch order too). Each member keeps its own AdamW state (the stacked
+optimiser of :mod:`benchsuite.train.optimizers`) and its own divergence stop, so its result equals
 training it alone within float tolerance (vmap may reorder reductions). A module vmap cannot run
 (``.item()``, data-dependent control flow, in-place writes to captured tensors, random ops) raises
 :class:`Unbatchable`, and the caller trains the members one by one instead.
@@ -25,7 +25,8 @@ from torch.func import functional_call, stack_module_state
 
 from benchsuite.errors import one_line
 from benchsuite.train.checkpoint import Checkpoint
-from benchsuite.train.fit import Schedule, StackedAdamW, Trace, train_loop
+from benchsuite.train.fit import Schedule, Trace, train_loop
+from benchsuite.train.optimizers import StackedAdamW
 from benchsuite.train.stopping import Stopping, StopRule
 
 # Under vmap, torch runs operators without a batching rule (the CPU's fused attention kernel)
