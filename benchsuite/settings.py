@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchsuite.budget import overrides_help
+from benchsuite.budget import overrides_help, read_overrides
 from benchsuite.errors import UsageError
 from benchsuite.seeds import DEFAULT_SALT
 
@@ -361,6 +361,11 @@ def load_config(path: Path | str) -> dict[str, Any]:
             table = {key: _axis(where, key, values) for key, values in table.items()}
         elif spec.metadata["kind"] == PAIRS:
             _single_values(where, section, table)
+            if spec.name == "budget":  # its keys and values are the knobs' to check
+                try:
+                    read_overrides(table)
+                except ValueError as error:
+                    raise UsageError(f"config {where}: {error}") from None
         else:
             for name, values in table.items():
                 values = dict(_table(where, f"{section}.{name}", values))

@@ -80,7 +80,9 @@ def one_line(result, code: int, needle: str) -> None:
         ("seeds = 3\n[run]\n", "seeds is a run setting: put it under [run]"),
         ("[tracks.sequence]\nlookbak = 4\n", "unknown option sequence.lookbak"),
         ("[tracks.sequence]\nlookback = 'long'\n", "option sequence.lookback: expected int"),
-        ("[budget]\nbatch_size = -3\n", "budget batch_size: must be at least 1"),
+        ("[budget]\nbatch_size = -3\n", "bench.toml: budget batch_size: must be at least 1"),
+        ("[budget]\nsteps = 'many'\n", "bench.toml: budget steps: expected a whole number"),
+        ("[budget]\nstepz = 3\n", "bench.toml: unknown budget key 'stepz' (did you mean"),
     ],
 )
 def test_config_file_mistakes(finished, tmp_path, text, needle):
