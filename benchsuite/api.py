@@ -178,11 +178,12 @@ def nothing_to_compare(plan: Plan) -> str:
     kinds = {True: "failed before training", False: "are ruled out by the data"}
     groups = skipped_cells(plan)
     said = [
-        f"{len(groups[failed])} cell(s) {text}"
+        f"{len(groups[failed])} cell(s) {text}: "
+        + "; ".join(f"{s.track}/{s.mixer}: {s.reason}" for s in groups[failed])
         for failed, text in kinds.items()
         if failed in groups
     ]
-    why = f" ({', '.join(said)}: the warnings above name each)" if said else ""
+    why = f" ({'; '.join(said)})" if said else ""
     return f"nothing to compare with the baseline{why}; nothing was trained"
 
 
@@ -250,12 +251,14 @@ def _run(
     plan.looks = looks(store.plans(), settings)
     plan.planned_mde = {t: p["planned_mde_rel_pct"] for t, p in design["tracks"].items()}
     plan.futility = futility_look(settings, plan.family())
-    if failing := [s for s in plan.skipped if s.kind == SkipKind.PREFLIGHT]:
-        events.warning(preflight_note(failing))
-    if plan.family() == 0:
+    if (
+        plan.family() == 0
+    ):  # its one line names every cell: no warning before it says "the rest runs"
         pool.close()
         store.close()
         raise RunError(nothing_to_compare(plan))
+    if failing := [s for s in plan.skipped if s.kind == SkipKind.PREFLIGHT]:
+        events.warning(preflight_note(failing))
     if (family := plan.family()) != design["comparisons"]:
         events.note(family_note(plan, design, family))
     for note in code_changes(store.last_plan(), plan):

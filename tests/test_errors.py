@@ -233,7 +233,8 @@ def test_a_mixer_whose_build_hangs_is_skipped_at_the_pre_flight_limit(tmp_path, 
 
 def test_a_pre_flight_that_leaves_nothing_to_compare_trains_nothing(tmp_path):
     """The only mixer besides the baseline fails the pre-flight: nothing is trained (not even
-    the baseline), and under -q the one line printed says why the exit code is 1."""
+    the baseline), and under -q the one line printed says why the exit code is 1, naming the
+    cell and its reason (issue 50: it pointed at warnings -q had not printed)."""
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     (plugins / "bad.py").write_text(BAD_MIXERS)
@@ -241,11 +242,14 @@ def test_a_pre_flight_that_leaves_nothing_to_compare_trains_nothing(tmp_path):
     args = ["--plugins-dir", str(plugins), *BASE, "--mixers", "dense,wrongshape", "-q"]
     result = invoke(*args, "--out", str(out))
     assert result.returncode == 1 and result.stdout == ""
-    last = result.stderr.strip().splitlines()[-1]
-    assert last == (
-        "error: nothing to compare with the baseline (1 cell(s) failed before training: the "
-        "warnings above name each); nothing was trained"
+    # one line, the only one (no pre-flight warning saying "the rest runs" before it), names the
+    # cell and why it failed
+    assert result.stderr.count("\n") == 1 and "the rest runs" not in result.stderr
+    assert result.stderr.startswith(
+        "error: nothing to compare with the baseline (1 cell(s) failed before training: "
+        "sequence/wrongshape: mixer 'wrongshape'"
     )
+    assert result.stderr.rstrip().endswith("; nothing was trained")
     assert stored_rows(out) == []
 
 
