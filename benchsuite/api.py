@@ -66,6 +66,7 @@ class RunSummary:
     dropped: int = 0  # jobs in flight when it stopped, not stored (they train again on resume)
     saved: int = 0  # jobs (or batched cells) whose training is saved: they resume where they were
     complete_tracks: list[str] = field(default_factory=list)  # every needed job stored
+    resumed: int = 0  # of the jobs trained, those that went on from an interrupted run's save
 
     @property
     def broken(self) -> int:
@@ -287,6 +288,7 @@ def _run(
     summary = RunSummary(
         out, report, counts.trained, counts.reused, counts.failed, warnings, interrupted
     )
+    summary.resumed = counts.resumed
     summary.dropped = runner.in_flight if interrupted else 0
     summary.saved = saves.held() if interrupted else 0
     stored = set(results) | {failure.key for failure in failures}

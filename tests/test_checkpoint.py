@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -59,6 +60,8 @@ def test_a_job_killed_in_flight_resumes_from_its_save_bit_for_bit(tmp_path):
     assert list(saves.glob("*/*.pt")), "no save left by the killed run"
     resumed = invoke(*RUN, "--save-every", "0.2", "--out", str(out))
     assert resumed.returncode == 0, resumed.stderr
+    said = re.search(r"jobs: \d+ trained \((\d+) went on from their saves\)", resumed.stdout)
+    assert said, resumed.stdout  # a resumed job is not silent
     expected, got = records(tmp_path / "whole"), records(out)
     assert set(got) == set(expected)
     for key, record in got.items():
@@ -67,7 +70,8 @@ def test_a_job_killed_in_flight_resumes_from_its_save_bit_for_bit(tmp_path):
         assert [row["metrics"] for row in record["sweep"]] == [
             row["metrics"] for row in want["sweep"]
         ]
-    assert any(r["costs"].get("resumed_at_step", 0) > 0 for r in got.values())  # it did resume
+    went_on = sum(r["costs"].get("resumed_at_step", 0) > 0 for r in got.values())
+    assert went_on > 0 and int(said.group(1)) == went_on  # it did resume, and says how many
     assert not list(saves.glob("*/*.pt"))  # every record stored: nothing left to resume
 
 

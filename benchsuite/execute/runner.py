@@ -32,11 +32,13 @@ from benchsuite.vocabulary import Status
 
 @dataclass
 class JobCounts:
-    """What became of a run's jobs: trained now, reused from the store, failed."""
+    """What became of a run's jobs: trained now (``resumed``: of those, how many went on from a
+    save an interrupted run left), reused from the store, failed."""
 
     trained: int = 0
     reused: int = 0
     failed: int = 0
+    resumed: int = 0
 
 
 @dataclass
@@ -124,6 +126,7 @@ class Runner:
             self.counts.failed += 1
         else:
             self.counts.trained += 1
+            self.counts.resumed += record.costs.get("resumed_at_step", 0) > 0
         self.store.put(record, self.owner)
         self._pending.pop(record.key, None)
         self._leased.discard(record.key)
