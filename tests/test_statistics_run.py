@@ -5,12 +5,15 @@ different budget); the fast tier reads the session's shared run."""
 from __future__ import annotations
 
 import copy
+import io
 import json
 
 import pytest
 from helpers import TINY, copy_run, invoke
+from rich.console import Console
 
 from benchsuite.commands.compare import compare_runs, load_run
+from benchsuite.output.tables import compare_table
 from benchsuite.results.analysis import analyse_store
 
 FLAKY = """
@@ -192,6 +195,24 @@ def test_compare_analyses_a_log_ratio_track_as_run_does(finished_run):
     for key in ("improvement", "improvement_rel_pct", "p_value", "p_tost"):
         assert getattr(row, key) == pytest.approx(getattr(want, key)), key
     assert row.ci95 == pytest.approx(want.ci95)
+
+
+def test_compare_shows_a_row_that_learnt_nothing_in_its_table(finished_run):
+    """Run B's butterfly seeds at their trivial predictors' scores: the row is flagged
+    ``no_better_than_trivial`` and the table says so, in the wide and in the narrow layout
+    (issue 50: only --json had it)."""
+    a = load_run(finished_run)
+    b = copy.deepcopy(a)
+    cell = b.tracks["sequence"].cells["butterfly"]
+    cell.not_learned.update(dict.fromkeys(cell.not_learned, True))
+    cell.jobs.update({seed: f"{key}-b" for seed, key in cell.jobs.items()})  # other jobs than A's
+    (row,) = [r for r in compare_runs(a, b).rows if r.mixer == "butterfly"]
+    assert "no_better_than_trivial" in row.comparison.flags
+    flagged = sum("no_better_than_trivial" in r.comparison.flags for r in compare_runs(a, b).rows)
+    for width in (220, 90):
+        console = Console(file=io.StringIO(), width=width)
+        console.print(compare_table(compare_runs(a, b)))
+        assert console.file.getvalue().count("no_better") == flagged
 
 
 def test_compare_of_runs_that_differ_in_one_mixer_tests_that_mixer_alone(tmp_path):

@@ -277,6 +277,7 @@ def _compare_tables(result: RunComparison, narrow: bool) -> list[Table]:
                 "Holm p",
                 "MDE",
                 "verdict",
+                "flags",
             ],
             no_wrap=("verdict",),
         )
@@ -292,6 +293,7 @@ def _compare_tables(result: RunComparison, narrow: bool) -> list[Table]:
                 num(c.p_holm, 3),
                 mde(c),
                 verdict_text(c.verdict),
+                ", ".join(c.flags),
             )
         return [table]
     shown = [row.comparison.verdict for row in rows]
@@ -301,7 +303,7 @@ def _compare_tables(result: RunComparison, narrow: bool) -> list[Table]:
     tests = new_table(
         "[bold]compare[/]: tests",
         f"verdicts: {legend(shown)}",
-        ["track", "mixer", "p", "Holm p", "MDE", "verdict"],
+        ["track", "mixer", "p", "Holm p", "MDE", "verdict", "flags"],
         no_wrap=("verdict",),
         narrow=True,
     )
@@ -321,6 +323,7 @@ def _compare_tables(result: RunComparison, narrow: bool) -> list[Table]:
             num(c.p_holm, 3),
             mde(c),
             verdict_text(c.verdict),
+            ", ".join(c.flags),
         )
     return [means, tests]
 
