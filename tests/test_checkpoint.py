@@ -60,7 +60,7 @@ def test_a_job_killed_in_flight_resumes_from_its_save_bit_for_bit(tmp_path):
     assert list(saves.glob("*/*.pt")), "no save left by the killed run"
     resumed = invoke(*RUN, "--save-every", "0.2", "--out", str(out))
     assert resumed.returncode == 0, resumed.stderr
-    said = re.search(r"jobs: \d+ trained \((\d+) went on from their saves\)", resumed.stdout)
+    said = re.search(r"failed \((\d+) of those trained went on from their saves\)", resumed.stdout)
     assert said, resumed.stdout  # a resumed job is not silent
     expected, got = records(tmp_path / "whole"), records(out)
     assert set(got) == set(expected)

@@ -88,8 +88,8 @@ def run(args: argparse.Namespace) -> int:
     for warning in summary.warnings:
         status.print(f"[yellow]warning:[/] {escape(warning)}")
     console().print(  # even under --quiet: the one line that says how the run ended
-        f"jobs: {summary.trained} trained{resumed_words(summary.resumed)}, {summary.reused} "
-        f"reused, {summary.failed} failed; "
+        f"jobs: {summary.trained} trained, {summary.reused} reused, {summary.failed} failed"
+        f"{resumed_words(summary.resumed)}; "
         f"report: {Path(settings.out) / 'report.html'}{exit_reason(summary, settings)}"
     )
     return summary.exit_code
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
 
 def resumed_words(resumed: int) -> str:
     """How many of the jobs trained went on from their saves ("" for none)."""
-    return f" ({resumed} went on from their saves)" if resumed else ""
+    return f" ({resumed} of those trained went on from their saves)" if resumed else ""
 
 
 def interrupted_lines(summary: api.RunSummary) -> list[str]:
