@@ -30,7 +30,6 @@ compare across machines; seconds do not.
 from __future__ import annotations
 
 import json
-import math
 import os
 import random
 import sqlite3
@@ -42,6 +41,8 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
+
+from benchsuite.results.resolving import noise
 
 # the fixed subset of --against (issue 49): every default track; the baseline, attention, two
 # gated recurrences and the no-mixing control; 6 seeds, enough to read each side's seed noise
@@ -192,10 +193,10 @@ def effects(report: dict) -> dict[tuple[str, str], tuple[list[float], float, flo
 
 def rms_noise(per_mixer: list[list[float]], seeds: Sequence[int] | None = None) -> float | None:
     """The RMS over mixers of the sd of d across seeds (``seeds``: the positions to read, with
-    repeats when resampled; all of them by default); None without a mixer or with one seed."""
+    repeats when resampled; all of them by default), as a report's resolution reads it; None
+    without a mixer or with one seed."""
     picked = [[d[i] for i in seeds] if seeds is not None else d for d in per_mixer]
-    sds = [statistics.stdev(d) for d in picked if len(d) >= 2]
-    return math.sqrt(statistics.fmean([sd * sd for sd in sds])) if sds else None
+    return noise([statistics.stdev(d) for d in picked if len(d) >= 2])
 
 
 def change_interval(a: list[list[float]], b: list[list[float]]) -> tuple[float, float]:
