@@ -187,3 +187,42 @@ def test_terminal_tables_name_the_scale(report):
     for entry in report.tracks.values():
         assert entry.scale_note in printed
         assert "30 steps" in entry.scale_note
+
+
+def test_learnt_nothing_says_so_where_the_scores_are_identitys(report):
+    """A comparison flagged ``no_better_than_trivial`` whose mixer scores as the ``identity``
+    control does on every seed says it passes nothing between tokens, on the page (its reason)
+    and in the terminal's flags column; the other rows of the track do not, and one seed apart
+    is not "every seed"."""
+    changed = dataclasses.replace(report, tracks=dict(report.tracks))
+    track, entry, mixer, cell = next(
+        c for c in _cells(report) if "no_better_than_trivial" not in c[3].comparison.flags
+    )
+    arm = entry.mixers[mixer]
+    flagged = dataclasses.replace(
+        cell,
+        comparison=dataclasses.replace(
+            cell.comparison, flags=[*cell.comparison.flags, "no_better_than_trivial"]
+        ),
+        flag_reasons={**cell.flag_reasons, "no_better_than_trivial": "2 of 3 seeds learnt nothing"},
+    )
+    changed.tracks[track] = dataclasses.replace(
+        entry,
+        mixers={**entry.mixers, flags.IDENTITY: dataclasses.replace(arm)},
+        comparisons={**entry.comparisons, mixer: flagged},
+    )
+    shown = flags.track_reasons(changed.tracks[track], mixer)["no_better_than_trivial"]
+    assert shown == f"2 of 3 seeds learnt nothing ({flags.IDENTITY_HINT})"
+    page = render_html(changed, []).replace("&#39;", "'")
+    assert f"<td>{mixer}</td><td>no_better_than_trivial</td><td>{shown}</td>" in page
+    assert page.count(flags.IDENTITY_HINT) == 2  # the flag table's reason and the cell's title
+    console = Console(file=io.StringIO(), width=300)
+    print_report(changed, console)
+    printed = console.file.getvalue()
+    assert printed.count("scores = identity's: nothing passes between tokens") == 1
+    # one seed apart: not the same scores
+    other = dataclasses.replace(arm, full=dataclasses.replace(arm.full, raw=None))
+    other.full.per_seed = [*arm.full.per_seed[:-1], arm.full.per_seed[-1] + 0.01]
+    assert not flags.same_as_identity(arm, other)
+    assert flags.same_as_identity(arm, dataclasses.replace(arm))
+    assert not flags.same_as_identity(arm, None)

@@ -317,6 +317,14 @@ def test_flags():
     """Each flag at its threshold (25% of the seeds for the counts), in the report's order, and a
     comparison is built with them."""
     assert _flags(non_finite=1, no_better_than_trivial=1) == []
+    # learnt nothing: a quarter of the seeds and more than one of them; one seed of three (or of
+    # two) is one seed's bad luck, two of three are not
+    assert _flags(no_better_than_trivial=1, n=3) == []
+    assert _flags(no_better_than_trivial=1, n=2) == []
+    assert _flags(no_better_than_trivial=2, n=3) == ["no_better_than_trivial"]
+    assert _flags(no_better_than_trivial=2, n=2) == ["no_better_than_trivial"]
+    assert _flags(no_better_than_trivial=2, n=9) == []  # 22%: below a quarter
+    assert _flags(non_finite=1, n=3) == ["unstable"]  # the unstable flag keeps its 25% alone
     assert _flags(non_finite=2, edge_of_grid=True) == ["unstable", "edge_of_grid"]
     assert _flags(
         no_better_than_trivial=2,

@@ -4,11 +4,12 @@ Typical use: a mixer before and after a change. Run B is the "mixer", run A the 
 paired comparison, so improvement > 0 means B is better. Each comparison is analysed as ``run``
 analyses the track: on its scale (log-ratios or differences) with run A's equivalence margin (and
 A's gain over its seeds' trivial predictors), flagged ``no_better_than_trivial`` when either run
-learnt nothing on a quarter of the seeds (never then ``equivalent``), and Holm over the rows whose
-jobs differ between the runs: a cell whose every job is the same in both (the same key: same code,
-settings and seed, such as a reused baseline) has the same results by construction, so it is
-listed as unchanged and kept out of the family. Runs whose budget signatures or seeds differ are
-refused, naming the settings that differ: their numbers do not mean the same thing.
+learnt nothing on a quarter of the seeds and on more than one (never then ``equivalent``), and Holm
+over the rows whose jobs differ between the runs: a cell whose every job is the same in both (the
+same key: same code, settings and seed, such as a reused baseline) has the same results by
+construction, so it is listed as unchanged and kept out of the family. Runs whose budget signatures
+or seeds differ are refused, naming the settings that differ: their numbers do not mean the same
+thing.
 
 Each run is read from its store: the plan and, per cell, each seed's stored test score (a
 diverged one imputed with its seed's cap, as ``run`` does). No other figure of the runs' reports

@@ -42,6 +42,7 @@ from benchsuite.output.track_tables import (
     rows_by_effect,
 )
 from benchsuite.results.cell_schema import TrackResult
+from benchsuite.results.flags import track_reasons
 from benchsuite.results.schema import Analysis
 from benchsuite.vocabulary import Problem, Scale
 
@@ -279,7 +280,7 @@ def _problems(report: Analysis) -> list[tuple[str, ...]]:
 def flag_rows(entry: TrackResult) -> list[tuple[str, str, str]]:
     """Every raised flag of a track's comparisons, with its one-line reason."""
     return [
-        (mixer, flag, cell.flag_reasons.get(flag, ""))
+        (mixer, flag, track_reasons(entry, mixer).get(flag, ""))
         for mixer, cell in entry.comparisons.items()
         for flag in cell.comparison.flags
     ]
@@ -346,6 +347,7 @@ def render_html(report: Analysis, plots: Sequence[Plot], scaling_page: str | Non
         first_alpha=first_alpha,
         rows_by_effect=rows_by_effect,
         flag_rows=flag_rows,
+        track_reasons=track_reasons,
         signature_rows=signature_rows,
         swept_mixers=swept_mixers,
         across_rows=_across_rows(report),

@@ -31,6 +31,7 @@ from benchsuite.output.widths import FirstFitting
 from benchsuite.protocol.stats import Comparison, interval_seeds
 from benchsuite.results.axes import AxisCell, AxisGroup, axis_groups
 from benchsuite.results.cell_schema import MixerResult, SignatureCheck, TrackResult
+from benchsuite.results.flags import IDENTITY, same_as_identity
 from benchsuite.results.schema import Analysis, Design
 from benchsuite.vocabulary import Flag, Verdict
 
@@ -170,10 +171,17 @@ def _detectable(value: float | None) -> str:
 
 
 def _flags(entry: TrackResult, mixer: str) -> str:
+    """The raised flags; learnt nothing with its hint where the scores are identity's."""
     cell = entry.comparisons.get(mixer)
-    if cell is not None:
-        return ", ".join(cell.comparison.flags)
-    return Flag.UNDERTRAINED if entry.mixers[mixer].undertrained else ""
+    if cell is None:
+        return Flag.UNDERTRAINED if entry.mixers[mixer].undertrained else ""
+    same = same_as_identity(entry.mixers[mixer], entry.mixers.get(IDENTITY))
+    return ", ".join(
+        f"{flag} (scores = identity's: nothing passes between tokens)"
+        if flag == Flag.NO_BETTER_THAN_TRIVIAL and same
+        else flag
+        for flag in cell.comparison.flags
+    )
 
 
 def _scale_and_budget(entry: TrackResult) -> str:

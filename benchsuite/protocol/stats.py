@@ -24,6 +24,10 @@ MAX_EXACT = 100_000
 """Largest number of sign patterns enumerated exactly; beyond it, this many Monte Carlo flips."""
 
 UNSTABLE_RATE = 0.25
+LEARNT_NOTHING_SEEDS = 2
+"""The fewest seeds that learnt nothing with which a comparison is flagged
+``no_better_than_trivial`` (besides ``UNSTABLE_RATE`` of them): one seed of three is one
+seed's bad luck, not a mixer that learns nothing."""
 PARAM_TOLERANCE = 0.10  # the equal-size rule's band (as a fraction of the baseline's count)
 
 
@@ -396,13 +400,14 @@ def comparison_flags(
 
     ``non_finite``: the mixer's seeds imputed for it; ``no_better_than_trivial``: its seeds
     that learnt nothing (worse than the trivial predictor or at it); each flag at 25% of ``n`` or
-    more (a flagged cell is never ``equivalent_within_margin``). ``param_mismatch`` is
+    more, the second only with more than one such seed (:func:`learnt_nothing_flagged`; a
+    flagged cell is never ``equivalent_within_margin``). ``param_mismatch`` is
     decided by :func:`benchsuite.results.flags.param_mismatch`, ``undertrained`` and
     ``baseline_undertrained`` by each arm's learning curve.
     """
     raised = {
         Flag.UNSTABLE: n > 0 and non_finite / n >= UNSTABLE_RATE,
-        Flag.NO_BETTER_THAN_TRIVIAL: n > 0 and no_better_than_trivial / n >= UNSTABLE_RATE,
+        Flag.NO_BETTER_THAN_TRIVIAL: learnt_nothing_flagged(no_better_than_trivial, n),
         Flag.EDGE_OF_GRID: edge_of_grid,
         Flag.BASELINE_EDGE_OF_GRID: baseline_edge_of_grid,
         Flag.INDECISIVE_SELECTION: indecisive_selection,
@@ -411,6 +416,13 @@ def comparison_flags(
         Flag.BASELINE_UNDERTRAINED: baseline_undertrained,
     }
     return [flag for flag, up in raised.items() if up]
+
+
+def learnt_nothing_flagged(count: int, n: int) -> bool:
+    """A comparison of ``n`` seeds of which ``count`` learnt nothing is flagged
+    ``no_better_than_trivial``: at least ``UNSTABLE_RATE`` of them, and more than one
+    (``LEARNT_NOTHING_SEEDS``)."""
+    return n > 0 and count >= LEARNT_NOTHING_SEEDS and count / n >= UNSTABLE_RATE
 
 
 def impute_diverged(

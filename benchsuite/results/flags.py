@@ -13,12 +13,14 @@ from typing import Any
 import numpy as np
 
 from benchsuite.plan.matching import within_band
-from benchsuite.protocol.stats import PARAM_TOLERANCE, UNSTABLE_RATE
+from benchsuite.protocol.stats import LEARNT_NOTHING_SEEDS, PARAM_TOLERANCE, UNSTABLE_RATE
 from benchsuite.results import curves
-from benchsuite.results.cell_schema import CellResult, MixerResult
+from benchsuite.results.cell_schema import CellResult, MixerResult, TrackResult
 from benchsuite.vocabulary import DivergenceReason, Flag
 
 INDECISIVE_STEPS = 2.0  # interquartile range of the seeds' choices, in grid steps: flagged
+IDENTITY = "identity"  # the control mixer that passes nothing between tokens
+IDENTITY_HINT = "scores equal identity's on every seed: it passes nothing between tokens"
 
 
 def param_mismatch(ratio: float | None) -> bool:
@@ -62,10 +64,60 @@ def _config(config: dict[str, Any]) -> str:
     return ", ".join(f"{k}={_fmt(v)}" for k, v in config.items()) or "the only config"
 
 
-def reasons(cell: CellResult, arm: MixerResult, base: MixerResult) -> dict[str, str]:
+def same_as_identity(arm: MixerResult, identity: MixerResult | None) -> bool:
+    """The mixer's test scores equal those of the ``identity`` control on every seed (as
+    measured, to float32 rounding): whatever it is, it passed nothing between tokens."""
+    if identity is None or arm is identity:
+        return False
+    mine, theirs = _scores(arm), _scores(identity)
+    return (
+        bool(mine)
+        and len(mine) == len(theirs)
+        and all(
+            math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-12)
+            for a, b in zip(mine, theirs, strict=True)
+        )
+    )
+
+
+def _scores(result: MixerResult) -> list[float]:
+    full = result.full
+    return list((full.raw or full).per_seed)
+
+
+def learnt_nothing_words(reason: str, arm: MixerResult, identity: MixerResult | None) -> str:
+    """The ``no_better_than_trivial`` flag's ``reason`` with the hint :data:`IDENTITY_HINT`
+    where the mixer scores as the ``identity`` control does on every seed (once)."""
+    if IDENTITY_HINT in reason or not same_as_identity(arm, identity):
+        return reason
+    return f"{reason} ({IDENTITY_HINT})" if reason else f"learnt nothing ({IDENTITY_HINT})"
+
+
+def track_reasons(entry: TrackResult, mixer: str) -> dict[str, str]:
+    """The flag reasons of a track's comparison of ``mixer`` as the report shows them: with the
+    identity hint of :func:`learnt_nothing_words` where its scores are identity's (a report
+    made before the hint, or without it, gets it here)."""
+    cell = entry.comparisons[mixer]
+    shown = dict(cell.flag_reasons)
+    if Flag.NO_BETTER_THAN_TRIVIAL in cell.comparison.flags:
+        shown[Flag.NO_BETTER_THAN_TRIVIAL] = learnt_nothing_words(
+            shown.get(Flag.NO_BETTER_THAN_TRIVIAL, ""),
+            entry.mixers[mixer],
+            entry.mixers.get(IDENTITY),
+        )
+    return shown
+
+
+def reasons(
+    cell: CellResult,
+    arm: MixerResult,
+    base: MixerResult,
+    identity: MixerResult | None = None,
+) -> dict[str, str]:
     """One line per raised flag of a comparison, with the figure that crossed its threshold.
     ``cell``: the comparison (``divergence``, ``param_ratio``); ``arm`` / ``base``: the mixer's
-    and the baseline's results on the track (``selection``, ``learning_curve``)."""
+    and the baseline's results on the track (``selection``, ``learning_curve``); ``identity``:
+    the identity control's there, if it ran (:func:`learnt_nothing_words`)."""
     n = cell.comparison.n or 0
     counts = cell.divergence.mixer_reasons
     spread = arm.selection.spread
@@ -73,8 +125,13 @@ def reasons(cell: CellResult, arm: MixerResult, base: MixerResult) -> dict[str, 
     text = {
         Flag.UNSTABLE: f"{counts.get(DivergenceReason.NON_FINITE, 0)} of {n} seeds diverged "
         f"(threshold {UNSTABLE_RATE:.0%})",
-        Flag.NO_BETTER_THAN_TRIVIAL: f"{cell.divergence.mixer_not_learned} of {n} seeds learnt "
-        f"nothing: no better than the trivial predictor (threshold {UNSTABLE_RATE:.0%})",
+        Flag.NO_BETTER_THAN_TRIVIAL: learnt_nothing_words(
+            f"{cell.divergence.mixer_not_learned} of {n} seeds learnt nothing: no better than "
+            f"the trivial predictor (threshold {UNSTABLE_RATE:.0%} of the seeds and at least "
+            f"{LEARNT_NOTHING_SEEDS})",
+            arm,
+            identity,
+        ),
         Flag.EDGE_OF_GRID: f"chosen {_config(arm.best_cfg)} is an end of the grid",
         Flag.BASELINE_EDGE_OF_GRID: f"baseline's {_config(base.best_cfg)} is an end of the grid",
         Flag.INDECISIVE_SELECTION: f"middle half of the seeds' choices spans "

@@ -9,7 +9,7 @@ import numpy as np
 
 from benchsuite.plan.plan import Plan
 from benchsuite.protocol.futility import futile
-from benchsuite.protocol.stats import UNSTABLE_RATE, improvements
+from benchsuite.protocol.stats import LEARNT_NOTHING_SEEDS, UNSTABLE_RATE, improvements
 from benchsuite.records import RunRecord
 from benchsuite.results import cells as cells_
 from benchsuite.results.comparison import paired
@@ -49,9 +49,10 @@ def stopped_cells(plan: Plan, results: dict[str, RunRecord]) -> dict[str, dict[s
                 np.asarray(caps),
             )
             # an equivalence is never claimed for a mixer that learnt nothing on a quarter of
-            # its seeds: as many already seen rule it out at every seed count up to the plan's
+            # its seeds (and on more than one): as many already seen rule it out at every seed
+            # count up to the plan's
             learnt_nothing = sum(arm.not_learned[s] for s in seeds)
-            flagged = learnt_nothing >= UNSTABLE_RATE * look.planned
+            flagged = learnt_nothing >= max(LEARNT_NOTHING_SEEDS, UNSTABLE_RATE * look.planned)
             if futile(seen.tolist(), margin, look, equivalence=not flagged):
                 stopped.setdefault(track, {})[mixer] = look.seeds
     return stopped
