@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from helpers import TINY, invoke
 
+from benchsuite.output.numbers import num
 from benchsuite.protocol.futility import (
     FutilityLook,
     futile,
@@ -135,6 +136,9 @@ def test_a_stopped_comparison_trains_no_later_seed_and_reads_p_1_where_it_stoppe
         assert (mixer in stopped) == futile(seen, 0.0, look)
         if mixer in stopped:
             assert cell["comparison"]["p_value"] == 1.0
+            # beside the rule's 1, the exact sign-flip p of the seeds it stopped at, as printed
+            own, method, _ = sign_flip_p(np.asarray(seen))
+            assert method == "exact" and cell["comparison"]["p_at_stop"] == pytest.approx(own)
             assert cell["comparison"]["verdict"] == "inconclusive"
             assert (cell["seeds"], cell["missing_seeds"], stored[mixer]) == ([0, 1, 2, 3], 0, 4)
         else:
@@ -146,15 +150,22 @@ def test_a_stopped_comparison_trains_no_later_seed_and_reads_p_1_where_it_stoppe
 
     again = invoke(*TINY_RUN, "--out", str(out))
     assert again.returncode == 0 and "jobs: 0 trained" in again.stdout + again.stderr
-    rebuilt = invoke("report", str(out))
+    rebuilt = invoke("report", str(out), env={"COLUMNS": "400"})  # the wide table, unfolded
     assert rebuilt.returncode == 0, rebuilt.stderr
+    for mixer in stopped:  # the p column: the rule's 1, and beside it its seeds' own p
+        own = comparisons[mixer]["comparison"]["p_at_stop"]
+        assert f"│ 1 (stopped at 4 seeds; its 4 seeds: p {num(own, 3)}) │" in rebuilt.stdout
     reread = json.loads((out / "report.json").read_text())["tracks"]["sequence"]["comparisons"]
     assert {m: c["comparison"]["stopped_at"] for m, c in reread.items()} == {
         m: c["comparison"]["stopped_at"] for m, c in comparisons.items()
     }
 
     page = (out / "report.html").read_text()
-    assert page.count("stopped at 4 seeds") == len(stopped)
+    assert page.count("stopped at 4 seeds</span>") == len(stopped)
+    for mixer in stopped:
+        own = comparisons[mixer]["comparison"]["p_at_stop"]
+        assert f"<td class=num>1 (stopped at 4 seeds; its 4 seeds: p {num(own, 3)})</td>" in page
+    assert "p_at_stop" not in page  # a field of report.json, said in words on the page
 
     every_seed = invoke(*TINY_RUN, "--no-futility", "--out", str(out))
     assert every_seed.returncode == 0, every_seed.stderr

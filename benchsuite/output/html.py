@@ -38,6 +38,7 @@ from benchsuite.output.track_tables import (
     choice,
     improvement,
     in_points,
+    p_text,
     resolution_text,
     rows_by_effect,
 )
@@ -72,6 +73,7 @@ def environment() -> Any:
         verdict_look=verdict,
         improvement=improvement,
         in_points=in_points,
+        p_text=p_text,
         config_choice=choice,
     )
     return env

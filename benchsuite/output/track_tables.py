@@ -54,6 +54,17 @@ def verdict_cell(c: Comparison) -> str:
     return f"{text}, {c.wins} of {c.n} ahead" + (f" ({c.ties} tied)" if c.ties else "")
 
 
+def p_text(c: Comparison) -> str:
+    """A comparison's p; where the futility look stopped it, the rule's 1 with its seeds' own p
+    beside it (``1 (stopped at 6 seeds; its 6 seeds: p 0.41)``)."""
+    if not c.stopped_at:
+        return num(c.p_value, 3)
+    own = num(c.p_at_stop, 3)
+    return (
+        f"{num(c.p_value, 3)} (stopped at {c.stopped_at} seeds; its {c.stopped_at} seeds: p {own})"
+    )
+
+
 def legend(names: list[str]) -> str:
     """What each short verdict label shown stands for."""
     return "; ".join(
@@ -252,7 +263,7 @@ def track_table(name: str, entry: TrackResult, design: Design | None = None) -> 
             *row,
             escape(improvement(c)),
             *([escape(in_points(c))] if points else []),
-            num(c.p_value, 3),
+            p_text(c),
             num(c.p_holm, 3),
             mde(c),
             verdict_cell(c),
@@ -311,7 +322,7 @@ def track_tables_narrow(
                 escape(mixer),
                 escape(improvement(c)),
                 *([escape(in_points(c))] if points else []),
-                num(c.p_value, 3),
+                p_text(c),
                 num(c.p_holm, 3),
                 mde(c),
                 verdict_cell(c),

@@ -82,6 +82,7 @@ class Comparison:
     p_holm: float = math.nan
     p_tost_holm: float = math.nan
     stopped_at: int | None = None  # the seeds at which the futility look stopped it (p = 1)
+    p_at_stop: float | None = None  # there, the exact sign-flip p of those seeds' own data
     verdict: str = Verdict.INCONCLUSIVE
     flags: list[str] = field(default_factory=list)
 
@@ -115,8 +116,11 @@ class Comparison:
         )
 
     def stopped(self, seeds: int) -> Comparison:
-        """This comparison as the futility look stopped it at ``seeds`` (p = 1 for its tests)."""
-        return dataclasses.replace(self, stopped_at=seeds, p_value=1.0, p_tost=1.0)
+        """This comparison as the futility look stopped it at ``seeds``: p = 1 for its tests
+        (the rule's), its seeds' own sign-flip p kept beside it as ``p_at_stop``."""
+        return dataclasses.replace(
+            self, stopped_at=seeds, p_at_stop=self.p_value, p_value=1.0, p_tost=1.0
+        )
 
 
 def _plain(value: Any) -> Any:
