@@ -727,3 +727,36 @@ def test_the_power_solution_is_remembered_on_disk_exactly(tmp_path, monkeypatch)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == [repr(float(solved)), "False"]
     dz_star.cache_clear()
+
+
+def test_an_accuracy_interval_is_clipped_to_what_the_metric_allows():
+    """A recall whose baseline averages 41.1% cannot gain more than 58.9 points on average: the
+    mixer at 100% on every seed has a mean difference of exactly 0.589, and the interval of that
+    mean (the sign-flip test inverted reaches past it, the seeds' baselines differing) stops
+    there; the verdict, p and lower bound are the test's. An error's log-ratio is not bounded."""
+    from benchsuite.protocol.ranges import clip_to_metric, difference_range, metric_range
+
+    base = np.array([0.30, 0.52, 0.35, 0.45, 0.40, 0.44, 0.42, 0.408])
+    assert base.mean() == pytest.approx(0.411)
+    mixer = np.ones(8)
+    free = compare_paired(base, mixer, higher_is_better=True)
+    bounds = metric_range(True, 1.0)
+    assert bounds == (0.0, 1.0)
+    held = compare_paired(base, mixer, higher_is_better=True, bounds=bounds)
+    assert free.ci95[1] > 0.589 + 0.01  # the test alone: beyond what recall allows
+    assert held.ci95[1] == pytest.approx(0.589) and held.ci95_diff[1] == pytest.approx(0.589)
+    assert held.ci95[0] == free.ci95[0] and held.improvement == pytest.approx(0.589)
+    assert (held.p_value, held.verdict) == (free.p_value, free.verdict)
+    assert held.ci95_rel_pct[1] == pytest.approx(100 * 0.589 / 0.411)
+    # the loss side: no accuracy goes below 0
+    lost = compare_paired(1 - base, np.zeros(8), higher_is_better=True, bounds=bounds)
+    assert lost.ci95[0] == pytest.approx(-(1 - base).mean())
+    # percentages, errors, metrics that declare no ideal
+    assert metric_range(True, 100.0) == (0.0, 100.0)
+    assert metric_range(False, 0.0) == (0.0, math.inf)
+    assert metric_range(True, None) == (-math.inf, math.inf)
+    assert difference_range((0.0, math.inf), 0.5, higher_is_better=False) == (-math.inf, 0.5)
+    assert clip_to_metric((-math.inf, math.inf), (-0.4, 0.6)) == (-math.inf, math.inf)
+    err = compare_paired(base, base / 10, higher_is_better=False, scale="log", bounds=(0, math.inf))
+    assert err.scale == "log" and err.ci95 == compare_paired(base, base / 10, scale="log").ci95
+    assert err.ci95_diff[1] <= base.mean()  # in points: the error cannot fall below 0

@@ -111,10 +111,14 @@ def _exact_sign_flip(d: np.ndarray) -> float:
     return float(np.mean(np.abs(means) >= abs(d.mean()) - 1e-12))
 
 
-def _check_interval(bounds: list[float], d: np.ndarray) -> None:
+def _check_interval(
+    bounds: list[float], d: np.ndarray, possible: tuple[float, float] = (-math.inf, math.inf)
+) -> None:
     """The 95% interval is the sign-flip test inverted: just inside each bound the enumerated
     test does not reject at 0.05, just outside it does; within the seeds' range; infinite where
-    no pattern of the seeds reaches 0.05 (five seeds or fewer)."""
+    no pattern of the seeds reaches 0.05 (five seeds or fewer). A bound may instead be the limit
+    of what the metric allows (``possible``: of an accuracy, from -baseline to 1 - baseline),
+    where the test inverted lies beyond it."""
     low, high = (
         side * math.inf if b is None else b for b, side in zip(bounds, (-1, 1), strict=True)
     )
@@ -122,22 +126,39 @@ def _check_interval(bounds: list[float], d: np.ndarray) -> None:
         assert (low, high) == (-math.inf, math.inf)
         return
     assert d.min() - 1e-12 <= low <= high <= d.max() + 1e-12
+    assert possible[0] - 1e-12 <= low <= high <= possible[1] + 1e-12
     step = 1e-6 * max(np.ptp(d) + np.abs(d).max(), 1e-3)
-    for bound, outward in ((low, -1.0), (high, 1.0)):
+    for bound, outward, limit in ((low, -1.0, possible[0]), (high, 1.0, possible[1])):
         inside = bound - outward * step if high - low > 2 * step else bound  # [0, 0]: itself
         assert _exact_sign_flip(d - inside) >= 0.05
-        assert _exact_sign_flip(d - (bound + outward * step)) < 0.05
+        if bound != pytest.approx(limit, abs=1e-12):  # clipped: the test would reach further
+            assert _exact_sign_flip(d - (bound + outward * step)) < 0.05
 
 
-def _check_one_statistic(c: dict, base: list[float], mix: list[float], higher: bool) -> None:
-    """Effect, CI and p of a comparison all come from the same per-seed d on its scale."""
+def _possible(base: np.ndarray, higher: bool, ideal: float | None, scale: str) -> tuple:
+    """What the metric allows the mean difference (> 0: the mixer better) to be, given the
+    baseline's mean, written out here: no mean passes the ideal, and an accuracy (higher is
+    better, ideal 1 or 100) none goes below 0; a log-ratio is not bounded."""
+    if scale == "log" or ideal is None:
+        return (-math.inf, math.inf)
+    if not higher:  # d = baseline - mixer, the mixer no lower than the ideal
+        return (-math.inf, base.mean() - ideal)
+    low = -base.mean() if ideal in (1.0, 100.0) else -math.inf
+    return (low, ideal - base.mean())
+
+
+def _check_one_statistic(
+    c: dict, base: list[float], mix: list[float], higher: bool, ideal: float | None = None
+) -> None:
+    """Effect, CI and p of a comparison all come from the same per-seed d on its scale; its
+    interval within what the metric allows."""
     base_a, mix_a = np.asarray(base), np.asarray(mix)
     sign = 1 if higher else -1
     d = np.log(base_a / mix_a) if c["scale"] == "log" else sign * (mix_a - base_a)
     assert c["per_seed_improvements"] == pytest.approx(d.tolist())
     assert c["improvement"] == pytest.approx(d.mean())
     assert c["p_value"] == pytest.approx(_exact_sign_flip(d))
-    _check_interval(c["ci95"], d)
+    _check_interval(c["ci95"], d, _possible(base_a, higher, ideal, c["scale"]))
     assert excludes_zero(c["ci95"]) == (c["p_value"] < 0.05)
     if c["verdict"].startswith("significant"):
         assert c["p_holm"] < c["alpha"] and excludes_zero(c["ci95"])
@@ -171,7 +192,11 @@ def test_every_per_track_and_both_converged_verdict_is_one_statistic(report):
         assert c["mde_alpha"] == pytest.approx(0.05 / family)
         assert c["p_holm"] == pytest.approx(adjusted)
         _check_one_statistic(
-            c, cell["baseline_values"], cell["mixer_values"], entry["higher_is_better"]
+            c,
+            cell["baseline_values"],
+            cell["mixer_values"],
+            entry["higher_is_better"],
+            entry["ideal"],
         )
     both = [cell["both_converged"] for *_, cell in cells if cell["both_converged"]]
     assert len(both) == design["both_converged_comparisons"] >= 1

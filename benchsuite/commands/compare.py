@@ -26,6 +26,7 @@ from typing import Any
 from benchsuite.errors import UsageError
 from benchsuite.plan.plan import TrackFacts
 from benchsuite.protocol import stats
+from benchsuite.protocol.ranges import metric_range
 from benchsuite.results.analysis import last_plan, open_store
 from benchsuite.results.cells import arm
 from benchsuite.results.schema import CompareRow, RunComparison
@@ -136,6 +137,7 @@ def compare_runs(a: StoredRun, b: StoredRun, *, mixers: list[str] | None = None)
                 scale=facts.scale,
                 margin_rel=a.settings.margin,
                 caps=_caps(old, seeds),
+                bounds=metric_range(facts.higher_is_better, facts.ideal),
                 flags=stats.comparison_flags(
                     non_finite=0,
                     no_better_than_trivial=learnt_nothing,

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from benchsuite.protocol.power import dz_star, min_seeds_for_significance, min_sign_flip_p
+from benchsuite.protocol.ranges import clip_to_metric, difference_range
 from benchsuite.protocol.signflip import Flips, one_sided_p, sign_flips, suite_interval
 from benchsuite.vocabulary import Flag, Scale, Verdict
 
@@ -171,7 +172,8 @@ def _tost_p(d: np.ndarray, margin: float, flips: Flips) -> float:
 def exact_interval(d: np.ndarray, flips: Flips, alpha: float = 0.05) -> tuple[float, float]:
     """The 1 - ``alpha`` interval of mean(d): the sign-flip test inverted, the shifts it does not
     reject (infinite where no shift is rejected: too few seeds for ``alpha``). It lies within the
-    seeds' own range, so never outside the metric's."""
+    seeds' own range; :func:`compare_paired` clips it to what the metric's range allows the mean
+    to be (:mod:`benchsuite.protocol.ranges`)."""
     if len(d) < 2:
         return -math.inf, math.inf
     low, high = suite_interval({"d": d}, flips, ["d"], alpha)
@@ -225,13 +227,16 @@ def compare_paired(
     alpha: float = 0.05,
     mc_seed: int = 0,
     flags: Sequence[str] = (),
+    bounds: tuple[float, float] = (-math.inf, math.inf),
 ) -> Comparison:
     """Paired comparison of per-seed metrics (index i of both arms = evaluation seed i), with its
     ``flags`` (:func:`comparison_flags`).
 
     ``scale="log"`` analyses paired log-ratios (positive lower-is-better metrics; it falls back to
-    differences if a value is not positive). The verdict and MDE are the ones for a family of
-    size 1; :func:`holm_adjusted` gives the whole family's.
+    differences if a value is not positive). ``bounds``: the values the metric can take
+    (:func:`benchsuite.protocol.ranges.metric_range`); an interval of the mean difference is
+    clipped to what they allow given the baseline's mean (:func:`clip_to_metric`). The verdict
+    and MDE are the ones for a family of size 1; :func:`holm_adjusted` gives the whole family's.
     """
     base = np.asarray(baseline, dtype=float)
     mix = np.asarray(mixer, dtype=float)
@@ -259,6 +264,9 @@ def compare_paired(
         if scale == Scale.DIFFERENCE
         else exact_interval(d_diff, sign_flips({"d": d_diff}, mc_seed, MAX_EXACT))
     )
+    possible = difference_range(bounds, base_mean, higher_is_better)
+    ci_diff = clip_to_metric(ci_diff, possible)  # what the metric's range allows
+    ci = ci_diff if scale == Scale.DIFFERENCE else ci
     half = (ci[1] - ci[0]) / 2 if all(map(math.isfinite, ci)) else math.nan
     p, p_method, seed_used = sign_flip_p(d, mc_seed)
     comp = Comparison(

@@ -8,6 +8,7 @@ import math
 from benchsuite.plan.matching import comparison_size
 from benchsuite.plan.plan import Plan
 from benchsuite.protocol import stats
+from benchsuite.protocol.ranges import metric_range
 from benchsuite.results import flags, serial
 from benchsuite.results.cell_schema import CellResult, Count, Divergence, SignatureCheck, Size
 from benchsuite.results.cells import Arm
@@ -55,6 +56,7 @@ def compare_cell(
     learnt_nothing = arm.not_learned  # per seed, computed once
     not_learned = sum(learnt_nothing[s] for s in seeds)
     size = serial.build(Size, comparison_size(plan.cells[track][mixer].size, base.costs, arm.costs))
+    bounds = metric_range(higher, facts.ideal)  # an interval of a difference stays within it
     comparison = stats.compare_paired(
         base_vals,
         arm_vals,
@@ -62,6 +64,7 @@ def compare_cell(
         scale=facts.scale,
         margin_rel=plan.settings.margin,
         caps=caps,
+        bounds=bounds,
         flags=stats.comparison_flags(
             non_finite=reasons.count(DivergenceReason.NON_FINITE),
             no_better_than_trivial=not_learned,
@@ -83,6 +86,7 @@ def compare_cell(
         scale=facts.scale,
         margin_rel=plan.settings.margin,
         caps=caps,
+        bounds=bounds,
     )
     return CellResult(
         comparison=comparison,
