@@ -331,3 +331,26 @@ def test_the_per_seed_figure_splits_into_panels_past_eight_mixers(report):
     assert [len(panel) for panel in names] == [6, 6, 6]
     assert sorted(itertools.chain(*names)) == sorted(many.ordered())
     assert len({ax.get_ylim() for ax in fig.axes}) == 1  # one y scale
+
+
+def test_the_pages_suite_table_counts_the_tracks_whose_verdict_needs_more_seeds(report):
+    """A suite-design run reaches no per-track verdict: the across-tracks table's won / lost /
+    equivalent / inconclusive columns read 0 there, and the count beside them says on how many
+    tracks the per-track verdict needs more seeds (it read 0/0/0/0 before)."""
+    assert report.design.suite_claims()
+    page = render_html(report, [])
+    across = page[page.index("id=across") : page.index("id=costs")]
+    assert "won/lost/equivalent/inconclusive/needs more seeds" in across
+    cells = Page(across).cells
+    for mixer, row in report.across_tracks.mixers.items():
+        undecided = [
+            t
+            for t, entry in report.tracks.items()
+            if mixer in entry.comparisons
+            and entry.comparisons[mixer].comparison.verdict == "needs_more_seeds"
+        ]
+        assert len(undecided) == row.n_tracks == 2  # every track of this run
+        counts = f"{row.tracks_won}/{row.tracks_lost}/{row.tracks_equivalent}/"
+        counts += f"{row.tracks_inconclusive}/{len(undecided)}"
+        assert counts == "0/0/0/0/2"
+        assert cells[cells.index(mixer) + 8] == counts
