@@ -231,25 +231,32 @@ def test_a_mixer_whose_build_hangs_is_skipped_at_the_pre_flight_limit(tmp_path, 
     assert [(s["mixer"], s["kind"]) for s in skipped] == [("sleeper", "pre-flight")]
 
 
-def test_a_pre_flight_that_leaves_nothing_to_compare_trains_nothing(tmp_path):
+@pytest.mark.parametrize("quiet", [True, False])
+def test_a_pre_flight_that_leaves_nothing_to_compare_trains_nothing(tmp_path, quiet):
     """The only mixer besides the baseline fails the pre-flight: nothing is trained (not even
-    the baseline), and under -q the one line printed says why the exit code is 1, naming the
-    cell and its reason (issue 50: it pointed at warnings -q had not printed)."""
+    the baseline), and the error line says why the exit code is 1, naming the cell and its
+    reason. Under -q it is the one line printed (issue 50: it pointed at warnings -q had not
+    printed); without -q no warning before it says "the rest runs" (issue 50: "(the rest runs)"
+    was followed by "nothing was trained")."""
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     (plugins / "bad.py").write_text(BAD_MIXERS)
     out = tmp_path / "out"
-    args = ["--plugins-dir", str(plugins), *BASE, "--mixers", "dense,wrongshape", "-q"]
-    result = invoke(*args, "--out", str(out))
-    assert result.returncode == 1 and result.stdout == ""
-    # one line, the only one (no pre-flight warning saying "the rest runs" before it), names the
-    # cell and why it failed
-    assert result.stderr.count("\n") == 1 and "the rest runs" not in result.stderr
-    assert result.stderr.startswith(
+    args = ["--plugins-dir", str(plugins), *BASE, "--mixers", "dense,wrongshape"]
+    result = invoke(*args, *(["-q"] if quiet else []), "--out", str(out))
+    assert result.returncode == 1
+    said = result.stdout + result.stderr
+    assert "the rest runs" not in said and "warning: pre-flight" not in said
+    error = result.stderr.splitlines()[-1]
+    assert error.startswith(
         "error: nothing to compare with the baseline (1 cell(s) failed before training: "
         "sequence/wrongshape: mixer 'wrongshape'"
     )
-    assert result.stderr.rstrip().endswith("; nothing was trained")
+    assert error.endswith("; nothing was trained")
+    if quiet:  # the only line
+        assert result.stdout == "" and result.stderr.count("\n") == 1
+    else:  # the design block said what was planned; nothing says what -q would hide
+        assert result.stdout.startswith("design: ")
     assert stored_rows(out) == []
 
 
