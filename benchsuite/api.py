@@ -261,7 +261,7 @@ def _run(
     if failing := [s for s in plan.skipped if s.kind == SkipKind.PREFLIGHT]:
         events.warning(preflight_note(failing))
     if (family := plan.family()) != design["comparisons"]:
-        events.note(family_note(plan, design, family))
+        events.design_note(family_note(plan, design, family))
     for note in code_changes(store.last_plan(), plan):
         events.warning(note)
     _announce(plan, store, pool.slots, events)

@@ -30,6 +30,8 @@ class Events:
     """What a run reports while it goes (the CLI prints from these; every one may be omitted)."""
 
     design: Callable[[dict], None] = lambda design: None
+    # a line of the design block after it is printed (the family once the data is probed)
+    design_note: Callable[[str], None] = lambda text: None
     warning: Callable[[str], None] = lambda text: None
     note: Callable[[str], None] = lambda text: None
     # the plan is made: jobs to train, jobs planned, a first guess of the wall seconds (or None)

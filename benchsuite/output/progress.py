@@ -1,8 +1,9 @@
 """What the terminal shows: the CLI's consoles (data on standard output, progress, warnings and
 notes on standard error), and while a run goes, fed by its
-:class:`~benchsuite.events.Events`, the design (with the config file used) on the data
-console, warnings and a rich progress bar (off a terminal a plain line now and then; verbose, one
-line per job) on the status console."""
+:class:`~benchsuite.events.Events`, the design block on the data console, every line of it (the
+design, its warning, the config file used, the jobs planned, the family once the data is
+probed: docs/troubleshooting.md, "What goes where"), the other warnings and a rich progress bar
+(off a terminal a plain line now and then; verbose, one line per job) on the status console."""
 
 from __future__ import annotations
 
@@ -193,6 +194,9 @@ def progress_events(
         if out or config:
             console.print(f"  out: {escape(out)}; config: {escape(config)}")
 
+    def design_note(text: str) -> None:
+        console.print(escape(text))
+
     def planned(train: int, total: int, seconds: float | None) -> None:
         guess = (
             f", {duration(seconds)} on this machine (a first guess from their sizes; the "
@@ -245,6 +249,7 @@ def progress_events(
     try:
         yield Events(
             design=design,
+            design_note=design_note,
             warning=warning,
             note=note,
             start=start,
