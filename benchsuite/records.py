@@ -141,6 +141,9 @@ class JobResult:
 
 Environment = dict[str, str | int | float | bool]
 """Where a job ran (torch and python versions, threads, device, host, pid, determinism, …)."""
+RUN = "run"
+"""The key of a record's environment naming the run that trained (and timed) it (the runner's
+lease owner id; absent from records stored before it was kept)."""
 
 
 @dataclass

@@ -71,6 +71,7 @@ class Flag(StrEnum):
     PARAM_MISMATCH = "param_mismatch"
     UNDERTRAINED = "undertrained"
     BASELINE_UNDERTRAINED = "baseline_undertrained"
+    TIMINGS_FROM_DIFFERENT_RUNS = "timings_from_different_runs"  # its step time ratio's
 
 
 class DivergenceReason(StrEnum):

@@ -5,6 +5,7 @@ and on hand-made curves where the rule's answer is known."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import json
 import sqlite3
@@ -354,3 +355,45 @@ def test_the_pages_suite_table_counts_the_tracks_whose_verdict_needs_more_seeds(
         counts += f"{row.tracks_inconclusive}/{len(undecided)}"
         assert counts == "0/0/0/0/2"
         assert cells[cells.index(mixer) + 8] == counts
+
+
+def test_a_step_time_ratio_timed_by_different_runs_says_so(out, report):
+    """Every record says which run trained (and timed) it: the one run of this folder timed every
+    cell side by side, so no ratio is flagged. Where the baseline's jobs were timed by an earlier
+    run (its records reused beside the mixer's trained now), every comparison on that track is
+    flagged ``timings_from_different_runs`` with its reason, and the page's headline says so
+    beside the step time ratio."""
+    plan, results, failures = stored(out)
+    runs = {r.environment.get("run") for r in results.values()}
+    assert len(runs) == 1 and None not in runs  # this run's lease owner id
+    flagged = "timings_from_different_runs"
+    assert not any(
+        flagged in c.comparison.flags
+        for e in report.tracks.values()
+        for c in e.comparisons.values()
+    )
+    assert "timings from different runs" not in render_html(report, [])
+    baseline = plan.settings.baseline
+    earlier = {
+        key: dataclasses.replace(r, environment={**r.environment, "run": "host:1:earlier"})
+        if (r.job.track, r.job.mixer) == ("sequence", baseline)
+        else r
+        for key, r in results.items()
+    }
+    changed = analyse(plan, earlier, failures)
+    for track, entry in changed.tracks.items():
+        for cell in entry.comparisons.values():
+            assert (flagged in cell.comparison.flags) == (track == "sequence")
+            if track == "sequence":
+                assert "not side by side" in cell.flag_reasons[flagged]
+    page = render_html(changed, [])
+    assert page.count("× (timings from different runs)") == len(
+        changed.tracks["sequence"].comparisons
+    )
+    # a record stored before runs were named: unknown, not flagged
+    unnamed = {k: dataclasses.replace(r, environment={}) for k, r in earlier.items()}
+    assert not any(
+        flagged in c.comparison.flags
+        for e in analyse(plan, unnamed, failures).tracks.values()
+        for c in e.comparisons.values()
+    )

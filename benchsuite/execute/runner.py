@@ -24,7 +24,7 @@ from benchsuite.execute.worker import Cell, Worker
 from benchsuite.plan.cost import CostModel, JobCost, job_units, run_order
 from benchsuite.plan.plan import Plan
 from benchsuite.protocol.futility import FutilityLook
-from benchsuite.records import Job, RunRecord
+from benchsuite.records import RUN, Job, RunRecord
 from benchsuite.store.leases import POLL_SECONDS, Heartbeat, Owner, waiting_message
 from benchsuite.store.store import Claim, Store, renew_leases
 from benchsuite.vocabulary import Status
@@ -127,6 +127,8 @@ class Runner:
         else:
             self.counts.trained += 1
             self.counts.resumed += record.costs.get("resumed_at_step", 0) > 0
+        # which run timed it: a cost ratio of two cells timed by different runs says so
+        record.environment = {**record.environment, RUN: self.owner.id}
         self.store.put(record, self.owner)
         self._pending.pop(record.key, None)
         self._leased.discard(record.key)

@@ -45,7 +45,7 @@ from benchsuite.output.track_tables import (
 from benchsuite.results.cell_schema import TrackResult
 from benchsuite.results.flags import track_reasons
 from benchsuite.results.schema import Analysis
-from benchsuite.vocabulary import Problem, Scale, Verdict
+from benchsuite.vocabulary import Flag, Problem, Scale, Verdict
 
 FILENAME = "report.html"
 SCALING_PAGE = "scaling.html"  # written by benchsuite scale (output/scaling.py)
@@ -197,7 +197,7 @@ def _datasets(report: Analysis) -> list[tuple[str, ...]]:
     return rows
 
 
-def _headline_rows(lines: list[Line]) -> list[tuple[str, ...]]:
+def _headline_rows(report: Analysis, lines: list[Line]) -> list[tuple[str, ...]]:
     return [
         (
             line.mixer,
@@ -211,10 +211,25 @@ def _headline_rows(lines: list[Line]) -> list[tuple[str, ...]]:
             f"{num(line.suite_ci95[1], 3)}]",
             line.suite_verdict or "–",
             ratio(line.params_ratio),
-            ratio(line.time_ratio),
+            time_ratio(report, line),
         )
         for line in lines
     ]
+
+
+TIMED_APART = "timings from different runs"
+
+
+def time_ratio(report: Analysis, line: Line) -> str:
+    """The step time ratio, and where a track's timings of the mixer and of the baseline come
+    from different runs, ``(timings from different runs)`` beside it."""
+    apart = any(
+        Flag.TIMINGS_FROM_DIFFERENT_RUNS in cell.comparison.flags
+        for entry in report.tracks.values()
+        if (cell := entry.comparisons.get(line.mixer)) is not None
+    )
+    shown = ratio(line.time_ratio)
+    return f"{shown} ({TIMED_APART})" if apart and line.time_ratio is not None else shown
 
 
 def _across_rows(report: Analysis) -> list[tuple[str, ...]]:
@@ -344,10 +359,15 @@ def render_html(report: Analysis, plots: Sequence[Plot], scaling_page: str | Non
         report=report,
         plots={(p.section, p.kind): p for p in plots},
         lines=lines,
-        headline_rows=_headline_rows(lines),
+        headline_rows=_headline_rows(report, lines),
         suite_headline=suite_headline(report),
         suite_columns=SUITE_COLUMNS,
-        suite_rows=suite_headline_rows(lines, digits=3) if suite_headline(report) else [],
+        suite_rows=[
+            (*row[:-1], time_ratio(report, line))
+            for line, row in zip(lines, suite_headline_rows(lines, digits=3), strict=True)
+        ]
+        if suite_headline(report)
+        else [],
         suite_caption=suite_caption(report) if suite_headline(report) else "",
         matrix_tracks=tracks,
         matrix_mixers=mixers,

@@ -9,11 +9,12 @@ from benchsuite.plan.matching import comparison_size
 from benchsuite.plan.plan import Plan
 from benchsuite.protocol import stats
 from benchsuite.protocol.ranges import metric_range
+from benchsuite.records import RUN
 from benchsuite.results import flags, serial
 from benchsuite.results.cell_schema import CellResult, Count, Divergence, SignatureCheck, Size
 from benchsuite.results.cells import Arm
 from benchsuite.specs import Signature
-from benchsuite.vocabulary import DivergenceReason
+from benchsuite.vocabulary import DivergenceReason, Flag
 
 
 def _signature(signature: dict | None, arm: Arm, base: Arm) -> SignatureCheck | None:
@@ -31,6 +32,16 @@ def paired(
     fill = -math.inf if higher else math.inf
     caps = [base.caps[s] if base.caps[s] is not None else fill for s in seeds]
     return seeds, caps, base.imputed(seeds, higher, caps), arm.imputed(seeds, higher, caps)
+
+
+def timed_apart(base: Arm, arm: Arm) -> bool:
+    """The two cells' jobs were trained (and their steps timed) by different runs: the baseline's
+    reused from an earlier run in the folder beside the mixer's trained now, or the reverse.
+    Unknown (False) where a record does not say which run trained it (stored before they did)."""
+    runs = [[r.environment.get(RUN) for r in cell.records.values()] for cell in (base, arm)]
+    if any(None in found for found in runs):
+        return False
+    return set(runs[0]) != set(runs[1])
 
 
 def compare_cell(
@@ -75,7 +86,8 @@ def compare_cell(
             param_mismatch=flags.param_mismatch(size.params_ratio),
             undertrained=undertrained[0],
             baseline_undertrained=undertrained[1],
-        ),
+        )
+        + ([Flag.TIMINGS_FROM_DIFFERENT_RUNS] if timed_apart(base, arm) else []),
     )
     both = stats.compare_both_converged(
         base_raw,

@@ -144,6 +144,9 @@ def reasons(
         ),
         Flag.UNDERTRAINED: _curve_reason(arm),
         Flag.BASELINE_UNDERTRAINED: "baseline's " + _curve_reason(base),
+        Flag.TIMINGS_FROM_DIFFERENT_RUNS: "its step times and the baseline's were measured by "
+        "different runs (one's jobs reused from an earlier run in the folder): the step time "
+        "ratio is not side by side",
     }
     return {flag: text.get(flag, "") for flag in cell.comparison.flags}
 
