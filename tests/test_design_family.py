@@ -43,6 +43,9 @@ def test_a_cell_the_data_rules_out_shrinks_the_stated_family(tmp_path):
     assert printed.index("design after probing") < printed.index("tabular —")  # before tables
     for line in done.stderr.splitlines():
         assert not line.startswith(("design", "warning: with", "  out:", "  jobs:")), line
+    # one track has no suite claim: no across-tracks table and no headline, its table says all
+    assert "across tracks" not in printed and "headline" not in printed
+    assert done.stdout.rstrip().splitlines()[-1].startswith("jobs: ")
     report = json.loads((out / "report.json").read_text())
     assert report["design"]["comparisons"] == 1
     assert report["tracks"]["tabular"]["comparisons"]["identity"]["comparison"]["family"] == 1

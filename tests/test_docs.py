@@ -236,3 +236,24 @@ def test_the_track_table_has_the_scripts_format(finished_run):
     assert "lists tracks" in script.format_problem(doc, [*default_tracks(), "extra"])
     narrower = doc.replace(script.HEADER, script.HEADER.rsplit(" | ", 1)[0] + " |")
     assert "header" in script.format_problem(narrower, default_tracks())
+
+
+def test_the_troubleshooting_budget_row_names_every_key_the_budget_takes():
+    """The row of a bad ``--budget`` lists the keys ``--budget`` accepts, every one, in the
+    budget's order (it listed 4 of 15)."""
+    from benchsuite.budget import given_keys
+
+    text = (ROOT / "docs" / "troubleshooting.md").read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| `unknown budget key"))
+    assert f"valid keys: {', '.join(given_keys())} (" in row
+
+
+def test_the_exit_codes_documented_are_those_the_cli_returns_on_signals():
+    """Both exit-code tables name 130 (SIGINT) and 143 (SIGTERM), the codes a run returns."""
+    from benchsuite.execute.interrupts import exit_code
+
+    for page in ("troubleshooting.md", "running.md"):
+        text = (ROOT / "docs" / page).read_text()
+        for name in ("SIGINT", "SIGTERM"):
+            assert f"| {exit_code(name)}" in text or f", {exit_code(name)} |" in text, (page, name)
+            assert name in text

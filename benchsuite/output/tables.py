@@ -209,7 +209,8 @@ def print_partial(report: Analysis, complete: list[str], console: Console) -> No
 
 def print_report(report: Analysis, console: Console) -> None:
     """Print every table of a report, each in the widest layout the terminal fits, and the
-    headline last (the answer where the eye lands when the run ends)."""
+    headline last (the answer where the eye lands when the run ends); a report of one track has
+    no across-tracks table and no headline (no suite claim: its table is the answer)."""
     design = report.design
     banner = f"[yellow]{escape(design.banner())}[/]; Holm over all {design.comparisons} comparisons"
     if design.partial:
@@ -226,7 +227,8 @@ def print_report(report: Analysis, console: Console) -> None:
                 [lambda _w: [signature_table(report)], lambda _w: signature_tables_narrow(report)]
             )
         )
-    if across_table(report) is not None:
+    suite = len(report.tracks) > 1  # one track: no suite claim, its table has the answer
+    if suite and across_table(report) is not None:
         console.print(
             FirstFitting(
                 [lambda _w: [across_table(report)], lambda w: across_tables_narrow(report, w)]
@@ -239,7 +241,7 @@ def print_report(report: Analysis, console: Console) -> None:
                 unwrapped=1,
             )
         )
-    if any(entry.comparisons for entry in report.tracks.values()):
+    if suite and any(entry.comparisons for entry in report.tracks.values()):
         if design.partial:  # beside the answer too, where the eye lands
             console.print(banner)
         console.print(
