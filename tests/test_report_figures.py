@@ -397,3 +397,48 @@ def test_a_step_time_ratio_timed_by_different_runs_says_so(out, report):
         for e in analyse(plan, unnamed, failures).tracks.values()
         for c in e.comparisons.values()
     )
+
+
+def test_every_place_says_one_count_of_seeds_a_per_track_verdict_needs(report, tmp_path):
+    """The design line, each track's caption and the page state the same figure for what a
+    per-track verdict needs, the fewest seeds with which one can reach significance after Holm
+    over the family (``min_seeds_for_significance``); where the per-track design's planned count
+    (one discordant seed allowed) is given, it is called the planned count."""
+    import io
+
+    from rich.console import Console
+
+    from benchsuite.output.progress import print_design
+    from benchsuite.output.tables import print_report
+    from benchsuite.plan.design import design_check
+    from benchsuite.protocol.power import default_seeds, min_seeds_for_significance
+    from benchsuite.registry.plugins import load_registry
+    from benchsuite.settings import RunSettings
+
+    family = report.design.comparisons
+    least, planned = min_seeds_for_significance(family), default_seeds(family)
+    assert report.design.suite_claims() and least != planned  # the two figures differ here
+    console = Console(file=io.StringIO(), width=400)
+    print_report(report, console)
+    printed = " ".join(console.file.getvalue().split())
+    assert f"per-track verdict: needs at least {least} seeds" in printed
+    assert f"needs {planned} seeds" not in printed
+    page = " ".join(render_html(report, []).split())
+    assert f"per-track verdicts need at least {least} seeds" in page
+    assert f"plans {planned}: one discordant seed allowed" in page
+    settings = RunSettings(
+        tracks=("sequence", "tabular"),
+        mixers=("dense", "identity", "mlp"),
+        out=str(tmp_path),
+        seeds=8,
+        design="suite",
+    )
+    design = design_check(settings, load_registry(None).tracks)
+    console = Console(file=io.StringIO(), width=400)
+    print_design(design, console)
+    line = " ".join(console.file.getvalue().split())
+    m = min_seeds_for_significance(4)
+    assert m == 8  # Holm over 4 comparisons: 8 seeds can reach it, as 8-seed runs show
+    assert (
+        f"(Holm over 4 comparisons) need at least {m} seeds (the per-track design plans 12" in line
+    )

@@ -102,7 +102,8 @@ def family_text(report: Analysis) -> str:
     )
     needs = (
         f"; no per-track verdict: the run plans the claims across tracks, per-track verdicts "
-        f"need {design.per_track_seeds} seeds (--design per-track into the same --out)"
+        f"need at least {design.min_seeds_for_significance} seeds (--design per-track into the "
+        f"same --out plans {design.per_track_seeds}: one discordant seed allowed)"
         if design.suite_claims() and design.seeds < design.min_seeds_for_significance
         else ""
     )

@@ -46,8 +46,9 @@ def print_design(design: dict, console: Console, verbose: bool = False) -> None:
         console.print(
             f"design: suite claims, {seeds} paired seeds ({why}): each mixer's verdict across "
             f"{design['tracks_planned']} tracks, Holm over {mixers} mixers; per-track verdicts "
-            f"(Holm over {m} comparisons) need {design['per_track_seeds']} seeds: "
-            "--design per-track into the same --out trains only the new seeds"
+            f"(Holm over {m} comparisons) need at least {design['min_seeds_for_significance']} "
+            f"seeds (the per-track design plans {design['per_track_seeds']}: one discordant seed "
+            "allowed): --design per-track into the same --out trains only the new seeds"
         )
     else:
         why = (

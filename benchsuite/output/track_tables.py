@@ -144,7 +144,11 @@ def _family(entry: TrackResult, design: Design | None) -> str:
     if design and design.partial:
         partial = f" (partial: {design.finished} of {design.comparisons} finished)"
     if not c.detectable and c.n >= 2:
-        need = f" {design.per_track_seeds}" if design and design.per_track_seeds else " more"
+        need = (
+            f" at least {design.min_seeds_for_significance}"
+            if design and design.min_seeds_for_significance
+            else " more"
+        )
         return (
             f"Holm over {c.family} comparisons{partial}: no sign pattern of {c.n} seeds reaches "
             f"its first step (alpha {num(c.mde_alpha, 2)}), so each row shows its effect, 95% "
