@@ -211,3 +211,14 @@ def test_per_track_nulls_under_the_futility_look_get_no_verdict_and_identity_tes
     assert any(c["verdict"] == "significant_loss" for c in identity.values()), {
         t: (c["verdict"], c["per_seed_improvements"]) for t, c in identity.items()
     }
+    # the suite test uses every seed, in two stages split at the look and combined
+    # (docs/statistics.md, "Looks"): no null is significant there either, identity is worse
+    across = report["across_tracks"]
+    assert across["stages"] == [6, 12] and across["looks"] == [12]
+    suite = {n: m for n, m in across["mixers"].items() if n.startswith("null_")}
+    assert {m["verdict"] for m in suite.values()} <= {"inconclusive"}, {
+        n: m["suite_test"]["p_holm"] for n, m in suite.items()
+    }
+    assert all(m["suite_test"]["stages"] == 2 for m in suite.values())
+    control = across["mixers"]["identity"]
+    assert control["suite_test"]["p_holm"] < across["alpha"] and control["suite_effect"] < 0

@@ -70,7 +70,7 @@ def test_report_json_is_the_analysis_and_reads_back_into_it(out):
     assert report.to_dict() == raw
     fresh = analyse_store(out / "benchsuite.sqlite")
     assert fresh.to_dict() == raw  # the store and its file give the same report
-    assert raw["report_version"] == 10
+    assert raw["report_version"] == 11
     assert set(raw["design"]["planned_mde"]) == set(raw["tracks"])  # the design's, per track
     for entry in raw["tracks"].values():
         for arm in entry["mixers"].values():

@@ -118,6 +118,10 @@ class Plan:
     # the seed counts at which earlier runs in the folder showed these suite verdicts
     # (:func:`benchsuite.plan.extension.looks`)
     looks: list[int] = field(default_factory=list)
+    # the seed counts at which earlier runs in the folder could show per-track verdicts, and
+    # the alpha this run's per-track verdicts spend (:func:`benchsuite.plan.extension.track_looks`)
+    track_looks: list[int] = field(default_factory=list)
+    track_alpha: float = 0.05
     # the per-track design's pre-registered futility look (:mod:`benchsuite.protocol.futility`)
     futility: FutilityLook | None = None
     # the design's planned MDE per track, % at the verdicts' alpha (None: nothing detectable),
@@ -177,6 +181,8 @@ class Plan:
             "code": self.code,
             "recipe": self.recipe,
             "looks": self.looks,
+            "track_looks": self.track_looks,
+            "track_alpha": self.track_alpha,
             "futility": self.futility.to_dict() if self.futility else None,
             "planned_mde": self.planned_mde,
         }
@@ -209,6 +215,8 @@ class Plan:
             code=raw.get("code", {}),
             recipe=raw.get("recipe", ""),
             looks=list(raw.get("looks", [])),
+            track_looks=list(raw.get("track_looks", [])),
+            track_alpha=float(raw.get("track_alpha", 0.05)),
             futility=FutilityLook(**raw["futility"]) if raw.get("futility") else None,
             planned_mde=dict(raw.get("planned_mde", {})),
         )

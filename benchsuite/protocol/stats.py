@@ -257,12 +257,12 @@ def compare_paired(
     d_diff = sign * raw
     base_mean = float(base.mean())
     sd_d = float(d.std(ddof=1)) if n >= 2 else math.nan
-    flips = sign_flips({"d": d}, mc_seed, MAX_EXACT)
+    flips = sign_flips({"d": d}, mc_seed, MAX_EXACT, MAX_EXACT)
     ci = exact_interval(d, flips)
     ci_diff = (
         ci  # d is the difference itself
         if scale == Scale.DIFFERENCE
-        else exact_interval(d_diff, sign_flips({"d": d_diff}, mc_seed, MAX_EXACT))
+        else exact_interval(d_diff, sign_flips({"d": d_diff}, mc_seed, MAX_EXACT, MAX_EXACT))
     )
     possible = difference_range(bounds, base_mean, higher_is_better)
     ci_diff = clip_to_metric(ci_diff, possible)  # what the metric's range allows

@@ -8,16 +8,17 @@ ideal are scored between the trivial predictor and the baseline's mean instead (
 Per mixer, every track weighs the same, and the effect, its interval and its test are one
 statistic: the suite effect, the mean over tracks of the per-track mean paired score difference.
 Its p is the two-sided sign-flip test of that same mean (each seed's difference flipped within its
-track; every pattern where there are at most ``FLIPS``, else Monte Carlo with a recorded seed);
-its 95% CI is that test inverted (the shifts it does not reject), so the two cannot disagree;
-Holm across the planned mixers. A suite of one track gets no suite verdict (``one_track``). A
-verdict is significant only when its Holm p is below alpha and its CI excludes 0; it is
-``better`` or ``worse`` (the sign of the effect) only when it holds with any single track left
-out (``robust_without_any_track``); a significant result that does not is ``not_robust`` (it
-rests on the tracks without which it fails; ``unreachable`` where, without a track, the effect is
-as extreme as its seeds allow and still not significant: too few seeds to show robustness). A
-mixer with significant per-track wins and significant per-track losses is ``mixed``, whatever
-its suite effect.
+track; every pattern up to 2**22, else Monte Carlo with a recorded seed), or, where the seeds come
+in stages (an extended run, the futility look), the combination of the stages' tests
+(:mod:`benchsuite.protocol.combination`); its CI is that test inverted (the shifts it does not
+reject) at the same level, so the two cannot disagree; Holm across the planned mixers. A suite
+of one track gets no suite verdict (``one_track``). A verdict is significant only when its Holm
+p is below alpha and its CI excludes 0; it is ``better`` or ``worse`` (the sign of the effect)
+only when it holds with any single track left out (``robust_without_any_track``); a significant
+result that does not is ``not_robust``: it rests on the tracks without which the effect changes
+sign or falls below half its size, or, where none does, its robustness needs more seeds
+(:mod:`.robustness`). A mixer with significant per-track wins and significant per-track losses
+is ``mixed``, whatever its suite effect.
 
 Input, per track: a :class:`TrackPairs` — each mixer's paired, imputed per-seed metrics and the
 seeds' trivial-predictor scores (:class:`Paired`). Output: the typed ``across_tracks`` block
@@ -34,16 +35,12 @@ from typing import Any
 
 import numpy as np
 
-from benchsuite.protocol.signflip import (
-    FLIPS,
-    Flips,
-    sign_flips,
-    suite_floor,
-    suite_interval,
-    suite_test,
-)
-from benchsuite.protocol.stats import excludes_zero, holm
-from benchsuite.results.schema import AcrossMixer, AcrossTracks, Ranks, SuiteTest
+from benchsuite.protocol.combination import weights
+from benchsuite.protocol.signflip import EXACT_LIMIT, FLIPS, mc_error
+from benchsuite.protocol.stats import excludes_zero
+from benchsuite.results import robustness
+from benchsuite.results.robustness import SuiteTests
+from benchsuite.results.schema import BOOTSTRAP_SEEDS, AcrossMixer, AcrossTracks, Ranks, SuiteTest
 from benchsuite.vocabulary import Shift, SuiteVerdict, Verdict
 
 
@@ -55,6 +52,11 @@ class Paired:
     baseline: Sequence[float]
     mixer: Sequence[float]
     caps: Sequence[float]
+    seeds: Sequence[int] | None = None  # each value's seed (default: 0, 1, ...)
+
+    def seed_ids(self) -> list[int]:
+        """Each value's seed."""
+        return list(self.seeds) if self.seeds is not None else list(range(len(self.mixer)))
 
 
 @dataclass(frozen=True)
@@ -102,19 +104,6 @@ def track_scores(track: TrackPairs) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 def _sign(effect: float) -> Shift:
     return Shift.BETTER if effect > 0 else Shift.WORSE if effect < 0 else Shift.NONE
-
-
-def _direction(p_holm: float, effect: float, alpha: float) -> Shift:
-    """The direction of a suite effect that passes Holm at ``alpha``, else ``NONE``."""
-    return Shift.NONE if p_holm >= alpha else _sign(effect)
-
-
-def _holm(ps: dict[str, float], family: int | None) -> dict[str, float]:
-    """Holm over ``family`` tests (the plan's; default the ones given), unfinished ones p = 1."""
-    if not ps:
-        return {}
-    size = max(family or 0, len(ps))
-    return dict(zip(ps, holm(list(ps.values()), size), strict=True))
 
 
 def _iqm(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -180,6 +169,7 @@ def _ranks(means: dict[str, dict[str, float]], names: list[str], alpha: float) -
         friedman_p=None,
         nemenyi_cd=None,
         reason=None,
+        alpha=alpha,
     )
     if k < 3 or n_tracks < 2:
         reason = f"Friedman needs >= 3 methods and >= 2 complete tracks; have {k} and {n_tracks}"
@@ -217,6 +207,13 @@ def _mixer_entry(
     boot_base = np.concatenate([pairs[t][0][index[t]] for t in pairs], axis=1)
     boot_mix = np.concatenate([pairs[t][1][index[t]] for t in pairs], axis=1)
     effects = {t: float((m - b).mean()) for t, (b, m) in pairs.items()}
+    # a bootstrap of fewer seeds per track than this gives degenerate intervals (3 seeds: often
+    # zero width): the summaries are then shown without one
+    bounded = min(len(b) for b, _ in pairs.values()) >= BOOTSTRAP_SEEDS
+
+    def ci(samples: np.ndarray) -> list[float] | None:
+        return _percentile_ci(samples) if bounded else None
+
     return AcrossMixer(
         n_tracks=len(pairs),
         tracks=list(pairs),
@@ -224,11 +221,11 @@ def _mixer_entry(
         per_track_effect=effects,
         suite_effect=float(np.mean(list(effects.values()))),
         iqm=float(_iqm(mix)),
-        iqm_ci95=_percentile_ci(_iqm(boot_mix)),
+        iqm_ci95=ci(_iqm(boot_mix)),
         iqm_diff=float(_iqm(mix) - _iqm(base)),
-        iqm_diff_ci95=_percentile_ci(_iqm(boot_mix) - _iqm(boot_base)),
+        iqm_diff_ci95=ci(_iqm(boot_mix) - _iqm(boot_base)),
         prob_improvement=float(_prob_improvement(mix, base)),
-        prob_improvement_ci95=_percentile_ci(_prob_improvement(boot_mix, boot_base)),
+        prob_improvement_ci95=ci(_prob_improvement(boot_mix, boot_base)),
         **tested,
     )
 
@@ -242,6 +239,7 @@ def aggregate_across_tracks(
     seed: int = 0,
     alpha: float = 0.05,
     planned: Mapping[str, list[str]] | None = None,
+    stages: Sequence[int] = (),
 ) -> AcrossTracks:
     """Suite-level figures per mixer (and the baseline's own scores): ``across_tracks``.
 
@@ -249,8 +247,9 @@ def aggregate_across_tracks(
     comparisons. ``alpha``: the level of the suite tests and of their intervals (less than 0.05
     when earlier looks at the same comparisons are accounted for). ``planned``: ``{mixer:
     [tracks]}`` the run planned (default: those with results); Holm runs over every planned
-    mixer, and a mixer's tracks without results are named (``tracks_missing``). See
-    docs/results.md for each mixer's fields.
+    mixer, and a mixer's tracks without results are named (``tracks_missing``). ``stages``: the
+    seed counts that end each stage of the combination test (docs/statistics.md, "Looks"; none
+    or one: one test of every seed). See docs/results.md for each mixer's fields.
     """
     if not per_track:
         raise ValueError("no tracks to aggregate")
@@ -262,46 +261,62 @@ def aggregate_across_tracks(
     rng = np.random.default_rng(seed)
     paired = {n: {t: s[n] for t, s in scores.items() if n in s} for n in names}
     most_tracks = max((len(pairs) for pairs in paired.values()), default=0)
+    bounds = list(stages) if len(stages) > 1 else []
 
     family = len(planned) if planned else None
-    intervals: dict[str, list[float]] = {}
-    observed: dict[str, dict[str, np.ndarray]] = {}
-    flips: dict[str, Flips] = {}
-    for name, pairs in paired.items():
-        observed[name] = {t: m - b for t, (b, m) in pairs.items()}
-        flips[name] = sign_flips(observed[name], seed)
-        # the interval of the same test: the shifts it does not reject (not the bootstrap's)
-        intervals[name] = suite_interval(observed[name], flips[name], list(pairs), alpha)
-
-    full = {n: suite_test(observed[n], flips[n], list(observed[n])) for n in names}
-    holm = _holm({n: p for n, (_, p) in full.items()}, family)
-    left_out = _left_out(scores, observed, flips, family, alpha)
+    tests = {
+        name: SuiteTests(
+            {t: m - b for t, (b, m) in pairs.items()},
+            {t: per_track[t].pairs[name].seed_ids() for t in pairs},
+            bounds,
+            seed,
+        )
+        for name, pairs in paired.items()
+    }
+    full = {n: tests[n].test(list(paired[n])) for n in names}
+    effects = {n: tests[n].effect(list(paired[n])) for n in names}
+    ps = {n: full[n].p() for n in names}
+    holm = robustness._holm(ps, family)
+    left_out = robustness.left_out(tests, list(scores), family, alpha)
     mixers = {}
     for name in names:
-        effect, p = full[name]
-        direction = _direction(holm[name], effect, alpha)
-        if not excludes_zero(intervals[name]):
-            direction = Shift.NONE  # a p not monotone in the shift: not significant
-        robust = bool(left_out[name]) and all(d == direction for d in left_out[name].values())
+        effect, p, pairs = effects[name], ps[name], paired[name]
+        # the interval of the same test: the shifts it does not reject (not the bootstrap's)
+        interval = tests[name].interval(full[name], list(pairs), alpha)
+        shown = robustness.direction(holm[name], effect, alpha)
+        if not excludes_zero(interval):
+            shown = Shift.NONE  # a p not monotone in the shift: not significant
+        without = left_out[name]
+        robust = bool(without) and all(held.direction == shown for held in without.values())
         verdict = (
             SuiteVerdict.INCONCLUSIVE
-            if direction == Shift.NONE
-            else SuiteVerdict(direction)
+            if shown == Shift.NONE
+            else SuiteVerdict(shown)
             if robust
             else SuiteVerdict.NOT_ROBUST
+        )
+        rests = (
+            robustness.rests_on(effect, without, shown)
+            if verdict == SuiteVerdict.NOT_ROBUST
+            else []
         )
         counts = _count_verdicts(verdicts, name) if verdicts else None
         if counts and counts.tracks_won and counts.tracks_lost:
             verdict = SuiteVerdict.MIXED  # significant wins and losses: no one direction
-        if len(observed[name]) == 1:
+        if len(pairs) == 1:
             verdict = SuiteVerdict.ONE_TRACK  # a suite of one track: its table says it all
+        level = alpha / max(family or 0, len(names))  # Holm's first step
+        needed = (
+            robustness.seeds_needed(tests[name].diffs, without, shown, level)
+            if verdict == SuiteVerdict.NOT_ROBUST and not rests
+            else None
+        )
         # the bootstrap draws from ``rng`` here, one mixer after the other in name order
-        pairs = paired[name]
         mixers[name] = _mixer_entry(
             pairs,
             rng,
             n_boot,
-            suite_effect_ci95=intervals[name],
+            suite_effect_ci95=interval,
             fewer_tracks=len(pairs) < most_tracks,
             tracks_won=counts.tracks_won if counts else None,
             tracks_lost=counts.tracks_lost if counts else None,
@@ -313,15 +328,19 @@ def aggregate_across_tracks(
                 alternative="two-sided",
                 direction=_sign(effect),
                 p_value=p,
-                p_method="exact" if flips[name].exact else "monte_carlo",
-                flips=len(flips[name].signs[next(iter(observed[name]))]),
+                p_method="exact" if tests[name].exact else "monte_carlo",
+                flips=tests[name].flips,
                 mc_seed=seed,
                 p_holm=holm[name],
+                p_se=None if tests[name].exact else mc_error(p, FLIPS),
+                stages=max(len(bounds), 1),
             ),
-            without_track=left_out[name],
+            without_track=without,
             robust_without_any_track=robust,
             verdict=verdict,
             tracks_missing=[t for t in (planned or {}).get(name, []) if t not in pairs],
+            rests_on=rests,
+            robustness_seeds=needed,
         )
 
     baseline = {
@@ -346,29 +365,7 @@ def aggregate_across_tracks(
         mixers=mixers,
         holm_family=max(family or 0, len(names)),
         ranks=_ranks(means, [baseline_name, *names], alpha),
+        stages=list(stages),
+        stage_weights=weights(list(stages)) if stages else [],
+        exact_limit=EXACT_LIMIT,
     )
-
-
-def _left_out(
-    scores: Mapping[str, Mapping[str, tuple[np.ndarray, np.ndarray]]],
-    observed: Mapping[str, Mapping[str, np.ndarray]],
-    flips: Mapping[str, Flips],
-    family: int | None,
-    alpha: float,
-) -> dict[str, dict[str, Shift]]:
-    """Per mixer and per track, the suite test's significant direction with that track left
-    out (Holm over the same family), or ``unreachable`` where even the most extreme effect
-    these seeds allow would not pass."""
-    left_out: dict[str, dict[str, Shift]] = {n: {} for n in observed}
-    for track in scores:
-        rest = {n: [t for t in ts if t != track] for n, ts in observed.items() if track in ts}
-        partial = {n: suite_test(observed[n], flips[n], ts) for n, ts in rest.items() if ts}
-        ps = {n: p for n, (_, p) in partial.items()}
-        partial_holm = _holm(ps, family)
-        for n, (effect, _) in partial.items():
-            held = _direction(partial_holm[n], effect, alpha)
-            # even an effect as extreme as these seeds allow would not pass Holm: seeds decided
-            floor = _holm({**ps, n: suite_floor(flips[n], rest[n])}, family)[n]
-            unreachable = held == Shift.NONE and floor >= alpha
-            left_out[n][track] = Shift.UNREACHABLE if unreachable else held
-    return left_out

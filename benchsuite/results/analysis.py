@@ -18,7 +18,7 @@ from pathlib import Path
 from benchsuite.errors import UsageError
 from benchsuite.plan.plan import Plan
 from benchsuite.protocol import stats
-from benchsuite.protocol.power import looks_alpha
+from benchsuite.protocol.power import looks_alpha, suite_seeds
 from benchsuite.records import RunRecord
 from benchsuite.results import cells as cells_
 from benchsuite.results import curves, flags, futility, resolving, serial, summaries
@@ -28,6 +28,7 @@ from benchsuite.results.comparison import compare_cell
 from benchsuite.results.schema import REPORT_VERSION, AcrossTracks, Analysis, RunEnvironment
 from benchsuite.results.tradeoffs import quality_vs_cost
 from benchsuite.store.store import Store
+from benchsuite.vocabulary import Claims
 
 
 def _track(
@@ -58,12 +59,17 @@ def _track(
     return entry
 
 
-def _holm(tracks: dict[str, TrackResult], size: int, baseline: str) -> dict[str, TrackResult]:
-    """The tracks with every comparison after Holm over the run's family of ``size`` (the
-    both-converged comparisons over their own family) and each one's flag reasons."""
+def _holm(
+    tracks: dict[str, TrackResult], size: int, baseline: str, alpha: float
+) -> dict[str, TrackResult]:
+    """The tracks with every comparison after Holm over the run's family of ``size`` at
+    ``alpha`` (the both-converged comparisons over their own family) and each one's flag
+    reasons."""
     cells = [(t, m, c) for t, e in tracks.items() for m, c in e.comparisons.items()]
-    held = stats.holm_adjusted([c.comparison for _, _, c in cells], family=size)
-    both = iter(stats.holm_adjusted([c.both_converged for _, _, c in cells if c.both_converged]))
+    held = stats.holm_adjusted([c.comparison for _, _, c in cells], alpha, family=size)
+    both = iter(
+        stats.holm_adjusted([c.both_converged for _, _, c in cells if c.both_converged], alpha)
+    )
     adjusted: dict[str, dict[str, CellResult]] = {t: {} for t in tracks}
     for (track, mixer, cell), comparison in zip(cells, held, strict=True):
         cell = dataclasses.replace(
@@ -72,7 +78,9 @@ def _holm(tracks: dict[str, TrackResult], size: int, baseline: str) -> dict[str,
             both_converged=next(both) if cell.both_converged else None,
         )
         arms = tracks[track].mixers
-        cell.flag_reasons = flags.reasons(cell, arms[mixer], arms[baseline])
+        cell.flag_reasons = flags.reasons(
+            cell, arms[mixer], arms[baseline], arms.get(flags.IDENTITY)
+        )
         adjusted[track][mixer] = cell
     return {t: dataclasses.replace(e, comparisons=adjusted[t]) for t, e in tracks.items()}
 
@@ -91,7 +99,7 @@ def analyse(
     tracks = {track: _track(plan, track, results, stopped.get(track, {})) for track in plan.tracks}
     cells = [c for e in tracks.values() for c in e.comparisons.values()]
     size = max(plan.family(), len(cells))
-    tracks = _holm(tracks, size, baseline)
+    tracks = _holm(tracks, size, baseline, plan.track_alpha)
     controls = {name for name, facts in plan.mixers.items() if resolving.CONTROL in facts.tags}
     tracks = {
         name: dataclasses.replace(
@@ -104,7 +112,10 @@ def analyse(
     across = _across(tracks, plan, baseline)
     return Analysis(
         report_version=REPORT_VERSION,
-        warnings=summaries.environment_warnings([results[k] for k in planned if k in results]),
+        warnings=[
+            *summaries.environment_warnings([results[k] for k in planned if k in results]),
+            *suite_warning(plan),
+        ],
         settings=settings,
         environment=serial.build(RunEnvironment, plan.environment),
         mixers=plan.mixers,
@@ -121,6 +132,7 @@ def analyse(
             plan.futility,
             sum(len(mixers) for mixers in stopped.values()),
             plan.planned_mde,
+            plan.track_alpha,
         ),
         selection=summaries.selection_summary(tracks),
         across_tracks=across,
@@ -131,6 +143,22 @@ def analyse(
         ],
         inputs_digest=inputs_digest,
     )
+
+
+def suite_warning(plan: Plan) -> list[str]:
+    """The suite design's warning, in the report too: seeds below what its suite verdicts need
+    to pass Holm with one discordant seed and any one track left out (docs/protocol.md)."""
+    settings = plan.settings
+    tracks, mixers = len(settings.tracks or ()), len(settings.mixers or ()) - 1
+    if settings.design != Claims.SUITE or tracks < 2 or mixers < 1:
+        return []
+    need, seeds = suite_seeds(tracks, mixers), settings.seeds or 0
+    if seeds >= need:
+        return []
+    return [
+        f"with {seeds} seeds no suite verdict can pass Holm over {mixers} mixers with one "
+        f"discordant seed and any one track left out; the suite design plans {need}"
+    ]
 
 
 def report_digest(plan: Plan, results: dict[str, RunRecord], failures: list[RunRecord]) -> str:
@@ -150,23 +178,34 @@ def report_digest(plan: Plan, results: dict[str, RunRecord], failures: list[RunR
     return hashlib.sha256(payload).hexdigest()[:24]
 
 
-def _pairs(cell: CellResult, upto: int | None) -> Paired:
-    """A comparison's paired values and caps, of its seeds below ``upto`` (None: all)."""
-    kept = [i for i, seed in enumerate(cell.seeds) if upto is None or seed < upto]
+def _pairs(cell: CellResult) -> Paired:
+    """A comparison's paired values, caps and seeds."""
     return Paired(
-        baseline=[cell.baseline_values[i] for i in kept],
-        mixer=[cell.mixer_values[i] for i in kept],
-        caps=[cell.caps[i] for i in kept],
+        baseline=list(cell.baseline_values),
+        mixer=list(cell.mixer_values),
+        caps=list(cell.caps),
+        seeds=list(cell.seeds),
     )
+
+
+def stage_bounds(plan: Plan) -> list[int]:
+    """The seed counts that end each stage of the suite tests: the earlier looks at them in the
+    folder, the futility look where it comes after them (which later seeds exist depends on the
+    signs it saw), and this run's seeds (docs/statistics.md, "Looks")."""
+    seeds = plan.settings.seeds or 0
+    bounds = sorted({*plan.looks, seeds})
+    look = plan.futility.seeds if plan.futility else None
+    if look is not None and look > max(plan.looks, default=0) and look < seeds:
+        bounds = sorted({*bounds, look})
+    return bounds
 
 
 def _across(tracks: dict[str, TrackResult], plan: Plan, baseline: str) -> AcrossTracks | None:
     """The across-track figures, from the tracks and mixers in name order: the bootstrap and the
     sign flips draw in that order, so the same store gives the same figures whatever order a run
-    listed them in (a reloaded plan's are sorted). Under a futility look they pool the look's
-    seeds only: which later seeds exist depends on the signs seen there, so pooling them would
-    weigh the comparisons whose seeds agreed more (docs/protocol.md, "The futility look")."""
-    upto = plan.futility.seeds if plan.futility else None
+    listed them in (a reloaded plan's are sorted). Every seed enters; where the seeds come in
+    stages (earlier looks, the futility look) the suite tests combine the stages' tests, each
+    exact given the stages before it (:func:`stage_bounds`)."""
     per_track, verdicts = {}, {}
     for name, entry in sorted(tracks.items()):
         if not entry.comparisons:
@@ -174,7 +213,7 @@ def _across(tracks: dict[str, TrackResult], plan: Plan, baseline: str) -> Across
         per_track[name] = TrackPairs(
             higher_is_better=entry.higher_is_better,
             ideal=plan.tracks[name].ideal,
-            pairs={mixer: _pairs(c, upto) for mixer, c in sorted(entry.comparisons.items())},
+            pairs={mixer: _pairs(c) for mixer, c in sorted(entry.comparisons.items())},
         )
         verdicts[name] = {m: c.comparison.verdict for m, c in entry.comparisons.items()}
     if not per_track:
@@ -185,13 +224,14 @@ def _across(tracks: dict[str, TrackResult], plan: Plan, baseline: str) -> Across
         if mixer != baseline
     }
     planned = {mixer: tracks for mixer, tracks in planned.items() if tracks}
-    every_look = [*plan.looks, upto or plan.settings.seeds or 0]
+    every_look = [*plan.looks, plan.settings.seeds or 0]
     across = aggregate_across_tracks(
         per_track,
         baseline_name=baseline,
         verdicts=verdicts,
         planned=planned,
         alpha=looks_alpha(len(every_look)),  # alpha/2 at a first look, alpha/4 at a second
+        stages=stage_bounds(plan),
     )
     return dataclasses.replace(
         across, tracks_left_out=left_out(tracks, across, baseline), looks=every_look

@@ -19,6 +19,12 @@ from benchsuite.settings import RunSettings
 from benchsuite.vocabulary import Claims, Shift, SuiteVerdict
 
 OMIT_NONE = {"omit_none": True}
+BOOTSTRAP_SEEDS = 5  # fewest seeds per track for a bootstrap interval of the pooled summaries
+# 11: the suite tests of an extended or futility-looked run combine stages of seeds (every seed
+# used; across_tracks.stages, stage_weights, suite_test.stages, p_se), enumerate up to 2**22
+# patterns; without_track holds each left-out effect, p and Holm p; rests_on and
+# robustness_seeds; no bootstrap interval under 5 seeds per track; ranks.alpha; a stopped
+# comparison's p_at_stop; the flag timings_from_different_runs; per-track looks counted.
 # 10: each track's resolution (tracks.<t>.resolution: spread, noise, resolving power and the MDEs on
 # the comparisons' scale). 9: a cell the pre-flight skips has the skip kind pre-flight (was error,
 # with its reason starting "pre-flight: "). 8: the suite verdict not_robust (a significant result
@@ -30,12 +36,13 @@ OMIT_NONE = {"omit_none": True}
 # stopped_at). 5: the design first (its claims: suite or per-track), then the suite verdicts with
 # their looks; the per-track verdict needs_more_seeds. 4: the across-tracks verdict one_track and
 # its CI the sign-flip test inverted; 3: no param_ratio
-REPORT_VERSION = 10
+REPORT_VERSION = 11
 
 
 @dataclass(frozen=True)
 class SuiteTest:
-    """The two-sided sign-flip test of a mixer's suite effect."""
+    """The two-sided sign-flip test of a mixer's suite effect: one test of every seed, or the
+    combination test of the stages' tests (``stages`` > 1, docs/statistics.md, "Looks")."""
 
     statistic: float
     statistic_name: str
@@ -46,11 +53,27 @@ class SuiteTest:
     flips: int
     mc_seed: int
     p_holm: float
+    p_se: float | None = None  # the Monte Carlo standard error of p_value (None: exact)
+    stages: int = 1
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """A mixer's suite figures with one track left out: the effect over the other tracks, its
+    test's p (and Holm's, over the same mixers) and the direction that passes (``none``;
+    ``unreachable``: no data of these seeds could pass)."""
+
+    effect: float
+    p_value: float
+    p_holm: float
+    direction: Shift
 
 
 @dataclass(frozen=True)
 class AcrossMixer:
-    """One mixer's normalised-score figures across tracks (``across_tracks.mixers.<m>``)."""
+    """One mixer's normalised-score figures across tracks (``across_tracks.mixers.<m>``); the
+    bootstrap summaries (``iqm``, ``iqm_diff``, ``prob_improvement``) carry no interval when a
+    track has fewer than :data:`BOOTSTRAP_SEEDS` seeds."""
 
     n_tracks: int
     tracks: list[str]
@@ -59,43 +82,42 @@ class AcrossMixer:
     suite_effect: float
     suite_effect_ci95: list[float]
     iqm: float
-    iqm_ci95: list[float]
+    iqm_ci95: list[float] | None
     iqm_diff: float
-    iqm_diff_ci95: list[float]
+    iqm_diff_ci95: list[float] | None
     prob_improvement: float
-    prob_improvement_ci95: list[float]
+    prob_improvement_ci95: list[float] | None
     fewer_tracks: bool
     tracks_won: int | None
     tracks_lost: int | None
     tracks_equivalent: int | None
     tracks_inconclusive: int | None
     suite_test: SuiteTest
-    without_track: dict[str, Shift]
+    without_track: dict[str, LeftOut]
     robust_without_any_track: bool
     verdict: SuiteVerdict
     tracks_missing: list[str] = field(default_factory=list)  # planned, without results yet
-
-    def rests_on(self) -> list[str]:
-        """The tracks without which the suite test's verdict does not hold (not those whose
-        absence leaves too few seeds to tell)."""
-        direction = self.suite_test.direction
-        return [
-            track
-            for track, held in self.without_track.items()
-            if held not in (direction, Shift.UNREACHABLE)
-        ]
+    # the tracks a not_robust result rests on (docs/statistics.md: without them the effect
+    # changes sign or falls below half), and where none does, the seeds per track with which
+    # the left-out tests would pass (power 0.8)
+    rests_on: list[str] = field(default_factory=list)
+    robustness_seeds: int | None = None
 
     def shown_verdict(self) -> str:
-        """The verdict in words: ``not_robust`` with its direction and the tracks it rests on,
-        ``mixed`` with its counts of won and lost tracks; a one-track suite sends the reader to
-        its table; tracks the plan had that lack results are named."""
+        """The verdict in words: ``not_robust`` with its direction and the tracks it rests on
+        (or the seeds its robustness needs), ``mixed`` with its counts of won and lost tracks;
+        a one-track suite sends the reader to its table; tracks the plan had that lack results
+        are named."""
         if self.verdict == SuiteVerdict.ONE_TRACK:
             shown = "one track: see its table"
         elif self.verdict == SuiteVerdict.NOT_ROBUST:
-            rests = self.rests_on()
-            shown = f"{self.suite_test.direction}, " + (
-                f"rests on {', '.join(rests)}" if rests else "robustness needs more seeds"
+            needs = (
+                f"robustness needs {self.robustness_seeds} seeds"
+                if self.robustness_seeds
+                else "robustness needs more seeds"
             )
+            rests = f"rests on {', '.join(self.rests_on)}" if self.rests_on else needs
+            shown = f"{self.suite_test.direction}, {rests}"
         elif self.verdict == SuiteVerdict.MIXED:
             shown = f"mixed (won {self.tracks_won}, lost {self.tracks_lost})"
         else:
@@ -117,6 +139,7 @@ class Ranks:
     friedman_p: float | None
     nemenyi_cd: float | None
     reason: str | None
+    alpha: float | None = None  # the level of the Nemenyi CD (the suite verdicts' look's)
 
 
 @dataclass(frozen=True)
@@ -140,6 +163,11 @@ class AcrossTracks:
     # 0.05 / 2**(their number), so that the error over every look stays below 0.05
     # (docs/protocol.md, "Extending a run")
     looks: list[int] = field(default_factory=list)
+    # the seed counts that end each stage of the suite tests (docs/statistics.md, "Looks"): the
+    # earlier looks, the futility look, this run's seeds; one stage: one test of every seed
+    stages: list[int] = field(default_factory=list)
+    stage_weights: list[float] = field(default_factory=list)
+    exact_limit: int = 0  # pooled sign patterns enumerated exactly; Monte Carlo beyond
 
 
 @dataclass
@@ -216,7 +244,7 @@ class Design:
     jobs: int = 0  # the plan's jobs
     jobs_finished: int = 0  # of those, with a stored result
     claims: str = "per-track"  # the claims the seeds were planned for (vocabulary.Claims)
-    per_track_seeds: int = 0  # the seeds per-track verdicts need (one discordant seed allowed)
+    per_track_seeds: int = 0  # the per-track design's planned seeds (one discordant seed allowed)
     futility_seeds: int = 0  # the seeds of the per-track design's futility look (0: none)
     stopped: int = 0  # the comparisons that look stopped
     # per track, the MDE the design planned (% at verdict_alpha; None: nothing detectable)

@@ -119,13 +119,15 @@ def design(
     look: FutilityLook | None = None,
     stopped: int = 0,
     planned_mde: dict[str, float | None] | None = None,
+    alpha: float = 0.05,
 ) -> Design:
     """Whether ``seeds`` can reach Holm significance for this family size; ``finished``:
     the comparisons with every planned seed (fewer than the family after an interruption: the
     tables are ``partial``); ``both_converged``: the size of the both-converged analyses' own
     family; ``jobs``: (finished, planned); ``claims``: the run's design (None, as before
     designs were named: per-track); ``look``: its futility look, which ``stopped`` comparisons;
-    ``planned_mde``: the MDE the design planned per track.
+    ``planned_mde``: the MDE the design planned per track; ``alpha``: the level the per-track
+    verdicts spend (less than 0.05 where an earlier run of the study could reach them).
     Under the suite design the per-track family's warning is not one: those verdicts were not
     planned, and each row says how many seeds they need."""
     needed = min_seeds_for_significance(max(comparisons, 1))
@@ -137,8 +139,8 @@ def design(
         partial=finished < comparisons or jobs[0] < jobs[1],
         jobs=jobs[1],
         jobs_finished=jobs[0],
-        alpha=0.05,
-        verdict_alpha=0.05 / max(comparisons, 1),
+        alpha=alpha,
+        verdict_alpha=alpha / max(comparisons, 1),
         both_converged_comparisons=both_converged,
         seeds=seeds,
         min_seeds_for_significance=needed,
