@@ -79,8 +79,8 @@ def test_every_section_is_there(page, report):
         any(c.comparison.flags for c in e.comparisons.values()) for e in report.tracks.values()
     )
     # headline, verdict matrix, 2 summary, 3 per track and its flags table where a flag is
-    # raised, across, costs, problems
-    assert parsed.tags.count("table") == 13 + flagged
+    # raised, across, without each track, costs, problems
+    assert parsed.tags.count("table") == 14 + flagged
     assert parsed.tags.count("img") == 14  # 5 per track, 4 across tracks
 
 

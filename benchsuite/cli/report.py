@@ -26,5 +26,5 @@ def run(args: argparse.Namespace) -> int:
 
     status = console(stderr=True, quiet=args.quiet)
     report = api.report(args.out, say=lambda text: status.print(text, highlight=False))
-    print_report(report, console(quiet=args.quiet))
+    print_report(report, console(quiet=args.quiet), verbose=args.verbose and not args.quiet)
     return 0

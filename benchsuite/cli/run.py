@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
             "run the same command again to resume"
         )
         return summary.exit_code
-    print_report(summary.report, tables)
+    print_report(summary.report, tables, verbose=verbose)
     for warning in summary.warnings:
         status.print(f"[yellow]warning:[/] {escape(warning)}")
     console().print(  # even under --quiet: the one line that says how the run ended

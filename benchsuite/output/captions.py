@@ -5,7 +5,9 @@ docs/report.md explains each section at more length.
 
 from __future__ import annotations
 
+from benchsuite.output.numbers import num
 from benchsuite.results.curves import RULE
+from benchsuite.results.schema import AcrossTracks
 from benchsuite.vocabulary import Scale
 
 SCALE_NOTE = {
@@ -34,12 +36,15 @@ CONFIG_NOTE = (
 
 HEADLINE_SUITE = (
     "The run plans the claims across tracks. Per mixer, against the baseline: its suite verdict "
-    "(Holm over {mixers} mixers at α = {alpha}{looks}; better or worse only when it holds with "
-    "any one track left out), its suite effect (the mean over tracks of the paired "
+    "(Holm over {mixers} mixers at α = {alpha}: {looks}; better or worse only when it holds "
+    "with any one track left out, else it names the tracks it rests on or the seeds its "
+    "robustness needs), its suite effect (the mean over tracks of the paired "
     "normalised-score difference) with its {level}% interval (the shifts the same sign-flip "
-    "test does not reject), its Holm p; on how many tracks its mean is ahead of and behind the "
-    "baseline's (a description: per-track verdicts need {seeds} seeds, --design per-track into "
-    "the same --out; each track's table has the effects) and where it learnt nothing; its "
+    "test does not reject; † where it excludes 0 but the Holm p does not pass: the interval "
+    "is before Holm), its Holm p; on how many tracks its mean is ahead of and behind the "
+    "baseline's (a description: per-track verdicts need at least {seeds} seeds, {planned} as "
+    "the per-track design plans them, --design per-track into the same --out; each track's "
+    "table has the effects) and where it learnt nothing; its "
     "parameters and training step time relative to the baseline's. Largest suite effect first."
 )
 HEADLINE = (
@@ -48,7 +53,8 @@ HEADLINE = (
     "within the margin (on the others it is undecided: inconclusive, or its seeds could not "
     "reach Holm's first step, marked needs more seeds); its suite effect (the mean over tracks "
     "of the paired normalised-score difference, with the interval of its sign-flip test at the "
-    "suite verdicts' level) and the suite verdict; "
+    "suite verdicts' level, † where it excludes 0 but the Holm p does not pass) and the suite "
+    "verdict; "
     "its parameters and training step time relative to the baseline's (geometric mean over its "
     "tracks). Largest suite effect first."
 )
@@ -116,11 +122,14 @@ ACROSS = (
     "closed, higher is better; suite effect: the mean over tracks (each weighing the same) of "
     "the mean paired score difference with the baseline; p: two-sided sign-flip test of that "
     "same suite effect (its sign is the direction tested), {level}% CI: the shifts that test "
-    "does not reject at α = {alpha} (this look's: docs/statistics.md, Looks); "
-    "Holm across {mixers} mixers; better/worse: Holm p < {alpha} and the CI excludes 0, "
-    "holding with any one track left out (else: rests on the tracks it needs); mixed: "
-    "significant wins and losses on tracks; IQM and P(improvement): descriptive, "
-    "stratified bootstrap CIs. Largest suite effect first."
+    "does not reject at α = {alpha} ({looks}; † where it excludes 0 but the Holm p does not "
+    "pass: the interval is before Holm); "
+    "Holm across {mixers} mixers; better/worse: Holm p < α = {alpha} and the CI excludes 0, "
+    "holding with any one track left out (else: the tracks it rests on, whose absence changes "
+    "the effect's sign or halves it, or the seeds its robustness needs; the table below has "
+    "each left-out test); mixed: significant wins and losses on tracks; IQM and "
+    "P(improvement): descriptive, stratified bootstrap 95% CIs over the same seeds (none "
+    "with fewer than 5 seeds per track). Largest suite effect first."
 )
 IQM = (
     "IQM of normalised scores (0 = trivial predictor, 1 = ideal) with its 95% CI; the dashed "
@@ -135,22 +144,43 @@ ACROSS_COST = (
 )
 RANKS = (
     "Average rank of the mean normalised score over tracks (1 = best); with ≥ 3 mixers and ≥ 2 "
-    "tracks, Nemenyi's critical difference (CD) and bars joining mixers that do not differ by "
-    "more than it."
+    "tracks, Nemenyi's critical difference (CD, at the suite verdicts' α) and bars joining "
+    "mixers that do not differ by more than it. Descriptive."
 )
 COSTS = (
     "as recorded with the first evaluation run of the chosen config: params = whole model, "
     "mixer_params = token mixers only, flops_per_example = forward FLOPs per example, "
     "seconds_per_step = training step time (k = thousand, M = million, G = billion)."
 )
+TRACK_UNDECIDED = (
+    "Holm over {family} comparisons{partial}: no sign pattern of {n} seeds reaches its first "
+    "step (alpha {alpha}), so each row shows its effect, 95% CI († where it excludes 0: before "
+    "Holm) and the seeds that agree (wins/ties/losses); per-track verdict: needs{need} seeds "
+    "(--design per-track into the same --out trains only the new ones)"
+)
+TRACK_FAMILY = (
+    "Holm over {family} comparisons{partial}; significant: Holm p < {alpha} and the 95% CI "
+    "excludes 0 (†: the CI does, the Holm p does not pass); MDE at alpha {mde} (Holm's first "
+    "step), none: the seeds cannot reach that alpha"
+)
+LEFT_OUT = (
+    "each cell: the suite effect over the other tracks and the Holm p of its test (over "
+    "{mixers} mixers at α = {alpha}, as the suite verdict); a verdict is better or worse only "
+    "when every one of these passes; it rests on a track only where leaving that track out "
+    "changes the effect's sign or leaves less than half of it (docs/statistics.md); where none "
+    "does and a test does not pass, the seeds are too few to show robustness: robustness needs "
+    "gives the seeds per track with which these tests would pass (power 0.8)"
+)
 TERMINAL_ACROSS = (
     "effect: mean paired score difference with the baseline (difference scale of the score), "
     "per track and (suite) the mean over tracks, each track weighing the same; p: two-sided "
     "sign-flip test of that same suite effect (its sign is the direction tested), its {level}% "
-    "CI the shifts that test does not reject at α = {alpha} (this look's: docs/statistics.md), "
-    "Holm across {mixers} mixers; better/worse: Holm p < {alpha} and the CI excludes 0; "
-    "robust: the verdict holds with any one track left out "
-    "(else it rests on the tracks named); mixed: significant wins and losses on tracks; "
+    "CI the shifts that test does not reject at α = {alpha} ({looks}; † where it excludes 0 "
+    "but the Holm p does not pass: the interval is before Holm), "
+    "Holm across {mixers} mixers; better/worse: Holm p < α = {alpha} and the CI excludes 0; "
+    "robust: the verdict holds with any one track left out (else it names the tracks whose "
+    "absence changes the effect's sign or halves it, or the seeds its robustness needs; -v "
+    "shows each left-out test); mixed: significant wins and losses on tracks; "
     "* ran on fewer tracks; ranks: "
     "docs/statistics.md{dropped}; rows by suite effect, largest first; {scale}"
 )
@@ -173,3 +203,36 @@ def suite_effect_label(alpha: float | None) -> str:
     if alpha is None:
         return "suite effect [CI]"
     return f"suite effect [{100 * (1 - alpha):g}% CI]"
+
+
+def looks_sentence(across: AcrossTracks) -> str:
+    """What the suite figures stand on, in one sentence: the looks at them and their level, the
+    seeds each uses (every seed; in stages where there are several, with their weights), and
+    whether p counts every sign pattern or is Monte Carlo (with its largest standard error)."""
+    looks = across.looks or []
+    level = f"α = 0.05/2^{len(looks)} = {num(across.alpha, 3)}" if looks else f"α = {across.alpha}"
+    seen = (
+        f"look {len(looks)} at these verdicts, at {' and '.join(map(str, looks))} seeds"
+        if len(looks) > 1
+        else "one look"
+    )
+    if len(across.stages) > 1:
+        spans = ", ".join(
+            f"{first}–{last - 1}"
+            for first, last in zip([0, *across.stages[:-1]], across.stages, strict=True)
+        )
+        weights = ", ".join(num(w, 2) for w in across.stage_weights)
+        used = (
+            f"every seed, in {len(across.stages)} stages (seeds {spans}; weights {weights}) "
+            "whose exact tests are combined by the weighted inverse normal"
+        )
+    else:
+        used = f"every seed ({looks[-1] if looks else 'all'} per track), one test"
+    errors = [row.suite_test.p_se for row in across.mixers.values() if row.suite_test.p_se]
+    method = (
+        f"p from {across.flips:,} Monte Carlo sign flips (standard error up to "
+        f"{num(max(errors), 2)})"
+        if errors
+        else "p exact (every sign pattern)"
+    )
+    return f"{seen}, {level}; {used}; {method}"

@@ -7,6 +7,7 @@ opens with it and the terminal ends with it (:mod:`.tables`)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rich.markup import escape
@@ -35,10 +36,12 @@ class Line:
     suite_effect: float | None = None
     suite_p_holm: float | None = None
     suite_ci95: tuple[float | None, float | None] = (None, None)
+    suite_alpha: float | None = None  # the level of the suite test and of its interval
     suite_verdict: str = ""  # as shown ("worse, rests on x", "better (without x)")
     suite_style: str = ""  # the rich style of the verdict itself
     params_ratio: float | None = None
     time_ratio: float | None = None
+    timed_apart: bool = False  # a track's timings of mixer and baseline come from different runs
 
     def sort_key(self) -> tuple[float, str]:
         """Largest suite effect first; mixers without one last, by name."""
@@ -70,6 +73,8 @@ def headline(report: Analysis) -> list[Line]:
             group.append(f"{track} (learnt nothing)" if learnt_nothing else track)
             if learnt_nothing:
                 line.learnt_nothing.append(track)
+            if Flag.TIMINGS_FROM_DIFFERENT_RUNS in cell.comparison.flags:
+                line.timed_apart = True
             effect = cell.comparison.improvement
             if math.isfinite(effect) and effect != 0:
                 (line.ahead if effect > 0 else line.behind).append(track)
@@ -80,6 +85,7 @@ def headline(report: Analysis) -> list[Line]:
         if row is not None:
             line.suite_effect = row.suite_effect
             line.suite_ci95 = (row.suite_effect_ci95[0], row.suite_effect_ci95[1])
+            line.suite_alpha = across.alpha
             line.suite_verdict = row.shown_verdict()
             line.suite_p_holm = row.suite_test.p_holm
             line.suite_style = SUITE_STYLE.get(row.verdict, "")
@@ -87,6 +93,26 @@ def headline(report: Analysis) -> list[Line]:
         if point is not None:
             line.params_ratio, line.time_ratio = point.params, point.seconds_per_step
     return sorted(lines.values(), key=Line.sort_key)
+
+
+UNADJUSTED = "†"  # beside a suite interval that excludes 0 while the Holm p does not pass
+
+
+def suite_interval(
+    bounds: Sequence[float | None], p_holm: float | None, alpha: float | None, digits: int
+) -> str:
+    """The suite effect's interval, marked :data:`UNADJUSTED` where it excludes 0 but the
+    verdict's Holm p does not pass: the interval is the test's at the look's α, before Holm."""
+    text = interval(list(bounds), lambda v: num(v, digits))
+    lo, hi = bounds
+    excludes = lo is not None and hi is not None and (lo > 0 or hi < 0)
+    held = p_holm is not None and alpha is not None and p_holm < alpha
+    return f"{text}{UNADJUSTED}" if excludes and not held else text
+
+
+def line_interval(line: Line, digits: int) -> str:
+    """A headline line's suite interval (:func:`suite_interval`)."""
+    return suite_interval(line.suite_ci95, line.suite_p_holm, line.suite_alpha, digits)
 
 
 def tracks_text(tracks: list[str]) -> str:
@@ -108,6 +134,16 @@ def styled(text: str, style: str) -> str:
     return f"[{style}]{escape(text)}[/]" if style else escape(text)
 
 
+TIMED_APART = "timings from different runs"
+
+
+def time_text(line: Line) -> str:
+    """The step time ratio, with ``(timings from different runs)`` where a track's timings of
+    the mixer and of the baseline come from different runs."""
+    shown = ratio(line.time_ratio)
+    return f"{shown} ({TIMED_APART})" if line.timed_apart and line.time_ratio is not None else shown
+
+
 def ratio(value: float | None) -> str:
     """A cost relative to the baseline's: ``1.47×`` (``–`` when not measured)."""
     return "–" if finite(value) is None else f"{num(value, 3)}×"
@@ -127,13 +163,12 @@ def suite_headline_rows(lines: list[Line], digits: int = 2) -> list[tuple[str, .
         (
             line.mixer,
             line.suite_verdict or "–",
-            f"{num(line.suite_effect, digits)} "
-            f"{interval(list(line.suite_ci95), lambda v: num(v, digits))}",
+            f"{num(line.suite_effect, digits)} {line_interval(line, digits)}",
             num(line.suite_p_holm, 3),
             f"{len(line.ahead)} / {len(line.behind)}",
             ", ".join(line.learnt_nothing) or "–",
             ratio(line.params_ratio),
-            ratio(line.time_ratio),
+            time_text(line),
         )
         for line in lines
     ]
@@ -156,19 +191,13 @@ def suite_caption(report: Analysis) -> str:
     need."""
     across, design = report.across_tracks, report.design
     assert across is not None
-    looks = across.looks or [design.seeds]
-    looked = (
-        f"; Bonferroni over {len(looks)} looks at these verdicts (at "
-        f"{', '.join(str(n) for n in looks)} seeds)"
-        if len(looks) > 1
-        else ""
-    )
     return captions.HEADLINE_SUITE.format(
         mixers=across.holm_family,
         alpha=num(across.alpha, 3),
         level=num(100 * (1 - across.alpha), 3),
-        looks=looked,
-        seeds=design.per_track_seeds,
+        looks=captions.looks_sentence(across),
+        seeds=design.min_seeds_for_significance,
+        planned=design.per_track_seeds,
     )
 
 
@@ -208,7 +237,7 @@ def headline_tables(report: Analysis, narrow: bool = False) -> list[Table]:
         ]
     table = new_table(title, captions.HEADLINE, columns, narrow=narrow)
     for line in lines:
-        bounds = interval(list(line.suite_ci95), lambda v: num(v, 2))
+        bounds = line_interval(line, 2)
         effect = f"{num(line.suite_effect, 2)} {bounds}"
         if narrow:
             where = (
@@ -221,7 +250,7 @@ def headline_tables(report: Analysis, narrow: bool = False) -> list[Table]:
                 escape(where),
                 effect,
                 ratio(line.params_ratio),
-                ratio(line.time_ratio),
+                time_text(line),
             )
             continue
         table.add_row(
@@ -232,6 +261,6 @@ def headline_tables(report: Analysis, narrow: bool = False) -> list[Table]:
             effect,
             styled(line.suite_verdict or "–", line.suite_style),
             ratio(line.params_ratio),
-            ratio(line.time_ratio),
+            time_text(line),
         )
     return [table]

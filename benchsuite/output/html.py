@@ -23,13 +23,17 @@ from benchsuite.output.headline import (
     SUITE_COLUMNS,
     Line,
     headline,
+    line_interval,
     ratio,
     suite_caption,
     suite_headline,
     suite_headline_rows,
+    suite_interval,
+    time_text,
     tracks_text,
 )
-from benchsuite.output.numbers import finite, num, options_text, pct
+from benchsuite.output.left_out import left_out_header, left_out_rows
+from benchsuite.output.numbers import finite, num, options_text, pct, summary
 from benchsuite.output.palette import verdict
 from benchsuite.output.plots import heatmap_order, make_plots, write_plots
 from benchsuite.output.tables import by_suite_effect
@@ -45,7 +49,7 @@ from benchsuite.output.track_tables import (
 from benchsuite.results.cell_schema import TrackResult
 from benchsuite.results.flags import track_reasons
 from benchsuite.results.schema import Analysis
-from benchsuite.vocabulary import Flag, Problem, Scale, Verdict
+from benchsuite.vocabulary import Problem, Scale, Verdict
 
 FILENAME = "report.html"
 SCALING_PAGE = "scaling.html"  # written by benchsuite scale (output/scaling.py)
@@ -208,29 +212,13 @@ def _headline_rows(report: Analysis, lines: list[Line]) -> list[tuple[str, ...]]
             tracks_text(
                 line.inconclusive + [f"{track} (needs more seeds)" for track in line.undecided]
             ),
-            f"{num(line.suite_effect, 3)} [{num(line.suite_ci95[0], 3)}, "
-            f"{num(line.suite_ci95[1], 3)}]",
+            f"{num(line.suite_effect, 3)} {line_interval(line, 3)}",
             line.suite_verdict or "–",
             ratio(line.params_ratio),
-            time_ratio(report, line),
+            time_text(line),
         )
         for line in lines
     ]
-
-
-TIMED_APART = "timings from different runs"
-
-
-def time_ratio(report: Analysis, line: Line) -> str:
-    """The step time ratio, and where a track's timings of the mixer and of the baseline come
-    from different runs, ``(timings from different runs)`` beside it."""
-    apart = any(
-        Flag.TIMINGS_FROM_DIFFERENT_RUNS in cell.comparison.flags
-        for entry in report.tracks.values()
-        if (cell := entry.comparisons.get(line.mixer)) is not None
-    )
-    shown = ratio(line.time_ratio)
-    return f"{shown} ({TIMED_APART})" if apart and line.time_ratio is not None else shown
 
 
 def _across_rows(report: Analysis) -> list[tuple[str, ...]]:
@@ -254,15 +242,13 @@ def _across_rows(report: Analysis) -> list[tuple[str, ...]]:
             (
                 mixer,
                 str(row.n_tracks),
-                f"{num(row.suite_effect, 3)} [{num(row.suite_effect_ci95[0], 3)}, "
-                f"{num(row.suite_effect_ci95[1], 3)}]",
+                f"{num(row.suite_effect, 3)} "
+                + suite_interval(row.suite_effect_ci95, row.suite_test.p_holm, across.alpha, 3),
                 f"{num(row.suite_test.p_value, 3)} ({num(row.suite_test.p_holm, 3)})",
                 row.shown_verdict(),
-                f"{num(row.iqm, 3)} [{num(row.iqm_ci95[0], 3)}, {num(row.iqm_ci95[1], 3)}]",
-                f"{num(row.iqm_diff, 3)} [{num(row.iqm_diff_ci95[0], 3)}, "
-                f"{num(row.iqm_diff_ci95[1], 3)}]",
-                f"{num(row.prob_improvement, 2)} [{num(row.prob_improvement_ci95[0], 2)}, "
-                f"{num(row.prob_improvement_ci95[1], 2)}]",
+                summary(row.iqm, row.iqm_ci95, 3),
+                summary(row.iqm_diff, row.iqm_diff_ci95, 3),
+                summary(row.prob_improvement, row.prob_improvement_ci95, 2),
                 counts,
                 num(across.ranks.average_rank.get(mixer), 3),
             )
@@ -364,7 +350,7 @@ def render_html(report: Analysis, plots: Sequence[Plot], scaling_page: str | Non
         suite_headline=suite_headline(report),
         suite_columns=SUITE_COLUMNS,
         suite_rows=[
-            (*row[:-1], time_ratio(report, line))
+            (*row[:-1], time_text(line))
             for line, row in zip(lines, suite_headline_rows(lines, digits=3), strict=True)
         ]
         if suite_headline(report)
@@ -386,6 +372,8 @@ def render_html(report: Analysis, plots: Sequence[Plot], scaling_page: str | Non
         signature_rows=signature_rows,
         swept_mixers=swept_mixers,
         across_rows=_across_rows(report),
+        left_out_header=left_out_header(report.across_tracks) if report.across_tracks else [],
+        left_out_rows=left_out_rows(report.across_tracks, digits=3),
         cost_keys=cost_keys,
         cost_rows=cost_rows,
         problems=_problems(report),

@@ -80,6 +80,13 @@ def interval(bounds: Any, write: Any = num) -> str:
     return f"[{write(lo)}, {write(hi)}]"
 
 
+def summary(value: Any, bounds: list[float] | None, digits: int) -> str:
+    """A bootstrap summary with its interval, ``0.49 [0.48, 0.50]``, or alone where it has none
+    (too few seeds per track for one)."""
+    shown = num(value, digits)
+    return shown if bounds is None else f"{shown} {interval(bounds, lambda v: num(v, digits))}"
+
+
 def cost(name: str, value: Any) -> str:
     """A recorded cost: counts (``params``, ``flops``…) with suffixes, times with a unit."""
     if "seconds" in name:

@@ -280,7 +280,7 @@ def iqm_figure(across: AcrossTracks | None, styles: dict[str, Style]) -> Figure 
     rows.sort(key=lambda item: item[1].iqm)
     fig, (ax,) = new_figure(6.5, 0.4 * len(rows) + 1.8)
     for y, (name, row) in enumerate(rows):
-        lo, hi = (finite(v) for v in row.iqm_ci95)
+        lo, hi = (finite(v) for v in row.iqm_ci95 or (None, None))
         style = styles.get(name, Style("0.3", "o"))
         if lo is not None and hi is not None:
             ax.plot([lo, hi], [y, y], color=style.colour, lw=2.5, solid_capstyle="butt")

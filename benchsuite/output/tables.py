@@ -16,8 +16,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchsuite.output import captions
-from benchsuite.output.headline import SUITE_STYLE, headline_tables, styled
-from benchsuite.output.numbers import MISSING, interval, num
+from benchsuite.output.headline import SUITE_STYLE, headline_tables, styled, suite_interval
+from benchsuite.output.left_out import left_out_table
+from benchsuite.output.numbers import MISSING, num
 from benchsuite.output.track_tables import (
     axis_table,
     improvement,
@@ -69,7 +70,7 @@ def across_table(report: Analysis) -> Table | None:
     )
     for mixer in by_suite_effect(across):
         row = across.mixers[mixer]
-        name, effect, *rest = _across_row(mixer, row)
+        name, effect, *rest = _across_row(mixer, row, across.alpha)
         table.add_row(
             name, effect, *[num(row.per_track_effect.get(t), 2) for t in across.tracks], *rest
         )
@@ -81,18 +82,20 @@ def _across_caption(across: AcrossTracks, report: Analysis) -> str:
     dropped = "; left out: " + "; ".join(f"{t} ({why})" for t, why in left.items()) if left else ""
     caption = captions.TERMINAL_ACROSS.format(
         mixers=across.holm_family or len(across.mixers),
-        alpha=num(across.alpha, 2),
+        alpha=num(across.alpha, 3),
         level=num(100 * (1 - across.alpha), 3),
+        looks=captions.looks_sentence(across),
         dropped=dropped,
         scale=report.scale.note,
     )
     return caption.rstrip("; ")  # no scale note: no dangling "; "
 
 
-def _across_row(mixer: str, row: AcrossMixer) -> list[str]:
+def _across_row(mixer: str, row: AcrossMixer, alpha: float) -> list[str]:
+    shown = suite_interval(row.suite_effect_ci95, row.suite_test.p_holm, alpha, 2)
     return [
         escape(mixer) + (" *" if row.fewer_tracks else ""),
-        f"{num(row.suite_effect, 2)} {interval(row.suite_effect_ci95, lambda v: num(v, 2))}",
+        f"{num(row.suite_effect, 2)} {escape(shown)}",
         f"{num(row.suite_test.p_value, 2)} ({num(row.suite_test.p_holm, 2)})",
         styled(row.shown_verdict(), SUITE_STYLE.get(row.verdict, "")),
         _robust(row),
@@ -126,7 +129,7 @@ def across_tables_narrow(report: Analysis, width: int) -> list[Table]:
         narrow=True,
     )
     for mixer in by_suite_effect(across):
-        suite.add_row(*_across_row(mixer, across.mixers[mixer]))
+        suite.add_row(*_across_row(mixer, across.mixers[mixer], across.alpha))
     tables, pending = [suite], list(across.tracks)
     while pending:
         size = len(pending)
@@ -207,10 +210,11 @@ def print_partial(report: Analysis, complete: list[str], console: Console) -> No
         console.print(track_views(tracks, report.design))
 
 
-def print_report(report: Analysis, console: Console) -> None:
+def print_report(report: Analysis, console: Console, verbose: bool = False) -> None:
     """Print every table of a report, each in the widest layout the terminal fits, and the
-    headline last (the answer where the eye lands when the run ends); a report of one track has
-    no across-tracks table and no headline (no suite claim: its table is the answer)."""
+    headline last (the answer where the eye lands when the run ends); ``verbose``: with the
+    suite effects without each track. A report of one track has no across-tracks table and no
+    headline (no suite claim: its table is the answer)."""
     design = report.design
     banner = f"[yellow]{escape(design.banner())}[/]; Holm over all {design.comparisons} comparisons"
     if design.partial:
@@ -234,6 +238,8 @@ def print_report(report: Analysis, console: Console) -> None:
                 [lambda _w: [across_table(report)], lambda w: across_tables_narrow(report, w)]
             )
         )
+    if verbose and (without := left_out_table(report.across_tracks)) is not None:
+        console.print(without)
     if _problem_rows(report):
         console.print(
             FirstFitting(

@@ -24,11 +24,13 @@ from benchsuite.output.captions import (
     RESOLUTION,
     SCALE_NOTE,
     SCALE_WORD,
+    TRACK_FAMILY,
+    TRACK_UNDECIDED,
 )
 from benchsuite.output.numbers import interval, num, pct
 from benchsuite.output.palette import VERDICTS, verdict
 from benchsuite.output.widths import FirstFitting
-from benchsuite.protocol.stats import Comparison, interval_seeds
+from benchsuite.protocol.stats import Comparison, excludes_zero, interval_seeds
 from benchsuite.results.axes import AxisCell, AxisGroup, axis_groups
 from benchsuite.results.cell_schema import MixerResult, SignatureCheck, TrackResult
 from benchsuite.results.flags import IDENTITY, same_as_identity
@@ -43,9 +45,8 @@ def verdict_text(name: str) -> str:
 
 
 def verdict_cell(c: Comparison) -> str:
-    """A comparison's verdict; in the wide layout, where its seeds cannot decide it, with how
-    many seeds agree (``… needs_more_seeds, 2 of 3 ahead``), and where the futility look stopped
-    it (``inconclusive, stopped at 6 seeds (3 ahead)``)."""
+    """A comparison's verdict, with how many seeds agree where they cannot decide it (``…
+    needs_more_seeds, 2 of 3 ahead``) or where the futility look stopped it."""
     text = verdict_text(c.verdict)
     if c.stopped_at:
         return f"{text}, stopped at {c.stopped_at} seeds ({c.wins} ahead)"
@@ -108,7 +109,7 @@ def choice(arm: MixerResult, grid: list[dict]) -> str:
 
 def improvement(c: Comparison) -> str:
     """``+1.2% [-0.3%, +2.8%]``: the effect and its exact 95% interval, or what bounding it
-    needs (``+1.2% [needs 6 seeds]``)."""
+    needs (``+1.2% [interval needs 6 seeds]``)."""
     return f"{pct(c.improvement_rel_pct)} {_bounds(c, list(c.ci95_rel_pct), pct)}"
 
 
@@ -119,9 +120,11 @@ def in_points(c: Comparison) -> str:
 
 
 def _bounds(c: Comparison, bounds: list[float], write: Callable[[float], str]) -> str:
+    """The interval (marked † where it excludes 0 but the verdict is not significant)."""
     if not c.interval_bounded:
-        return f"[needs {interval_seeds()} seeds]"
-    return interval(bounds, write)
+        return f"[interval needs {interval_seeds()} seeds]"
+    unadjusted = excludes_zero(c.ci95) and not (c.verdict.better or c.verdict.worse)
+    return interval(bounds, write) + ("†" if unadjusted else "")
 
 
 def mde(c: Comparison) -> str:
@@ -149,16 +152,11 @@ def _family(entry: TrackResult, design: Design | None) -> str:
             if design and design.min_seeds_for_significance
             else " more"
         )
-        return (
-            f"Holm over {c.family} comparisons{partial}: no sign pattern of {c.n} seeds reaches "
-            f"its first step (alpha {num(c.mde_alpha, 2)}), so each row shows its effect, 95% "
-            f"CI and the seeds that agree (wins/ties/losses); per-track verdict: needs{need} "
-            "seeds (--design per-track into the same --out trains only the new ones)"
+        return TRACK_UNDECIDED.format(
+            family=c.family, partial=partial, n=c.n, alpha=num(c.mde_alpha, 2), need=need
         )
-    return (
-        f"Holm over {c.family} comparisons{partial}; significant: Holm p < "
-        f"{num(c.alpha, 2)} and the 95% CI excludes 0; MDE at alpha {num(c.mde_alpha, 2)} "
-        "(Holm's first step), none: the seeds cannot reach that alpha"
+    return TRACK_FAMILY.format(
+        family=c.family, partial=partial, alpha=num(c.alpha, 2), mde=num(c.mde_alpha, 2)
     )
 
 
