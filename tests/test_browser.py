@@ -111,8 +111,8 @@ def test_report_renders_offline_with_its_tables(chromium, report, report_html, t
     flagged = sum(
         any(c.comparison.flags for c in e.comparisons.values()) for e in report.tracks.values()
     )
-    # as test_html: 13 tables, and a flags table under each track that raised a flag
-    assert rendered.tags.count("table") == source.tags.count("table") == 13 + flagged
+    # as test_html: 14 tables, and a flags table under each track that raised a flag
+    assert rendered.tags.count("table") == source.tags.count("table") == 14 + flagged
     assert rendered.tags.count("img") == source.tags.count("img") == 14
     assert set(rendered.headings) == set(source.headings)
     assert any(v in dom for v in ("equivalent_within_margin", "inconclusive", "needs_more_seeds"))

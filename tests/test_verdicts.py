@@ -272,7 +272,7 @@ def test_captions_state_the_alpha_scale_and_family_of_report_json(seven_seed_rep
     text = " ".join(stdout.split())  # captions wrap: compare on single spaces
     assert text.count(f"Holm over {design['comparisons']} comparisons") == 3
     assert text.count(f"MDE at alpha {alpha} (Holm's first step)") == 3
-    assert text.count("significant: Holm p < 0.05 and the 95% CI excludes 0") == 3
+    assert text.count("significant: Holm p < α = 0.05 and the 95% CI excludes 0") == 3
     assert text.count("on the log-ratio scale") == 1  # sequence only
     assert text.count("on the difference scale") == 2  # the two accuracy tracks
     assert text.count("Δ pt") >= 2

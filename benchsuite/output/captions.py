@@ -97,7 +97,7 @@ SWEEP_TABLE = (
 COMPARISON = (
     "{metric} ({direction}); improvement > 0 means better than {baseline}; {scale}; p: paired "
     "sign-flip test; Holm p: adjusted over every comparison of the run ({family}); significant: "
-    "Holm p < {alpha} and the 95% CI excludes 0; chosen config: the one most seeds chose on "
+    "Holm p < α = {alpha} and the 95% CI excludes 0; chosen config: the one most seeds chose on "
     "their own validation split (a tie goes to the best validation mean). Rows: the baseline, "
     "then the largest improvement first."
 )
@@ -159,9 +159,9 @@ TRACK_UNDECIDED = (
     "(--design per-track into the same --out trains only the new ones)"
 )
 TRACK_FAMILY = (
-    "Holm over {family} comparisons{partial}; significant: Holm p < {alpha} and the 95% CI "
-    "excludes 0 (†: the CI does, the Holm p does not pass); MDE at alpha {mde} (Holm's first "
-    "step), none: the seeds cannot reach that alpha"
+    "Holm over {family} comparisons{partial}; significant: Holm p < α = {alpha} and the 95% "
+    "CI excludes 0 (†: the CI does, the Holm p does not pass); MDE at alpha {mde} (Holm's "
+    "first step), none: the seeds cannot reach that alpha"
 )
 LEFT_OUT = (
     "each cell: the suite effect over the other tracks and the Holm p of its test (over "
@@ -187,7 +187,7 @@ TERMINAL_ACROSS = (
 COMPARE = (
     "improvement > 0 means B is better, on each track's scale as run analyses it (log-ratio "
     "tracks: 1 − the geometric-mean ratio B/A in %; others: % of A's mean); Holm over the "
-    "{rows} rows whose jobs differ between the runs{unchanged}; significant: Holm p < {alpha} "
+    "{rows} rows whose jobs differ between the runs{unchanged}; significant: Holm p < α = {alpha} "
     "and the 95% CI excludes 0; MDE at alpha {mde_alpha}"
 )
 SCALING = (
