@@ -26,6 +26,7 @@ from benchsuite.errors import RunError, UsageError, one_line
 from benchsuite.events import Events
 from benchsuite.execute.executors import check_available, make_executor
 from benchsuite.execute.interrupts import exit_code, stoppable
+from benchsuite.execute.memory import worker_limit
 from benchsuite.execute.preflight import checker
 from benchsuite.execute.runner import Runner
 from benchsuite.execute.worker import Worker
@@ -238,6 +239,8 @@ def _run(
         timeout=settings.timeout,
         address=settings.address,
     )
+    if settings.executor == "process" or settings.memory_limit is not None:
+        worker.memory_limit = worker_limit(settings.memory_limit, pool.slots or 1)
     plan = stored_plan(store, settings, registry)
     if plan is None:
         events.note("planning: loading each track's data, checking and sizing each mixer on it…")

@@ -167,6 +167,14 @@ class RunSettings:
         NUMBER,
         metavar="SECONDS",
     )
+    memory_limit: float | None = setting(
+        None,
+        "GiB of memory each worker process may allocate: a job past it fails with one line "
+        "naming its mixer and the run goes on (default: four fifths of the machine's memory "
+        "shared by the workers; 0: no limit; the process and ray executors)",
+        NUMBER,
+        metavar="GIB",
+    )
     preflight_timeout: float = setting(
         60.0,
         "seconds the pre-flight may take on one mixer × track pair (build, forward and backward "

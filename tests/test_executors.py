@@ -208,6 +208,50 @@ def test_killed_job_is_retried_with_the_same_seed(registry: Registry, plugins: s
     assert same(retried.metrics, local.metrics)
 
 
+STARTUP_PLUGIN = """
+import multiprocessing
+import os
+from pathlib import Path
+
+MARKER = Path({marker!r})
+if multiprocessing.parent_process() is not None and MARKER.exists():  # a worker, starting up
+    deaths = int(MARKER.read_text() or 0)
+    if deaths < {deaths}:
+        MARKER.write_text(str(deaths + 1))
+        os.kill(os.getpid(), 9)
+"""
+
+
+@pytest.mark.parametrize("deaths", [2, 3])
+def test_a_worker_killed_while_starting_up_is_replaced_up_to_a_limit(
+    registry: Registry, plugins: str, tmp_path: Path, deaths: int
+) -> None:
+    """Workers SIGKILLed while loading the plugins (before they are ready): two in a row are
+    replaced and the job runs; a third in a row ends the run with one line saying so."""
+    from benchsuite.execute.pool import STARTUP_DEATHS
+
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / "misbehaving.py").write_text(Path(plugins, "misbehaving.py").read_text())
+    marker = tmp_path / "startup.marker"
+    (folder / "dies_starting.py").write_text(
+        STARTUP_PLUGIN.format(marker=str(marker), deaths=deaths)
+    )
+    marker.write_text("0")  # armed only now: the driver loaded the plugins above without it
+    [job] = sweep(registry, ["dense", "nan"])[:1]
+    with executor("process", 1, str(folder)) as pool:
+        if deaths < STARTUP_DEATHS:
+            [record] = list(pool.map([job]))
+            assert record.status == "ok" and marker.read_text() == str(deaths)
+            return
+        with pytest.raises(RuntimeError) as raised:
+            list(pool.map([job]))
+    assert str(raised.value) == (
+        "a benchsuite worker process died while starting up 3 times in a row "
+        "(the last: killed by signal 9 (SIGKILL))"
+    )
+
+
 def test_workers_start_with_the_allocator_keeping_freed_memory(
     registry: Registry, plugins: str
 ) -> None:

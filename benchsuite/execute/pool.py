@@ -20,7 +20,8 @@ The pool runs any worker of the :class:`PoolWorker` shape on any task with a ``k
 ``label``: benchsuite's :class:`~benchsuite.execute.worker.Worker` on jobs and batched cells,
 and ``scale``'s measuring worker on its points (each point may end its process: ``retire``).
 
-Failures: an exception in the job is already a failure record (from the worker). A worker
+Failures: an exception in the job is already a failure record (from the worker). A worker that
+dies while starting up is replaced (:data:`STARTUP_DEATHS` in a row end the run). A worker
 that dies while running a job (a signal, ``os._exit``, a segfault) has its job run once more, with
 the same seed, on a fresh worker; a second death makes a failure record ("killed by signal 9
 (SIGKILL)"). A job past its hard ``timeout`` (counted from when it was handed to its worker) has
@@ -155,6 +156,11 @@ class _Worker:
     started: float = 0.0
 
 
+# workers in a row that may die before they are ready (killed from outside: the OS, a person)
+# before the pool gives up: one that dies on every start (a plugin that crashes its process on
+# import) would otherwise be restarted for ever
+STARTUP_DEATHS = 3
+
 # glibc reads these once, at process start: a spawned worker sees them, the driver never does.
 # Measured: mamba on vision, 60 steps of its 5-config stack, 30.7 s (8.7 s in the kernel) ->
 # 25.6 s (2.0 s); docs/performance.md.
@@ -189,6 +195,7 @@ class ProcessExecutor:
         self._context = multiprocessing.get_context("spawn")
         self._workers: list[_Worker] = []
         self._earlier: dict[str, str] = {}  # job key -> why its previous attempt died
+        self._startup_deaths = 0  # workers in a row that died before they were ready
 
     def map(self, jobs: Iterable[Task]) -> Iterator[Any]:
         """Yield the worker's record of each task, in completion order. ``jobs``: a sequence, or
@@ -290,7 +297,7 @@ class ProcessExecutor:
             worker.process.join()
             return None
         if kind == "ready":
-            worker.ready = True
+            worker.ready, self._startup_deaths = True, 0
             return None
         job, worker.job = worker.job, None
         if job is not None and job.key in self._earlier:
@@ -328,8 +335,13 @@ class ProcessExecutor:
         job, seconds = worker.job, time.monotonic() - worker.started
         if job is None:
             if not worker.ready:
-                raise RuntimeError(f"a benchsuite worker process died while starting up ({reason})")
-            return None
+                self._startup_deaths += 1
+                if self._startup_deaths >= STARTUP_DEATHS:
+                    raise RuntimeError(
+                        f"a benchsuite worker process died while starting up "
+                        f"{self._startup_deaths} times in a row (the last: {reason})"
+                    )
+            return None  # the next round starts another in its place
         if retry and worker.attempt <= self.retries:
             self._earlier[job.key] = reason
             supply.again.appendleft((job, worker.attempt + 1))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from benchsuite.errors import PluginError, one_line
+from benchsuite.execute import memory
 from benchsuite.plan.preflight import Check, Checked
 from benchsuite.records import Environment, Job, RunRecord
 from benchsuite.registry.variants import base_of, lookup
@@ -93,9 +94,11 @@ class Worker:
         threads: int = 1,
         registry: Registry | None = None,
         saves: Saves | None = None,
+        memory_limit: int | None = None,
     ) -> None:
         self.plugins_dir, self.threads, self.registry = plugins_dir, threads, registry
         self.saves = saves  # where jobs save their training as it goes (None: they do not)
+        self.memory_limit = memory_limit  # bytes a worker process may allocate (None: any)
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled without its registry: a fresh process loads the plugins itself."""
@@ -104,16 +107,19 @@ class Worker:
             "threads": self.threads,
             "registry": None,
             "saves": self.saves,
+            "memory_limit": self.memory_limit,
         }
 
     def setup(self) -> None:
-        """In a fresh worker process: fix the thread counts and load the plugins once."""
+        """In a fresh worker process: fix the thread counts, load the plugins once, then cap
+        the memory it may allocate (:mod:`benchsuite.execute.memory`)."""
         import torch
         from threadpoolctl import threadpool_limits
 
         torch.set_num_threads(self.threads)
         threadpool_limits(self.threads)  # numpy's BLAS too, so workers do not oversubscribe cores
         self.plugins()
+        memory.cap(self.memory_limit)
 
     def plugins(self) -> Registry:
         """The registry jobs run with (loaded on first use in a fresh process)."""
@@ -151,7 +157,10 @@ class Worker:
             result = run_job(job, *self._parts(job), self.saves)
         except Exception as error:  # a failing mixer or track must not take the run down
             details = traceback.format_exc()
-            return failure_record(job, one_line(error), details, time.perf_counter() - start)
+            reason = one_line(error)
+            if self.memory_limit is not None and memory.out_of_memory(error):
+                reason = memory.said(job.mixer, job.track, self.memory_limit)
+            return failure_record(job, reason, details, time.perf_counter() - start)
         seconds = time.perf_counter() - start
         return RunRecord.finished(job, result, seconds, environment(job))
 
@@ -166,6 +175,8 @@ class Worker:
             return Checked(check.key, one_line(error))
         for tokens, dim in check.shapes:
             if reason := check_mixer(mixer, tokens, dim, dict(check.options)):
+                if self.memory_limit is not None and memory.refused(reason):
+                    reason = memory.said(check.mixer, check.track, self.memory_limit)
                 return Checked(check.key, reason)
         return Checked(check.key, None)
 

@@ -262,6 +262,8 @@ def check_executor(settings: RunSettings) -> None:
     ):
         if seconds is not None and seconds <= 0:
             raise UsageError(f"{flag} must be a positive number of seconds, got {seconds:g}")
+    if settings.memory_limit is not None and settings.memory_limit < 0:
+        raise UsageError(f"--memory-limit must be GiB >= 0, got {settings.memory_limit:g}")
     if settings.address and name != "ray":
         raise UsageError("--address is for --executor ray")
     if name == "local" and timeout is not None:
