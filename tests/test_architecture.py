@@ -29,6 +29,7 @@ STAGES = (
 )
 BASE = {
     "errors",
+    "disk",
     "specs",
     "budget",
     "seeds",

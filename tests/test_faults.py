@@ -4,6 +4,10 @@ memory stopped at the worker's cap, a full disk, and the fault campaign's short 
 from __future__ import annotations
 
 import json
+import os
+import resource
+import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -48,8 +52,6 @@ def benchsuite_register_mixers(register):
 
 
 def test_the_default_cap_shares_four_fifths_of_the_machine_and_0_lifts_it():
-    import os
-
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     assert worker_limit(None, 2) == int(SHARE * total / 2)
     assert worker_limit(1.5, 2) == int(1.5 * GIB) and worker_limit(0, 2) is None
@@ -112,3 +114,79 @@ def test_a_mixer_that_eats_the_memory_fails_at_the_cap_and_the_run_goes_on(tmp_p
     assert report["tracks"]["sequence"]["mixers"]["dense"]["full"]["n"] == 2  # the baseline ran
     assert result.returncode == 1 and "failed" in result.stdout + result.stderr
     assert Path(out / "report.html").exists()
+
+
+FULL_DISK_RUN = [
+    "run",
+    "--tracks",
+    "sequence",
+    "--mixers",
+    "dense,identity,attention",
+    "--seeds",
+    "4",
+    "--save-every",
+    "0.05",
+    *TINY,
+    "--no-config",
+    "-q",
+]
+
+
+def _per_seed(out: Path) -> dict[str, list[float]]:
+    report = json.loads((out / "report.json").read_text())
+    return {
+        mixer: cell["mixer_values"] + cell["baseline_values"]
+        for mixer, cell in report["tracks"]["sequence"]["comparisons"].items()
+    }
+
+
+@pytest.mark.slow
+def test_a_full_disk_is_one_line_keeps_every_record_and_the_same_command_resumes(tmp_path):
+    """The run's processes may write files of at most 250 kB (a file-size limit, as a full disk
+    or a quota does): the store's write fails once its log reaches it, with one line naming the
+    store and the cause; the records stored before are read back whole; the same command without
+    the limit then finishes with every per-seed figure of an uninterrupted run."""
+    env = {"BENCHSUITE_CACHE": str(tmp_path / "cache")}
+    whole = invoke(*FULL_DISK_RUN, "--out", str(tmp_path / "whole"), env=env)
+    assert whole.returncode == 0, whole.stderr
+    out = tmp_path / "full"
+
+    def limited() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (250_000, 250_000))
+
+    command = [sys.executable, "-m", "benchsuite.cli", *FULL_DISK_RUN, "--out", str(out)]
+    full = subprocess.run(
+        command, capture_output=True, text=True, preexec_fn=limited, env={**os.environ, **env}
+    )
+    assert full.returncode == 1
+    [said] = [line for line in full.stderr.splitlines() if line.startswith("error:")]
+    assert said.startswith(f"error: store {out / 'benchsuite.sqlite'}: cannot save a result (")
+    assert "file too large: this process may write files of at most 250 kB (ulimit -f)" in said
+    with sqlite3.connect(f"file:{out / 'benchsuite.sqlite'}?mode=ro", uri=True) as db:
+        kept = [json.loads(text) for (text,) in db.execute("SELECT record FROM results")]
+    assert 0 < len(kept) < 12 and all(r["status"] == "ok" for r in kept)
+
+    resumed = invoke(*FULL_DISK_RUN, "--out", str(out), env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{len(kept)} reused" in resumed.stdout + resumed.stderr
+    assert _per_seed(out) == _per_seed(tmp_path / "whole")
+    assert (
+        not [p for p in (out / "checkpoints").rglob("*")]
+        if (out / "checkpoints").exists()
+        else True
+    )
+
+
+def test_a_write_refused_for_want_of_space_says_so_with_the_free_bytes(tmp_path):
+    import errno
+
+    from benchsuite import disk
+
+    full = OSError(errno.ENOSPC, "No space left on device")
+    assert disk.cause(tmp_path / "x.pt", full).startswith("no space left on the device (")
+    assert disk.cause(tmp_path / "x.pt", full).endswith(" free)")
+    other = OSError(errno.EACCES, "Permission denied")
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit == resource.RLIM_INFINITY:  # no file-size limit here: the error's own words
+        assert disk.cause(tmp_path / "x.pt", other) == str(other)

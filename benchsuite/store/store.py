@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchsuite import disk
 from benchsuite.errors import RunError, UsageError
 from benchsuite.records import RunRecord
 from benchsuite.store.leases import Lease, Owner
@@ -282,8 +283,9 @@ class Store:
         except sqlite3.Error as error:
             self.db.rollback()
             raise RunError(
-                f"store {self.path}: cannot save {what} ({error}); every result saved before "
-                "is intact: free space or fix the folder, then run the same command to resume"
+                f"store {self.path}: cannot save {what} ({error}: {disk.cause(self.path, error)}); "
+                "every result saved before is intact: free space or fix the folder, then run the "
+                "same command to resume"
             ) from error
         return result
 

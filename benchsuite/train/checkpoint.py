@@ -14,6 +14,7 @@ file and a rename, so a process killed mid-save leaves the previous save whole.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -22,6 +23,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+from benchsuite import disk
 
 SAVE_SECONDS = 120.0  # wall seconds between saves of a training loop
 
@@ -81,8 +84,8 @@ class Checkpoint:
 
     def save(self, state: dict[str, Any]) -> None:
         """Write ``state`` (whole or not at all: a temporary file, then a rename). A folder that
-        cannot be written (a Ray worker on a machine without the run's folder) ends the saving,
-        not the job."""
+        cannot be written (a Ray worker on a machine without the run's folder, a full disk)
+        ends the saving, not the job, with one warning naming the path and the cause."""
         import torch
 
         partial = self.path.with_suffix(".partial")
@@ -90,8 +93,12 @@ class Checkpoint:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             torch.save(state, partial)
             os.replace(partial, self.path)
-        except OSError as error:
-            log.warning("training not saved to %s (no more saves of it): %s", self.path, error)
+        except (OSError, RuntimeError) as error:  # torch's writer: "iostream error"
+            partial.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # a folder left empty would be an orphan
+                self.path.parent.rmdir()
+            why = disk.cause(self.path, error)
+            log.warning("training not saved to %s (no more saves of it): %s", self.path, why)
             self.every = math.inf
             return
         self._last, self.written = time.monotonic(), True
