@@ -22,6 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchsuite.disk import network_warning
 from benchsuite.errors import RunError, UsageError, one_line
 from benchsuite.events import Events
 from benchsuite.execute.executors import check_available, make_executor
@@ -230,6 +231,8 @@ def _run(
     """:func:`run` once its settings are checked: plan, train, analyse, write."""
     out = Path(settings.out)
     store = Store.in_folder(out)
+    if warning := network_warning(store.path):
+        events.warning(warning)
     saves = Saves(out / "checkpoints", settings.save_every)
     worker = Worker(settings.plugins_dir, settings.threads, registry, saves)
     pool = make_executor(

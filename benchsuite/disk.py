@@ -48,3 +48,45 @@ def cause(path: Path, error: BaseException) -> str:
         most = f"{_size(limit)}" if limit is not None else "a limit"
         return f"file too large: this process may write files of at most {most} (ulimit -f)"
     return str(error)
+
+
+# file systems whose files other hosts write too: SQLite's write-ahead log needs shared memory
+# between the processes of one host (https://www.sqlite.org/wal.html), so a store there can be
+# corrupted by runs on two machines
+NETWORK = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "lustre", "glusterfs", "ceph", "gpfs")
+
+
+def mount_of(path: Path, mounts: str) -> tuple[str, str] | None:
+    """The mount point and file-system type holding ``path``, from the text of /proc/mounts."""
+    best: tuple[str, str] | None = None
+    resolved = str(path.resolve())
+    for line in mounts.splitlines():
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        point = fields[1].replace("\\040", " ")
+        inside = resolved == point or resolved.startswith(point.rstrip("/") + "/")
+        if inside and (best is None or len(point) > len(best[0])):
+            best = (point, fields[2])
+    return best
+
+
+def network_warning(path: Path, mounts: str | None = None) -> str | None:
+    """A one-line warning when the store at ``path`` is on a network file system (Linux: read
+    from /proc/mounts; elsewhere none)."""
+    if mounts is None:
+        try:
+            mounts = Path("/proc/mounts").read_text()
+        except OSError:
+            return None
+    found = mount_of(path.parent if not path.exists() else path, mounts)
+    if found is None:
+        return None
+    point, kind = found
+    if kind not in NETWORK and not kind.startswith("fuse.sshfs"):
+        return None
+    return (
+        f"the store {path} is on a network file system ({kind} at {point}): SQLite's "
+        "write-ahead log needs every run of the folder on one host; run them on one machine, "
+        "or give --out a local disk"
+    )

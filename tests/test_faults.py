@@ -190,3 +190,49 @@ def test_a_write_refused_for_want_of_space_says_so_with_the_free_bytes(tmp_path)
     limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
     if limit == resource.RLIM_INFINITY:  # no file-size limit here: the error's own words
         assert disk.cause(tmp_path / "x.pt", other) == str(other)
+
+
+MOUNTS = """\
+/dev/vda / ext4 rw,relatime 0 0
+tmpfs /tmp tmpfs rw,nosuid,nodev 0 0
+server:/export/runs /mnt/runs nfs4 rw,relatime,vers=4.2 0 0
+"""
+
+
+def test_a_store_on_a_network_file_system_gets_a_warning_and_a_local_one_none(tmp_path):
+    from benchsuite.disk import network_warning
+
+    said = network_warning(Path("/mnt/runs/study/benchsuite.sqlite"), MOUNTS)
+    assert said is not None and "\n" not in said
+    assert said.startswith("the store /mnt/runs/study/benchsuite.sqlite is on a network file ")
+    assert "(nfs4 at /mnt/runs)" in said
+    assert network_warning(Path("/tmp/study/benchsuite.sqlite"), MOUNTS) is None
+    assert network_warning(tmp_path / "benchsuite.sqlite") is None  # this machine's own disk
+
+
+@pytest.mark.slow
+def test_the_fault_campaign_in_short_form(tmp_path):
+    """``benchmarks/faults.py`` with a few kills of the driver and of its workers: each campaign
+    ends with the reference's figures, no duplicate, no leftover lease, no checkpoint left."""
+    script = Path(__file__).parents[1] / "benchmarks" / "faults.py"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            str(tmp_path / "faults"),
+            *("--driver-kills", "2", "--worker-kills", "2", "--ray-kills", "0"),
+            *("--steps", "100"),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "BENCHSUITE_CACHE": str(tmp_path / "cache")},
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = {line.split(":")[0]: line for line in done.stdout.splitlines()}
+    for name in ("driver", "worker"):
+        said = lines[name]
+        assert f"{name}: kills 2," in said
+        for clean in ("duplicates 0", "leftover leases 0", "orphaned checkpoints 0"):
+            assert clean in said, said
+        assert "figures differing 0 of 34" in said, said

@@ -205,3 +205,146 @@ def test_run_on_a_ray_cluster_survives_a_killed_worker(
     assert counts is not None, output
     assert tuple(map(int, counts.groups())) == (TOTAL, 0, 0)  # the killed job was retried
     assert stored(out) == TOTAL
+
+
+def start_node(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    """``ray start ... --block`` in a process group of its own, once Ray says it runs."""
+    with log.open("w") as output:
+        process = subprocess.Popen(
+            command, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    deadline = time.monotonic() + 90
+    while "Ray runtime started" not in log.read_text():
+        assert process.poll() is None, f"ray start failed:\n{log.read_text()}"
+        assert time.monotonic() < deadline, f"ray start took too long:\n{log.read_text()}"
+        time.sleep(0.2)
+    return process
+
+
+def stop_group(process: subprocess.Popen) -> None:
+    """Kill a node's process group and the Ray workers it started (sessions of their own)."""
+    workers = cluster(process.pid)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    for pid, _ in workers:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def two_nodes(env: dict[str, str]) -> Iterator[tuple[str, int]]:
+    """A head and a second node on 127.0.0.1, one CPU each, each in its own process group:
+    yields (address, the second node's process group)."""
+    port = free_port()
+    sessions = tempfile.mkdtemp(prefix="bsray")
+    common = [
+        sys.executable,
+        "-m",
+        "ray.scripts.scripts",
+        "start",
+        "--block",
+        "--node-ip-address=127.0.0.1",
+        "--num-cpus=1",
+        "--object-store-memory=100000000",
+        "--disable-usage-stats",
+    ]
+    head = start_node(
+        [
+            *common,
+            "--head",
+            f"--port={port}",
+            "--include-dashboard=false",
+            f"--temp-dir={sessions}",
+        ],
+        env,
+        Path(sessions) / "head.log",
+    )
+    try:
+        node = start_node(
+            [*common, f"--address=127.0.0.1:{port}"], env, Path(sessions) / "node.log"
+        )
+        try:
+            yield f"127.0.0.1:{port}", node.pid
+        finally:
+            stop_group(node)
+    finally:
+        stop_group(head)
+
+
+def figures(out: Path) -> dict[str, list[float]]:
+    """Every comparison's per-seed metrics, from the run's report."""
+    import json
+
+    report = json.loads((out / "report.json").read_text())
+    return {
+        f"{track}/{mixer}": cell["baseline_values"] + cell["mixer_values"]
+        for track, entry in report["tracks"].items()
+        for mixer, cell in entry["comparisons"].items()
+    }
+
+
+def test_a_lost_ray_node_has_its_tasks_run_again_and_the_figures_stand(
+    two_nodes: tuple[str, int], env: dict[str, str], tmp_path: Path
+) -> None:
+    """The second node's raylet SIGKILLed while one of its workers runs a job: Ray runs the
+    task again on the head, the run completes with every job, and its per-seed figures equal a
+    one-machine run's (``--executor process``)."""
+    if not Path("/proc/self/cmdline").exists():
+        pytest.skip("finds Ray's processes in /proc (Linux)")
+    address, node_group = two_nodes
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "slow.py").write_text(SLOW_PLUGIN)
+    common = [
+        sys.executable,
+        "-m",
+        "benchsuite.cli",
+        "--plugins-dir",
+        str(plugins),
+        "run",
+        "--tracks",
+        "sequence",
+        "--mixers",
+        "dense,slow",
+        "--budget",
+        "steps=20",
+        "--seeds",
+        "2",
+        "--grid",
+        "sequence.lr=0.01,0.03",
+        "--track-option",
+        "sequence.series=24",
+        "--no-batch-seeds",
+    ]
+    alone = subprocess.run(
+        [*common, "--out", str(tmp_path / "alone")], env=env, capture_output=True, text=True
+    )
+    assert alone.returncode == 0, alone.stderr
+    out = tmp_path / "out"
+    run = subprocess.Popen(
+        [*common, "--executor", "ray", "--address", address, "--out", str(out)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (busy := task_workers(node_group)):
+            assert run.poll() is None, f"the run ended before the node ran a job:\n{run.stdout}"
+            assert time.monotonic() < deadline, "no job ever ran on the second node"
+            time.sleep(0.05)
+        raylets = [pid for pid, command in cluster(node_group) if b"raylet" in command]
+        assert raylets, "the second node has no raylet"
+        for pid in raylets:
+            os.kill(pid, signal.SIGKILL)
+        output, _ = run.communicate(timeout=300)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == 0, output
+    counts = re.search(r"jobs: (\d+) trained, (\d+) reused, (\d+) failed", output)
+    assert counts is not None and tuple(map(int, counts.groups())) == (TOTAL, 0, 0), output
+    assert busy and figures(out) == figures(tmp_path / "alone")
