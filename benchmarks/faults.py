@@ -18,7 +18,8 @@ own and each moment drawn from one generator seeded ``--seed``:
 After each: the report's figures (every per-seed metric, chosen config, p, Holm p and verdict,
 per track and across tracks) against the reference's, the store's duplicate rows and leftover
 leases, the checkpoints left behind, and the wall seconds lost per kill (the campaign's wall
-time less the reference's, over the kills: restarts included).
+time less the reference's, over the kills; for the driver, how much of it each new start took to
+hand out its first job).
 """
 
 from __future__ import annotations
@@ -134,15 +135,21 @@ class Campaign:
     leases: int = 0
     checkpoints: int = 0
     failures: int = 0
+    restarting: float = 0.0  # seconds from each killed attempt's start to its first lease
 
     def line(self, reference: float) -> str:
         lost = (self.wall - reference) / max(self.kills, 1)
+        restart = (
+            f" ({self.restarting / self.kills:.1f} s of it starting again)"
+            if (self.restarting and self.kills)
+            else ""
+        )
         return (
             f"{self.name}: kills {self.kills}, starts {self.starts} (resumes "
             f"{self.starts - 1}), records {self.records}, duplicates {self.duplicates}, "
             f"leftover leases {self.leases}, orphaned checkpoints {self.checkpoints}, "
             f"figures differing {self.differing} of {self.figures}, failure records on the way "
-            f"{self.failures}; wall {self.wall:.0f} s, lost {lost:.1f} s per kill"
+            f"{self.failures}; wall {self.wall:.0f} s, lost {lost:.1f} s per kill{restart}"
         )
 
 
@@ -206,12 +213,15 @@ def driver_campaign(out: Path, argv: list[str], kills: int, rng: random.Random) 
     def during(process: subprocess.Popen) -> None:
         if campaign.kills >= kills:
             return
+        began = time.monotonic()
         while process.poll() is None and not training(out, process.pid):
             time.sleep(0.05)
+        started = time.monotonic() - began
         time.sleep(rng.uniform(0.1, 2.0))
         if process.poll() is None:
             kill_group(process)
             campaign.kills += 1
+            campaign.restarting += started
 
     until_done(campaign, argv, out.parent / f"{out.name}.log", during)
     return campaign
