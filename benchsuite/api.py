@@ -2,9 +2,11 @@
 
 A run: check the settings and the executor (before anything is printed or written) -> the design
 check (``strict`` refuses a design that cannot reach significance) -> plan (load each track's data
-once, skipping broken tracks with their reason) -> sweep -> choose each cell's config on
-validation -> evaluation -> analysis -> report files -> the exit code. Every finished job is in the
-store before the next starts, so an interrupted run resumes::
+once, skipping broken tracks with their reason; size each mixer; the pre-flight) -> the jobs: each
+seed tunes the grid on its own validation split and scores its choice once on the test split,
+its record (the chosen config in it) stored as it arrives; under the per-track design, the
+futility look at half the seeds -> analysis -> report files -> the exit code. Every finished job
+is in the store before the next starts, so an interrupted run resumes::
 
     from benchsuite import api
     from benchsuite.settings import RunSettings

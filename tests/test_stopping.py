@@ -10,6 +10,7 @@ import torch
 from helpers import NO_RULE, RULE, SEQUENCE, jobs_of
 
 from benchsuite import api
+from benchsuite.budget import Budget
 from benchsuite.errors import UsageError
 from benchsuite.plan.jobs import cell_jobs, grid_of
 from benchsuite.plan.resolve import resolve
@@ -169,7 +170,8 @@ def test_the_trivial_level_is_the_learnt_nothing_threshold_on_the_signed_scale()
     assert trivial_level(accuracy, 0.2) == pytest.approx(0.2 + LEARNT_MIN * 0.8)
     assert trivial_level(mse, 1.0) == pytest.approx(-1.0 + LEARNT_MIN)
     assert trivial_level(mse, None) is None
-    settings = Stopping(10, 1, 0.0, False, torch.zeros(1), 1, float, (), 0, -1.0 + LEARNT_MIN)
+    budget = Budget(steps=20, batch_size=1, dim=1, depth=1, grid=({},), eval_every=10, patience=1)
+    settings = Stopping(budget, torch.zeros(1), float, -1.0 + LEARNT_MIN)
     rule = settings.rule(lambda: [-1.0, -0.5], lambda member: None)
     watches = [Watch(best=-1.0, best_step=10), Watch(best=-0.5, best_step=10)]
     assert converged_now(rule, watches, 20, [0, 1], [0, 1]).converged == [1]

@@ -1,5 +1,6 @@
-"""Carrying a plan through: run what the store does not hold yet, store every record as it
-arrives, and record in the plan the config each seed chose.
+"""Carrying a plan through: run what the store does not hold yet and store every record as it
+arrives (each record holds the config its seed chose on its validation split; the plan holds no
+choice).
 
 Every finished job is in the store before the next one is handed out, so an interrupted run
 resumes where it stopped. Runs may share an output folder: a job is leased in the store just

@@ -1,11 +1,11 @@
 """The plan of a run: per track the facts probed from its data, per (track, mixer) cell its jobs
-(one per evaluation seed, each tuning over the track's grid on that seed's validation split) and,
-once they ran, the config each seed chose; the cells skipped with their reason.
+(one per evaluation seed, each tuning over the track's grid on that seed's validation split; the
+config a seed chose is in its job's record, not here); the cells skipped with their reason.
 
 Plain dataclasses, JSON-serialisable (:meth:`Plan.to_dict` / :meth:`Plan.from_dict`), no torch.
 The store saves the plan of every run (settings, environment, track and mixer facts, cells with
-their job keys and chosen configs, skips, and the code each track and mixer ran); ``report`` reads
-it back and never re-decides anything.
+their job keys, skips, the looks, and the code each track and mixer ran); ``report`` reads it and
+the records back and never re-decides anything.
 """
 
 from __future__ import annotations

@@ -43,28 +43,59 @@ class Stopped(Protocol):
 
 @dataclass(frozen=True)
 class Stopping:
-    """A budget's early stopping for one model: the rule's settings and its validation split.
+    """A budget's early stopping for one model: the budget (its rule's settings are the
+    budget's own knobs, read through the properties below) and its validation split.
 
     ``score(prediction)`` scores a prediction of ``x`` (the validation inputs) so that higher is
-    better; predictions are made in batches of ``batch_size``. ``halve_at``: the steps after
-    which the grid is halved (the budget's, :func:`halved_now`). Patience stops no model before
-    ``min_steps``, nor one whose best score is still at or below ``trivial`` (the trivial
-    predictor's validation score on the same scale, within ``LEARNT_MIN``: it has learnt nothing,
-    so it has not converged; None: no such level is known).
+    better; predictions are made in batches of the budget's ``eval_batch_size``. Patience stops
+    no model before ``min_steps``, nor one whose best score is still at or below ``trivial`` (the
+    trivial predictor's validation score on the same scale, within ``LEARNT_MIN``: it has learnt
+    nothing, so it has not converged; None: no such level is known).
     """
 
-    every: int
-    patience: int
-    min_delta: float
-    keep_best: bool
+    budget: Budget
     x: torch.Tensor
-    batch_size: int
     score: Callable[[torch.Tensor], float]
-    halve_at: tuple[int, ...] = ()
-    min_steps: int = 0
     trivial: float | None = None
-    cuts: int = 0  # the plateau schedule's rate cuts before a plateau stops the model
-    cut_factor: float = 1.0  # each cut multiplies the model's learning rate by this
+
+    @property
+    def every(self) -> int:
+        return self.budget.eval_every
+
+    @property
+    def patience(self) -> int:
+        return self.budget.patience
+
+    @property
+    def min_delta(self) -> float:
+        return self.budget.min_delta
+
+    @property
+    def keep_best(self) -> bool:
+        return self.budget.checkpoint == ScoredAt.BEST
+
+    @property
+    def batch_size(self) -> int:
+        return self.budget.eval_batch_size
+
+    @property
+    def halve_at(self) -> tuple[int, ...]:
+        """The steps after which the grid is halved (:func:`halved_now`)."""
+        return self.budget.halve_at
+
+    @property
+    def min_steps(self) -> int:
+        return self.budget.min_steps
+
+    @property
+    def cuts(self) -> int:
+        """The plateau schedule's rate cuts before a plateau stops the model (0: none)."""
+        return self.budget.cuts if self.budget.schedule == RateSchedule.PLATEAU else 0
+
+    @property
+    def cut_factor(self) -> float:
+        """Each cut multiplies the model's learning rate by this."""
+        return self.budget.cut_factor
 
     def rule(
         self,
@@ -204,20 +235,7 @@ def stopping_of(
     def score(prediction: torch.Tensor) -> float:
         return sign * float(track.evaluate(prediction, y_val, data)[metric.name])
 
-    return Stopping(
-        budget.eval_every,
-        budget.patience,
-        budget.min_delta,
-        budget.checkpoint == ScoredAt.BEST,
-        x_val,
-        budget.eval_batch_size,
-        score,
-        budget.halve_at,
-        budget.min_steps,
-        trivial_level(metric, data.val_cap),
-        budget.cuts if budget.schedule == RateSchedule.PLATEAU else 0,
-        budget.cut_factor,
-    )
+    return Stopping(budget, x_val, score, trivial_level(metric, data.val_cap))
 
 
 def stopping_fields(traces: list[Stopped], budget: Budget) -> dict[str, Any]:
