@@ -37,10 +37,9 @@ from benchsuite.output.numbers import num
 from benchsuite.plan.code import changed_modules
 from benchsuite.plan.cost import first_guess, job_units
 from benchsuite.plan.design import design_check
-from benchsuite.plan.extension import check_extension, looks, track_looks
+from benchsuite.plan.extension import check_extension
 from benchsuite.plan.plan import Plan, Skip, plan_run, recipe
 from benchsuite.plan.resolve import check_executor, resolve
-from benchsuite.protocol.futility import futility_look
 from benchsuite.protocol.power import holm_first_alpha
 from benchsuite.registry import Registry, load_registry
 from benchsuite.registry.variants import lookup
@@ -256,11 +255,9 @@ def _run(
             parameter_count,
             checker(pool, worker),
             reference_step,
+            earlier=store.plans(),
+            planned_mde={t: p["planned_mde_rel_pct"] for t, p in design["tracks"].items()},
         )
-    plan.looks = looks(store.plans(), settings)
-    plan.track_looks, plan.track_alpha = track_looks(store.plans(), settings, plan.family())
-    plan.planned_mde = {t: p["planned_mde_rel_pct"] for t, p in design["tracks"].items()}
-    plan.futility = futility_look(settings, plan.family(), plan.track_alpha)
     if (
         plan.family() == 0
     ):  # its one line names every cell: no warning before it says "the rest runs"

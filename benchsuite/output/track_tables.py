@@ -123,7 +123,8 @@ def _bounds(c: Comparison, bounds: list[float], write: Callable[[float], str]) -
     """The interval (marked † where it excludes 0 but the verdict is not significant)."""
     if not c.interval_bounded:
         return f"[interval needs {interval_seeds()} seeds]"
-    unadjusted = excludes_zero(c.ci95) and not (c.verdict.better or c.verdict.worse)
+    shown = Verdict(c.verdict)
+    unadjusted = excludes_zero(c.ci95) and not (shown.better or shown.worse)
     return interval(bounds, write) + ("†" if unadjusted else "")
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,8 +22,9 @@ from benchsuite.errors import PluginError, UsageError, one_line
 from benchsuite.plan import jobs as jobs_
 from benchsuite.plan import matching
 from benchsuite.plan.environment import describe
+from benchsuite.plan.extension import looks, track_looks
 from benchsuite.plan.preflight import REFUSED, Check, Checker, check_key
-from benchsuite.protocol.futility import FutilityLook
+from benchsuite.protocol.futility import FutilityLook, futility_look
 from benchsuite.records import Job
 from benchsuite.registry.variants import lookup
 from benchsuite.seeds import Streams, evaluation_seeds
@@ -317,6 +318,8 @@ def plan_run(
     count: Counter | None = None,
     checker: Checker | None = None,
     reference_step: Callable[[], float] | None = None,
+    earlier: Sequence[Mapping[str, Any]] = (),
+    planned_mde: Mapping[str, float | None] | None = None,
 ) -> Plan:
     """The plan of a run of resolved ``settings`` (see :func:`benchsuite.plan.resolve.resolve`):
     each track probed (a broken track is skipped with its reason), each supported cell's jobs,
@@ -324,7 +327,10 @@ def plan_run(
     mixer variant runs its base mixer under its own name. ``checker``, when given, runs every
     cell's pre-flight (:class:`~benchsuite.plan.preflight.Check`) before any job: a reason skips
     the cell as an error. ``reference_step()``, when given, times the reference step the run's
-    cost is counted in (:mod:`benchsuite.train.reference`) for its environment."""
+    cost is counted in (:mod:`benchsuite.train.reference`) for its environment. The plan comes
+    out whole: ``earlier``, the plans stored in the run's folder, give its looks at the suite
+    and at the per-track verdicts (:mod:`benchsuite.plan.extension`), and with them its
+    futility look; ``planned_mde`` is the design's per track."""
     plan = Plan(
         settings=settings,
         environment=describe(
@@ -362,6 +368,10 @@ def plan_run(
     _stop_on_refusal(checks, failed, plan.tracks)
     for track, rungs in probed.items():
         _plan_track(plan, tracks[track], mixers, rungs, count, ruled_out, failed)
+    plan.looks = looks(earlier, settings)
+    plan.track_looks, plan.track_alpha = track_looks(earlier, settings, plan.family())
+    plan.planned_mde = dict(planned_mde or {})
+    plan.futility = futility_look(settings, plan.family(), plan.track_alpha)
     return plan
 
 
