@@ -57,7 +57,6 @@ def headline(report: Analysis) -> list[Line]:
         for mixer, cell in entry.comparisons.items():
             line = lines.setdefault(mixer, Line(mixer))
             verdict = cell.comparison.verdict
-            verdict = Verdict(verdict)
             group = (
                 line.better
                 if verdict.better

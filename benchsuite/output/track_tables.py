@@ -123,8 +123,7 @@ def _bounds(c: Comparison, bounds: list[float], write: Callable[[float], str]) -
     """The interval (marked † where it excludes 0 but the verdict is not significant)."""
     if not c.interval_bounded:
         return f"[interval needs {interval_seeds()} seeds]"
-    shown = Verdict(c.verdict)
-    unadjusted = excludes_zero(c.ci95) and not (shown.better or shown.worse)
+    unadjusted = excludes_zero(c.ci95) and not (c.verdict.better or c.verdict.worse)
     return interval(bounds, write) + ("†" if unadjusted else "")
 
 

@@ -84,8 +84,8 @@ class Comparison:
     p_tost_holm: float = math.nan
     stopped_at: int | None = None  # the seeds at which the futility look stopped it (p = 1)
     p_at_stop: float | None = None  # there, the exact sign-flip p of those seeds' own data
-    verdict: str = Verdict.INCONCLUSIVE
-    flags: list[str] = field(default_factory=list)
+    verdict: Verdict = Verdict.INCONCLUSIVE
+    flags: list[Flag] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict: floats, lists, str, bool, int; NaN and infinities become None."""
@@ -226,7 +226,7 @@ def compare_paired(
     caps: Sequence[float] | None = None,
     alpha: float = 0.05,
     mc_seed: int = 0,
-    flags: Sequence[str] = (),
+    flags: Sequence[Flag] = (),
     bounds: tuple[float, float] = (-math.inf, math.inf),
 ) -> Comparison:
     """Paired comparison of per-seed metrics (index i of both arms = evaluation seed i), with its
@@ -302,7 +302,7 @@ def compare_paired(
         mde_alpha=alpha,
         margin=margin,
         p_tost=_tost_p(d, margin, flips),
-        flags=list(flags),
+        flags=[Flag(flag) for flag in flags],
     )
     comp.improvement_rel_pct = comp.relative(comp.improvement)
     comp.ci95_rel_pct = (comp.relative(ci[0]), comp.relative(ci[1]))
