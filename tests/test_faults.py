@@ -221,7 +221,7 @@ def test_the_fault_campaign_in_short_form(tmp_path):
             str(script),
             str(tmp_path / "faults"),
             *("--driver-kills", "2", "--worker-kills", "2", "--ray-kills", "0"),
-            *("--steps", "100"),
+            *("--steps", "60"),
         ],
         capture_output=True,
         text=True,

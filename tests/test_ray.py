@@ -51,6 +51,23 @@ TOTAL = 2 * 2  # (dense, slow) x 2 seeds, each tuning over the 2 grid points
 TASK_TITLE = b"ray::benchsuite_job"
 
 
+def slow_run(plugins: Path, *extra: str) -> list[str]:
+    """The command of a small run of ``dense`` and ``slow`` on ``sequence`` (``plugins``: the
+    folder holding :data:`SLOW_PLUGIN`), with ``extra`` arguments."""
+    return [
+        sys.executable,
+        "-m",
+        "benchsuite.cli",
+        "--plugins-dir",
+        str(plugins),
+        "run",
+        *("--tracks", "sequence", "--mixers", "dense,slow", "--budget", "steps=20"),
+        *("--seeds", "2", "--grid", "sequence.lr=0.01,0.03"),
+        *("--track-option", "sequence.series=24"),
+        *extra,
+    ]
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -69,44 +86,64 @@ def env(tmp_path: Path) -> dict[str, str]:
     }
 
 
-@pytest.fixture
-def head(env: dict[str, str]) -> Iterator[tuple[str, int]]:
-    """A one-node Ray cluster on 127.0.0.1: yields (address, the head's process group)."""
-    port = free_port()
-    sessions = tempfile.mkdtemp(prefix="bsray")  # short: Ray's socket paths must stay short
-    log = Path(sessions) / "head.log"
-    command = [
-        sys.executable,
-        "-m",
-        "ray.scripts.scripts",
-        "start",
-        "--head",
-        "--block",
-        "--node-ip-address=127.0.0.1",
-        f"--port={port}",
-        "--num-cpus=2",
-        "--include-dashboard=false",
-        "--disable-usage-stats",
-        f"--temp-dir={sessions}",
-    ]
+RAY_START = [
+    sys.executable,
+    "-m",
+    "ray.scripts.scripts",
+    "start",
+    "--block",
+    "--node-ip-address=127.0.0.1",
+    "--disable-usage-stats",
+]
+
+
+def start_node(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    """``ray start ... --block`` in a process group of its own, once Ray says it runs."""
     with log.open("w") as output:
         process = subprocess.Popen(
             command, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
         )
+    deadline = time.monotonic() + 90
+    while "Ray runtime started" not in log.read_text():
+        assert process.poll() is None, f"ray start failed:\n{log.read_text()}"
+        assert time.monotonic() < deadline, f"ray start took too long:\n{log.read_text()}"
+        time.sleep(0.2)
+    return process
+
+
+def stop_group(process: subprocess.Popen) -> None:
+    """Kill a node's process group and the Ray workers it started (sessions of their own)."""
+    workers = cluster(process.pid)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    for pid, _ in workers:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def head_command(port: int, sessions: str, cpus: int) -> list[str]:
+    """``ray start`` of a head on 127.0.0.1:``port`` with ``cpus`` CPUs (its sessions in
+    ``sessions``: short, as Ray's socket paths must stay short)."""
+    return [
+        *RAY_START,
+        "--head",
+        f"--port={port}",
+        f"--num-cpus={cpus}",
+        "--include-dashboard=false",
+        f"--temp-dir={sessions}",
+    ]
+
+
+@pytest.fixture
+def head(env: dict[str, str]) -> Iterator[tuple[str, int]]:
+    """A one-node Ray cluster on 127.0.0.1: yields (address, the head's process group)."""
+    port, sessions = free_port(), tempfile.mkdtemp(prefix="bsray")
+    process = start_node(head_command(port, sessions, 2), env, Path(sessions) / "head.log")
     try:
-        deadline = time.monotonic() + 90
-        while "Ray runtime started" not in log.read_text():
-            assert process.poll() is None, f"ray start failed:\n{log.read_text()}"
-            assert time.monotonic() < deadline, f"ray start took too long:\n{log.read_text()}"
-            time.sleep(0.2)
         yield f"127.0.0.1:{port}", process.pid
     finally:
-        workers = cluster(process.pid)
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-        for pid, _ in workers:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        stop_group(process)
 
 
 def processes() -> Iterator[tuple[int, int, bytes]]:
@@ -156,32 +193,7 @@ def test_run_on_a_ray_cluster_survives_a_killed_worker(
     plugins.mkdir()
     (plugins / "slow.py").write_text(SLOW_PLUGIN)
     out = tmp_path / "out"
-    command = [
-        sys.executable,
-        "-m",
-        "benchsuite.cli",
-        "--plugins-dir",
-        str(plugins),
-        "run",
-        "--executor",
-        "ray",
-        "--address",
-        address,
-        "--out",
-        str(out),
-        "--tracks",
-        "sequence",
-        "--mixers",
-        "dense,slow",
-        "--budget",
-        "steps=20",
-        "--seeds",
-        "2",
-        "--grid",
-        "sequence.lr=0.01,0.03",
-        "--track-option",
-        "sequence.series=24",
-    ]
+    command = slow_run(plugins, "--executor", "ray", "--address", address, "--out", str(out))
     run = subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
@@ -207,63 +219,16 @@ def test_run_on_a_ray_cluster_survives_a_killed_worker(
     assert stored(out) == TOTAL
 
 
-def start_node(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
-    """``ray start ... --block`` in a process group of its own, once Ray says it runs."""
-    with log.open("w") as output:
-        process = subprocess.Popen(
-            command, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    deadline = time.monotonic() + 90
-    while "Ray runtime started" not in log.read_text():
-        assert process.poll() is None, f"ray start failed:\n{log.read_text()}"
-        assert time.monotonic() < deadline, f"ray start took too long:\n{log.read_text()}"
-        time.sleep(0.2)
-    return process
-
-
-def stop_group(process: subprocess.Popen) -> None:
-    """Kill a node's process group and the Ray workers it started (sessions of their own)."""
-    workers = cluster(process.pid)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-    for pid, _ in workers:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-
-
 @pytest.fixture
 def two_nodes(env: dict[str, str]) -> Iterator[tuple[str, int]]:
     """A head and a second node on 127.0.0.1, one CPU each, each in its own process group:
     yields (address, the second node's process group)."""
-    port = free_port()
-    sessions = tempfile.mkdtemp(prefix="bsray")
-    common = [
-        sys.executable,
-        "-m",
-        "ray.scripts.scripts",
-        "start",
-        "--block",
-        "--node-ip-address=127.0.0.1",
-        "--num-cpus=1",
-        "--object-store-memory=100000000",
-        "--disable-usage-stats",
-    ]
-    head = start_node(
-        [
-            *common,
-            "--head",
-            f"--port={port}",
-            "--include-dashboard=false",
-            f"--temp-dir={sessions}",
-        ],
-        env,
-        Path(sessions) / "head.log",
-    )
+    port, sessions = free_port(), tempfile.mkdtemp(prefix="bsray")
+    small = "--object-store-memory=100000000"
+    head = start_node([*head_command(port, sessions, 1), small], env, Path(sessions) / "head.log")
     try:
-        node = start_node(
-            [*common, f"--address=127.0.0.1:{port}"], env, Path(sessions) / "node.log"
-        )
+        joined = [*RAY_START, f"--address=127.0.0.1:{port}", "--num-cpus=1", small]
+        node = start_node(joined, env, Path(sessions) / "node.log")
         try:
             yield f"127.0.0.1:{port}", node.pid
         finally:
@@ -296,34 +261,17 @@ def test_a_lost_ray_node_has_its_tasks_run_again_and_the_figures_stand(
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     (plugins / "slow.py").write_text(SLOW_PLUGIN)
-    common = [
-        sys.executable,
-        "-m",
-        "benchsuite.cli",
-        "--plugins-dir",
-        str(plugins),
-        "run",
-        "--tracks",
-        "sequence",
-        "--mixers",
-        "dense,slow",
-        "--budget",
-        "steps=20",
-        "--seeds",
-        "2",
-        "--grid",
-        "sequence.lr=0.01,0.03",
-        "--track-option",
-        "sequence.series=24",
-        "--no-batch-seeds",
-    ]
     alone = subprocess.run(
-        [*common, "--out", str(tmp_path / "alone")], env=env, capture_output=True, text=True
+        slow_run(plugins, "--no-batch-seeds", "--out", str(tmp_path / "alone")),
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert alone.returncode == 0, alone.stderr
     out = tmp_path / "out"
+    ray = ("--executor", "ray", "--address", address, "--no-batch-seeds", "--out", str(out))
     run = subprocess.Popen(
-        [*common, "--executor", "ray", "--address", address, "--out", str(out)],
+        slow_run(plugins, *ray),
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
