@@ -276,7 +276,7 @@ def aggregate_across_tracks(
     full = {n: tests[n].test(list(paired[n])) for n in names}
     effects = {n: tests[n].effect(list(paired[n])) for n in names}
     ps = {n: full[n].p() for n in names}
-    holm = robustness._holm(ps, family)
+    holm = robustness.holm_over(ps, family)
     left_out = robustness.left_out(tests, list(scores), family, alpha)
     mixers = {}
     for name in names:

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from benchsuite.protocol.combination import Combined, stages
+from benchsuite.protocol.combination import Combined, Stage, stages
 from benchsuite.protocol.signflip import (
     EXACT_LIMIT,
     FLIPS,
+    Flips,
     SuiteNull,
     invert,
     sign_flips,
@@ -42,8 +43,12 @@ class SuiteTests:
 
     diffs: dict[str, np.ndarray]
     seeds: dict[str, Sequence[int]]
-    bounds: Sequence[int]
-    seed: int
+    bounds: Sequence[int]  # the seed counts that end the stages (one or none: one test)
+    seed: int  # of the Monte Carlo draws, where there are too many patterns to count
+    staged: list[Stage] = field(init=False, default_factory=list)
+    whole: Flips | None = field(init=False, default=None)
+    exact: bool = field(init=False, default=True)  # every pattern counted
+    flips: int = field(init=False, default=0)  # patterns counted or draws made
 
     def __post_init__(self) -> None:
         if len(self.bounds) > 1:
@@ -61,7 +66,7 @@ class SuiteTests:
 
     def test(self, tracks: Sequence[str]) -> SuiteNull | Combined:
         """The test of the suite effect over ``tracks``: ``.p(delta)`` and ``.floor()``."""
-        if len(self.bounds) > 1:
+        if self.whole is None:
             return Combined(self.staged, tracks)
         return SuiteNull.of(self.diffs, self.whole, tracks)
 
@@ -73,7 +78,7 @@ class SuiteTests:
         return invert(self.effect(tracks), spread, lambda delta: test.p(delta) < alpha)
 
 
-def _holm(ps: Mapping[str, float], family: int | None) -> dict[str, float]:
+def holm_over(ps: Mapping[str, float], family: int | None) -> dict[str, float]:
     """Holm over ``family`` tests (the plan's; default the ones given), unfinished ones p = 1."""
     if not ps:
         return {}
@@ -100,11 +105,11 @@ def left_out(
         rest = {n: ts for n, ts in rest.items() if ts}
         partial = {n: tests[n].test(ts) for n, ts in rest.items()}
         ps = {n: test.p() for n, test in partial.items()}
-        adjusted = _holm(ps, family)
+        adjusted = holm_over(ps, family)
         for name, test in partial.items():
             effect = tests[name].effect(rest[name])
             held = direction(adjusted[name], effect, alpha)
-            floor = _holm({**ps, name: test.floor()}, family)[name]
+            floor = holm_over({**ps, name: test.floor()}, family)[name]
             unreachable = held == Shift.NONE and floor >= alpha
             found[name][track] = LeftOut(
                 effect=effect,
