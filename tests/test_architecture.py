@@ -30,6 +30,7 @@ STAGES = (
 BASE = {
     "errors",
     "disk",
+    "measures",
     "specs",
     "budget",
     "seeds",

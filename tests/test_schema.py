@@ -202,3 +202,19 @@ def compared_or_returned(path) -> list[tuple[int, str]]:
         elif isinstance(node, ast.Return) and node.value is not None:
             found += strings(node.value)
     return [(c.lineno, c.value) for c in found]
+
+
+def test_every_cost_a_run_records_is_declared_once_with_its_unit(out):
+    """The costs in a real run's records are all declared in benchsuite.measures (their unit
+    and label come from there); the trade-off axes of report.json are its trade-off costs."""
+    from benchsuite.measures import COSTS, TRADEOFFS
+
+    report = json.loads((out / "report.json").read_text())
+    recorded = {
+        key
+        for entry in report["tracks"].values()
+        for arm in entry["mixers"].values()
+        for key in arm["costs"]
+    }
+    assert recorded and recorded <= set(COSTS), recorded - set(COSTS)
+    assert report["quality_vs_cost"]["costs"] == list(TRADEOFFS)

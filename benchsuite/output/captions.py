@@ -5,6 +5,7 @@ docs/report.md explains each section at more length.
 
 from __future__ import annotations
 
+from benchsuite import measures
 from benchsuite.output.numbers import num
 from benchsuite.results.curves import RULE
 from benchsuite.results.schema import AcrossTracks
@@ -148,9 +149,8 @@ RANKS = (
     "mixers that do not differ by more than it. Descriptive."
 )
 COSTS = (
-    "as recorded with the first evaluation run of the chosen config: params = whole model, "
-    "mixer_params = token mixers only, flops_per_example = forward FLOPs per example, "
-    "seconds_per_step = training step time (k = thousand, M = million, G = billion)."
+    f"as recorded with the first evaluation run of the chosen config: {measures.explained()} "
+    "(k = thousand, M = million, G = billion)."
 )
 TRACK_UNDECIDED = (
     "Holm over {family} comparisons{partial}: no sign pattern of {n} seeds reaches its first "

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from benchsuite.measures import Unit, unit_of
+
 MISSING = "–"
 SUFFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 NUMBER = 1e4  # from here a plain number is written with a suffix
@@ -88,12 +90,12 @@ def summary(value: Any, bounds: list[float] | None, digits: int) -> str:
 
 
 def cost(name: str, value: Any) -> str:
-    """A recorded cost: counts (``params``, ``flops``…) with suffixes, times with a unit."""
-    if "seconds" in name:
+    """A recorded cost in its declared unit (:mod:`benchsuite.measures`): counts with suffixes,
+    times with a unit, anything else as a number."""
+    unit = unit_of(name)
+    if unit == Unit.SECONDS:
         return seconds(value)
-    if any(word in name for word in ("params", "flops", "bytes", "members", "seeds")):
-        return count(value)
-    return num(value)
+    return count(value) if unit == Unit.COUNT else num(value)
 
 
 def config(values: dict, sep: str = " ") -> str:

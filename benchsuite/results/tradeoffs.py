@@ -15,10 +15,11 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from benchsuite.measures import TRADEOFFS
 from benchsuite.results.cell_schema import MixerResult, TrackResult
 from benchsuite.results.schema import AcrossTracks, CostPoint, QualityVsCost, Tradeoff
 
-COSTS = ("params", "flops_per_example", "seconds_per_step")
+COSTS = TRADEOFFS  # the costs quality is weighed against, declared in benchsuite.measures
 
 
 def _positive(value: Any) -> float | None:
