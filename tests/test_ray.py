@@ -177,6 +177,13 @@ def task_workers(pgid: int) -> list[int]:
     return [pid for pid, command in cluster(pgid) if command.startswith(TASK_TITLE)]
 
 
+def trained_every_job(run: subprocess.Popen, output: str) -> None:
+    """The run exited 0 having trained every job, none reused, none failed."""
+    assert run.returncode == 0, output
+    counts = re.search(r"jobs: (\d+) trained, (\d+) reused, (\d+) failed", output)
+    assert counts is not None and tuple(map(int, counts.groups())) == (TOTAL, 0, 0), output
+
+
 def stored(out: Path) -> int:
     path = out / "benchsuite.sqlite"
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
@@ -212,10 +219,7 @@ def test_run_on_a_ray_cluster_survives_a_killed_worker(
         if run.poll() is None:
             run.kill()
             run.wait()
-    assert run.returncode == 0, output
-    counts = re.search(r"jobs: (\d+) trained, (\d+) reused, (\d+) failed", output)
-    assert counts is not None, output
-    assert tuple(map(int, counts.groups())) == (TOTAL, 0, 0)  # the killed job was retried
+    trained_every_job(run, output)  # the killed job was retried
     assert stored(out) == TOTAL
 
 
@@ -292,7 +296,5 @@ def test_a_lost_ray_node_has_its_tasks_run_again_and_the_figures_stand(
         if run.poll() is None:
             run.kill()
             run.wait()
-    assert run.returncode == 0, output
-    counts = re.search(r"jobs: (\d+) trained, (\d+) reused, (\d+) failed", output)
-    assert counts is not None and tuple(map(int, counts.groups())) == (TOTAL, 0, 0), output
+    trained_every_job(run, output)
     assert busy and figures(out) == figures(tmp_path / "alone")
