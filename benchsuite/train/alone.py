@@ -72,7 +72,7 @@ def fit(
 
         def score() -> list[float]:
             with weighed():
-                value = stopping.score(predict(model, stopping.x, stopping.batch_size))
+                value = stopping.score(predict(model, stopping.x, stopping.budget.eval_batch_size))
             model.train()
             return [value]
 

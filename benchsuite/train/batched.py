@@ -272,7 +272,7 @@ def _stop_rule(
     if not shared and len({tuple(s.x.shape) for s in ruled}) > 1:
         raise Unbatchable("the members' validation splits differ in shape")
     forward = _vmapped(stack.template, shared)
-    examples, size = len(ruled[0].x), ruled[0].batch_size
+    examples, size = len(ruled[0].x), ruled[0].budget.eval_batch_size
 
     def score() -> list[float]:
         now = [m.stopping for m in stack.members if m.stopping is not None]

@@ -162,7 +162,7 @@ def train_loop(
     pruned: dict[int, int] = {}
     cuts: dict[int, list[int]] = {}
     watches = [Watch() for _ in training]
-    halvings = list(rule.settings.halve_at) if rule is not None else []
+    halvings = list(rule.settings.budget.halve_at) if rule is not None else []
     rung = 0  # halvings done
 
     def running() -> list[int]:
@@ -226,12 +226,12 @@ def train_loop(
             for member in training:
                 if not finite[member]:
                     stop(member, done, stopped)
-        if rule is not None and (done % rule.settings.every == 0 or done == steps):
+        if rule is not None and (done % rule.settings.budget.eval_every == 0 or done == steps):
             check = converged_now(rule, watches, done, training, running())
             for member in check.converged:
                 stop(member, done, converged)
             for member in check.cut:  # the optimiser holds the members still in ``training``
-                optimizer.cut(training.index(member), rule.settings.cut_factor)
+                optimizer.cut(training.index(member), rule.settings.budget.cut_factor)
                 cuts.setdefault(member, []).append(done)
             while halvings and halvings[0] <= done < steps:  # none at the end: nothing saved
                 halvings.pop(0)

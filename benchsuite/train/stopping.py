@@ -44,7 +44,9 @@ class Stopped(Protocol):
 @dataclass(frozen=True)
 class Stopping:
     """A budget's early stopping for one model: the budget (its rule's settings are the
-    budget's own knobs, read through the properties below) and its validation split.
+    budget's own knobs: ``eval_every``, ``patience``, ``min_delta``, ``min_steps``,
+    ``halve_at``, ``cut_factor``; ``keep_best`` and ``cuts`` derive from it) and its validation
+    split.
 
     ``score(prediction)`` scores a prediction of ``x`` (the validation inputs) so that higher is
     better; predictions are made in batches of the budget's ``eval_batch_size``. Patience stops
@@ -59,43 +61,13 @@ class Stopping:
     trivial: float | None = None
 
     @property
-    def every(self) -> int:
-        return self.budget.eval_every
-
-    @property
-    def patience(self) -> int:
-        return self.budget.patience
-
-    @property
-    def min_delta(self) -> float:
-        return self.budget.min_delta
-
-    @property
     def keep_best(self) -> bool:
         return self.budget.checkpoint == ScoredAt.BEST
-
-    @property
-    def batch_size(self) -> int:
-        return self.budget.eval_batch_size
-
-    @property
-    def halve_at(self) -> tuple[int, ...]:
-        """The steps after which the grid is halved (:func:`halved_now`)."""
-        return self.budget.halve_at
-
-    @property
-    def min_steps(self) -> int:
-        return self.budget.min_steps
 
     @property
     def cuts(self) -> int:
         """The plateau schedule's rate cuts before a plateau stops the model (0: none)."""
         return self.budget.cuts if self.budget.schedule == RateSchedule.PLATEAU else 0
-
-    @property
-    def cut_factor(self) -> float:
-        """Each cut multiplies the model's learning rate by this."""
-        return self.budget.cut_factor
 
     def rule(
         self,
@@ -171,15 +143,16 @@ def converged_now(
         if member not in live:
             continue
         watch = watches[member]
-        if watch.improved(float(value), rule.settings.min_delta):
+        if watch.improved(float(value), rule.settings.budget.min_delta):
             watch.best, watch.best_step, watch.stale = float(value), done, 0
             if rule.settings.keep_best:
                 rule.snapshot(member)
             continue
         watch.stale += 1
         learnt = settings.trivial is None or watch.best > settings.trivial
-        ran_out = settings.patience and watch.stale >= settings.patience
-        if not (ran_out and done >= settings.min_steps and learnt):
+        patience = settings.budget.patience
+        ran_out = patience and watch.stale >= patience
+        if not (ran_out and done >= settings.budget.min_steps and learnt):
             continue
         if watch.cuts < settings.cuts:
             watch.cuts, watch.stale = watch.cuts + 1, 0
