@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchsuite.output import captions
-from benchsuite.output.numbers import finite, interval, num
+from benchsuite.output.numbers import finite, marked_interval, num
 from benchsuite.output.track_tables import new_table
 from benchsuite.results.schema import Analysis
 from benchsuite.vocabulary import Flag, SuiteVerdict, Verdict
@@ -94,19 +94,13 @@ def headline(report: Analysis) -> list[Line]:
     return sorted(lines.values(), key=Line.sort_key)
 
 
-UNADJUSTED = "†"  # beside a suite interval that excludes 0 while the Holm p does not pass
-
-
 def suite_interval(
     bounds: Sequence[float | None], p_holm: float | None, alpha: float | None, digits: int
 ) -> str:
-    """The suite effect's interval, marked :data:`UNADJUSTED` where it excludes 0 but the
-    verdict's Holm p does not pass: the interval is the test's at the look's α, before Holm."""
-    text = interval(list(bounds), lambda v: num(v, digits))
-    lo, hi = bounds
-    excludes = lo is not None and hi is not None and (lo > 0 or hi < 0)
+    """The suite effect's interval, marked where it excludes 0 but the verdict's Holm p does
+    not pass (:func:`~benchsuite.output.numbers.marked_interval`)."""
     held = p_holm is not None and alpha is not None and p_holm < alpha
-    return f"{text}{UNADJUSTED}" if excludes and not held else text
+    return marked_interval(list(bounds), held, lambda v: num(v, digits))
 
 
 def line_interval(line: Line, digits: int) -> str:

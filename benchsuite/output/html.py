@@ -49,7 +49,7 @@ from benchsuite.output.track_tables import (
 from benchsuite.results.cell_schema import TrackResult
 from benchsuite.results.flags import track_reasons
 from benchsuite.results.schema import Analysis
-from benchsuite.vocabulary import Problem, Scale, Verdict
+from benchsuite.vocabulary import Problem, Scale
 
 FILENAME = "report.html"
 SCALING_PAGE = "scaling.html"  # written by benchsuite scale (output/scaling.py)
@@ -235,7 +235,7 @@ def _across_rows(report: Analysis) -> list[tuple[str, ...]]:
                 row.tracks_lost,
                 row.tracks_equivalent,
                 row.tracks_inconclusive,
-                needs_more_seeds(report, mixer),
+                row.tracks_needing_seeds,
             )
         )
         rows.append(
@@ -254,17 +254,6 @@ def _across_rows(report: Analysis) -> list[tuple[str, ...]]:
             )
         )
     return rows
-
-
-def needs_more_seeds(report: Analysis, mixer: str) -> int:
-    """On how many tracks the mixer's per-track verdict is ``needs_more_seeds`` (its seeds could
-    not reach Holm's first step: every track of a suite-design run), counted from the
-    comparisons themselves."""
-    return sum(
-        cell.comparison.verdict == Verdict.NEEDS_MORE_SEEDS
-        for entry in report.tracks.values()
-        if (cell := entry.comparisons.get(mixer)) is not None
-    )
 
 
 def _costs(report: Analysis) -> tuple[list[str], list[tuple[str, ...]]]:

@@ -76,6 +76,17 @@ def pct(value: Any, signed: bool = True, digits: int = 1) -> str:
     return f"{number:{'+' if signed else ''}.{digits}f}%"
 
 
+UNADJUSTED = "†"  # beside an interval that excludes 0 where the verdict's Holm p does not pass
+
+
+def marked_interval(bounds: Any, significant: bool, write: Any = num) -> str:
+    """:func:`interval`, marked :data:`UNADJUSTED` where it excludes 0 but the verdict beside
+    it is not significant (the interval is at its test's level, before Holm)."""
+    lo, hi = bounds if isinstance(bounds, list | tuple) and len(bounds) == 2 else (None, None)
+    excludes = lo is not None and hi is not None and (lo > 0 or hi < 0)
+    return interval(bounds, write) + (UNADJUSTED if excludes and not significant else "")
+
+
 def interval(bounds: Any, write: Any = num) -> str:
     """``[lo, hi]`` with each bound written by ``write`` (``[–, –]`` when missing)."""
     lo, hi = bounds if isinstance(bounds, list | tuple) and len(bounds) == 2 else (None, None)

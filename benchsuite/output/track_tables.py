@@ -27,10 +27,10 @@ from benchsuite.output.captions import (
     TRACK_FAMILY,
     TRACK_UNDECIDED,
 )
-from benchsuite.output.numbers import interval, num, pct
+from benchsuite.output.numbers import marked_interval, num, pct
 from benchsuite.output.palette import VERDICTS, verdict
 from benchsuite.output.widths import FirstFitting
-from benchsuite.protocol.stats import Comparison, excludes_zero, interval_seeds
+from benchsuite.protocol.stats import Comparison, interval_seeds
 from benchsuite.results.axes import AxisCell, AxisGroup, axis_groups
 from benchsuite.results.cell_schema import MixerResult, SignatureCheck, TrackResult
 from benchsuite.results.flags import IDENTITY, same_as_identity
@@ -123,8 +123,7 @@ def _bounds(c: Comparison, bounds: list[float], write: Callable[[float], str]) -
     """The interval (marked † where it excludes 0 but the verdict is not significant)."""
     if not c.interval_bounded:
         return f"[interval needs {interval_seeds()} seeds]"
-    unadjusted = excludes_zero(c.ci95) and not (c.verdict.better or c.verdict.worse)
-    return interval(bounds, write) + ("†" if unadjusted else "")
+    return marked_interval(bounds, c.verdict.better or c.verdict.worse, write)
 
 
 def mde(c: Comparison) -> str:

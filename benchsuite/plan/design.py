@@ -67,12 +67,7 @@ def design_check(
     suite = suite_seeds(len(names), len(mixers) - 1) if several else None
     if design == Claims.SUITE:
         default = suite or per_track_seeds
-        warning = (
-            f"with {seeds} seeds no suite verdict can pass Holm over {len(mixers) - 1} mixers "
-            f"with one discordant seed and any one track left out; use at least {suite} seeds"
-            if suite is not None and seeds < suite
-            else None
-        )
+        warning = suite_warning(settings)
     else:
         default = per_track_seeds
         warning = design_warning(seeds, max(comparisons, 1))
@@ -93,3 +88,20 @@ def design_check(
         "futility_seeds": look.seeds if (look := futility_look(settings, comparisons)) else None,
         "tracks": planned,
     }
+
+
+def suite_warning(settings: RunSettings) -> str | None:
+    """The suite design's warning, before the run and in its report: fewer seeds than its suite
+    verdicts need to pass Holm with one discordant seed and any one track left out (None:
+    enough, or no suite claims)."""
+    tracks, mixers = len(settings.tracks or ()), len(settings.mixers or ()) - 1
+    seeds = settings.seeds or 0
+    if settings.design != Claims.SUITE or tracks < 2 or mixers < 1:
+        return None
+    need = suite_seeds(tracks, mixers)
+    if seeds >= need:
+        return None
+    return (
+        f"with {seeds} seeds no suite verdict can pass Holm over {mixers} mixers with one "
+        f"discordant seed and any one track left out; use at least {need} seeds"
+    )

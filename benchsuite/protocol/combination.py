@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchsuite.protocol.signflip import Flips, SuiteNull, invert, sign_flips, spread_of
+from benchsuite.protocol.signflip import Flips, SuiteNull, sign_flips
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,6 @@ class Combined:
             kept = [t for t in tracks if t in stage.diffs]
             if kept:
                 self.tests.append((stage.weight, SuiteNull.of(stage.diffs, stage.flips, kept)))
-        self.exact = all(test.exact for _, test in self.tests)
 
     def p(self, delta: float = 0.0) -> float:
         """The two-sided p of the hypothesis that the suite effect is ``delta``: twice the
@@ -90,20 +89,8 @@ class Combined:
     def floor(self) -> float:
         """The smallest p these seeds can give: every stage as extreme as its seeds allow, in
         the same direction."""
-        best = math.inf
-        for greater in (True, False):
-            z = 0.0
-            for weight, test in self.tests:
-                null = test.a if greater else -test.a
-                top = float(null.max())
-                count = np.count_nonzero(null >= top - 1e-12 * max(1.0, abs(top)))
-                z += weight * _z(count / len(null) if test.exact else (1 + count) / (1 + len(null)))
-            best = min(best, 2.0 * _sf(z))
-        return min(1.0, best)
-
-
-def combined_interval(
-    diffs: dict[str, np.ndarray], test: Combined, tracks: list[str], effect: float, alpha: float
-) -> list[float]:
-    """The suite effect's 1 - ``alpha`` interval: the combination test inverted."""
-    return invert(effect, spread_of(diffs, tracks), lambda delta: test.p(delta) < alpha)
+        zs = (
+            sum(w * _z(test.one_sided_floor(greater)) for w, test in self.tests)
+            for greater in (True, False)
+        )
+        return min(1.0, 2.0 * _sf(max(zs)))

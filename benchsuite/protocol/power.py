@@ -119,8 +119,15 @@ def suite_seeds(tracks: int, mixers: int, alpha: float | None = None) -> int:
     if tracks < 2 or mixers < 1:
         raise ValueError(f"the suite design needs >= 2 tracks and a mixer, got {tracks}, {mixers}")
     alpha = looks_alpha(1) if alpha is None else alpha
-    kept, n = tracks - 1, 2
-    while 4.0 / 2.0 ** (kept * n) >= alpha / mixers:
+    return discordant_seeds(tracks - 1, alpha / mixers)
+
+
+def discordant_seeds(tracks: int, level: float, least: int = 2) -> int:
+    """The fewest seeds per track, at least ``least``, with which a sign-flip test of the
+    seeds of ``tracks`` tracks pooled passes ``level`` with one discordant seed
+    (p = 4/2**N over N pooled seeds)."""
+    n = least
+    while 4.0 / 2.0 ** (tracks * n) >= level:
         n += 1
     return n
 

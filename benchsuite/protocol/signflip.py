@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -145,9 +146,18 @@ class SuiteNull:
 
     def floor(self) -> float:
         """The smallest two-sided p these seeds can give: that of the most extreme pattern."""
-        null = np.abs(self.a)
-        top = float(null.max())
-        return _p(np.count_nonzero(null >= top - TIES * max(1.0, top)), len(null), self.exact)
+        return _top(np.abs(self.a), self.exact)
+
+    def one_sided_floor(self, greater: bool) -> float:
+        """The smallest one-sided p (above, or below) these seeds can give."""
+        return _top(self.a if greater else -self.a, self.exact)
+
+
+def _top(null: np.ndarray, exact: bool) -> float:
+    """The p of the largest of ``null``'s values: the share (or Monte Carlo p) of those tied
+    with it."""
+    top = float(null.max())
+    return _p(np.count_nonzero(null >= top - TIES * max(1.0, abs(top))), len(null), exact)
 
 
 def suite_test(
@@ -195,7 +205,15 @@ def suite_interval(
     ``delta`` around the effect that the same test does not reject at ``alpha``. It excludes 0
     exactly when the test rejects 0, barring a p that is not monotone between the effect and 0."""
     test = SuiteNull.of(diffs, flips, tracks)
-    return invert(test.effect, spread_of(diffs, tracks), lambda delta: test.p(delta) < alpha)
+    return inverted(test, test.effect, diffs, tracks, alpha)
+
+
+def inverted(
+    test: Any, effect: float, diffs: dict[str, np.ndarray], tracks: Sequence[str], alpha: float
+) -> list[float]:
+    """The 1 - ``alpha`` interval of ``test`` (anything with ``.p(delta)``: this module's test
+    or the combination test) around ``effect``: the shifts it does not reject at ``alpha``."""
+    return invert(effect, spread_of(diffs, tracks), lambda delta: test.p(delta) < alpha)
 
 
 def one_sided_p(diffs: dict[str, np.ndarray], flips: Flips, delta: float, greater: bool) -> float:

@@ -102,10 +102,6 @@ def track_scores(track: TrackPairs) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     }
 
 
-def _sign(effect: float) -> Shift:
-    return Shift.BETTER if effect > 0 else Shift.WORSE if effect < 0 else Shift.NONE
-
-
 def _iqm(x: np.ndarray, axis: int = -1) -> np.ndarray:
     from scipy import stats
 
@@ -123,13 +119,14 @@ def _percentile_ci(samples: np.ndarray) -> list[float]:
 
 @dataclass(frozen=True)
 class Counted:
-    """How many tracks a mixer won, lost, tied within the margin or left open (per-track
-    verdicts, after Holm)."""
+    """How many tracks a mixer won, lost, tied within the margin, left open, or whose seeds could
+    not decide (per-track verdicts, after Holm)."""
 
     tracks_won: int
     tracks_lost: int
     tracks_equivalent: int
     tracks_inconclusive: int
+    tracks_needing_seeds: int
 
 
 def _count_verdicts(verdicts: Mapping[str, Mapping[str, Verdict]], name: str) -> Counted:
@@ -139,6 +136,7 @@ def _count_verdicts(verdicts: Mapping[str, Mapping[str, Verdict]], name: str) ->
         tracks_lost=sum(v.worse for v in found),
         tracks_equivalent=sum(v == Verdict.EQUIVALENT for v in found),
         tracks_inconclusive=sum(v == Verdict.INCONCLUSIVE for v in found),
+        tracks_needing_seeds=sum(v == Verdict.NEEDS_MORE_SEEDS for v in found),
     )
 
 
@@ -322,11 +320,12 @@ def aggregate_across_tracks(
             tracks_lost=counts.tracks_lost if counts else None,
             tracks_equivalent=counts.tracks_equivalent if counts else None,
             tracks_inconclusive=counts.tracks_inconclusive if counts else None,
+            tracks_needing_seeds=counts.tracks_needing_seeds if counts else None,
             suite_test=SuiteTest(
                 statistic=effect,
                 statistic_name="suite_effect",
                 alternative="two-sided",
-                direction=_sign(effect),
+                direction=robustness.sign(effect),
                 p_value=p,
                 p_method="exact" if tests[name].exact else "monte_carlo",
                 flips=tests[name].flips,

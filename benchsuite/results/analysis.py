@@ -16,9 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchsuite.errors import UsageError
+from benchsuite.plan.design import suite_warning
 from benchsuite.plan.plan import Plan
 from benchsuite.protocol import stats
-from benchsuite.protocol.power import looks_alpha, suite_seeds
+from benchsuite.protocol.power import looks_alpha
 from benchsuite.records import RunRecord
 from benchsuite.results import cells as cells_
 from benchsuite.results import curves, flags, futility, resolving, serial, summaries
@@ -28,7 +29,6 @@ from benchsuite.results.comparison import compare_cell
 from benchsuite.results.schema import REPORT_VERSION, AcrossTracks, Analysis, RunEnvironment
 from benchsuite.results.tradeoffs import quality_vs_cost
 from benchsuite.store.store import Store
-from benchsuite.vocabulary import Claims
 
 
 def _track(
@@ -114,7 +114,7 @@ def analyse(
         report_version=REPORT_VERSION,
         warnings=[
             *summaries.environment_warnings([results[k] for k in planned if k in results]),
-            *suite_warning(plan),
+            *filter(None, [suite_warning(plan.settings)]),
         ],
         settings=settings,
         environment=serial.build(RunEnvironment, plan.environment),
@@ -143,22 +143,6 @@ def analyse(
         ],
         inputs_digest=inputs_digest,
     )
-
-
-def suite_warning(plan: Plan) -> list[str]:
-    """The suite design's warning, in the report too: seeds below what its suite verdicts need
-    to pass Holm with one discordant seed and any one track left out (docs/protocol.md)."""
-    settings = plan.settings
-    tracks, mixers = len(settings.tracks or ()), len(settings.mixers or ()) - 1
-    if settings.design != Claims.SUITE or tracks < 2 or mixers < 1:
-        return []
-    need, seeds = suite_seeds(tracks, mixers), settings.seeds or 0
-    if seeds >= need:
-        return []
-    return [
-        f"with {seeds} seeds no suite verdict can pass Holm over {mixers} mixers with one "
-        f"discordant seed and any one track left out; the suite design plans {need}"
-    ]
 
 
 def report_digest(plan: Plan, results: dict[str, RunRecord], failures: list[RunRecord]) -> str:

@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from benchsuite.protocol.combination import Combined, Stage, stages
+from benchsuite.protocol.power import discordant_seeds
 from benchsuite.protocol.signflip import (
     EXACT_LIMIT,
     FLIPS,
     Flips,
     SuiteNull,
-    invert,
+    inverted,
     sign_flips,
-    spread_of,
 )
 from benchsuite.protocol.stats import holm
 from benchsuite.results.schema import LeftOut
@@ -74,8 +74,7 @@ class SuiteTests:
         self, test: SuiteNull | Combined, tracks: Sequence[str], alpha: float
     ) -> list[float]:
         """The suite effect's 1 - ``alpha`` interval: ``test`` (of ``tracks``) inverted."""
-        spread = spread_of(self.diffs, tracks)
-        return invert(self.effect(tracks), spread, lambda delta: test.p(delta) < alpha)
+        return inverted(test, self.effect(tracks), self.diffs, tracks, alpha)
 
 
 def holm_over(ps: Mapping[str, float], family: int | None) -> dict[str, float]:
@@ -86,11 +85,14 @@ def holm_over(ps: Mapping[str, float], family: int | None) -> dict[str, float]:
     return dict(zip(ps, holm(list(ps.values()), size), strict=True))
 
 
+def sign(effect: float) -> Shift:
+    """The direction of an effect: better above 0, worse below, none at 0."""
+    return Shift.BETTER if effect > 0 else Shift.WORSE if effect < 0 else Shift.NONE
+
+
 def direction(p_holm: float, effect: float, alpha: float) -> Shift:
     """The direction of a suite effect that passes Holm at ``alpha``, else ``NONE``."""
-    if p_holm >= alpha:
-        return Shift.NONE
-    return Shift.BETTER if effect > 0 else Shift.WORSE if effect < 0 else Shift.NONE
+    return Shift.NONE if p_holm >= alpha else sign(effect)
 
 
 def left_out(
@@ -109,8 +111,10 @@ def left_out(
         for name, test in partial.items():
             effect = tests[name].effect(rest[name])
             held = direction(adjusted[name], effect, alpha)
-            floor = holm_over({**ps, name: test.floor()}, family)[name]
-            unreachable = held == Shift.NONE and floor >= alpha
+            # no effect these seeds allow would pass: the seeds, not the data, decided
+            unreachable = (
+                held == Shift.NONE and holm_over({**ps, name: test.floor()}, family)[name] >= alpha
+            )
             found[name][track] = LeftOut(
                 effect=effect,
                 p_value=ps[name],
@@ -159,7 +163,5 @@ def seeds_needed(
         null = math.sqrt(sum(float(np.mean(np.square(diffs[t]))) for t in kept))
         spread = math.sqrt(sum(float(np.var(diffs[t])) for t in kept))
         n = math.ceil(((z_alpha * null + z_power * spread) / (len(kept) * effect)) ** 2)
-        while 4.0 / 2.0 ** (len(kept) * n) >= level:  # one discordant seed can still pass
-            n += 1
-        need = max(need, n)
+        need = max(need, discordant_seeds(len(kept), level, least=n))
     return need

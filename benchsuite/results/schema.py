@@ -97,6 +97,7 @@ class AcrossMixer:
     robust_without_any_track: bool
     verdict: SuiteVerdict
     tracks_missing: list[str] = field(default_factory=list)  # planned, without results yet
+    tracks_needing_seeds: int | None = None  # per-track verdicts needs_more_seeds
     # the tracks a not_robust result rests on (docs/statistics.md: without them the effect
     # changes sign or falls below half), and where none does, the seeds per track with which
     # the left-out tests would pass (power 0.8)
