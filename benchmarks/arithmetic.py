@@ -67,11 +67,11 @@ def records(out: Path) -> tuple[list[RunRecord], dict, dict[tuple[str, str], flo
     finally:
         store.close()
     forward = {
-        (r.job["track"], r.job["mixer"]): r.costs["flops_per_example"]
+        (r.job.track, r.job.mixer): r.result.costs.flops_per_example
         for r in found
-        if r.costs.get("flops_per_example")
+        if r.result.costs.flops_per_example
     }
-    return [r for r in found if (r.job["track"], r.job["mixer"]) in forward], plan, forward
+    return [r for r in found if (r.job.track, r.job.mixer) in forward], plan, forward
 
 
 def validation_size(job: dict, sizes: dict[tuple, int]) -> int:
@@ -88,8 +88,8 @@ def validation_size(job: dict, sizes: dict[tuple, int]) -> int:
 
 def tally(record: RunRecord, forward: float, n_val: int) -> Tally:
     """One job's seconds and FLOPs (``forward``: its model's forward FLOPs per example)."""
-    budget = record.job["budget"]
-    steps = [row.get("steps", budget["steps"]) for row in record.sweep]
+    budget = record.job.to_dict()["budget"]
+    steps = [row.steps or budget["steps"] for row in record.result.sweep]
     checks = sum(s // budget["eval_every"] for s in steps) if budget.get("eval_every") else 0
     return Tally(
         jobs=1,
@@ -136,7 +136,7 @@ def main() -> None:
     by_track: dict[str, Tally] = defaultdict(Tally)
     seeds_per_cell: dict[tuple[str, str], set[int]] = defaultdict(set)
     for record in found:
-        job = record.job
+        job = record.job.to_dict()
         flops = forward[job["track"], job["mixer"]]
         by_track[job["track"]].add(tally(record, flops, validation_size(job, sizes)))
         seeds_per_cell[job["track"], job["mixer"]].add(job["seed"])

@@ -91,7 +91,9 @@ def main() -> None:
     start = time.perf_counter()
     hand = [hand_loop(job, registry) for job in jobs]
     hand_seconds = time.perf_counter() - start
-    same = sum(record.chosen == chosen for record, (chosen, _) in zip(suite, hand, strict=True))
+    same = sum(
+        record.result.chosen == chosen for record, (chosen, _) in zip(suite, hand, strict=True)
+    )
     print(
         f"{args.track}/{args.mixer}, {len(jobs)} seeds x {len(jobs[0].grid)} configs: "
         f"benchsuite {suite_seconds:.1f} s, hand loop {hand_seconds:.1f} s, "

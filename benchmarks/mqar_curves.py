@@ -69,20 +69,20 @@ def main() -> None:
     seconds = time.perf_counter() - start
     rows = [
         {
-            "lr": row["config"]["lr"],
-            "val_accuracy": row["metrics"].get("val.accuracy"),
-            "best_step": row.get("best_step"),
-            "train_loss_curve": row["curve"],
+            "lr": row.config["lr"],
+            "val_accuracy": row.metrics.val.get("accuracy"),
+            "best_step": row.best_step,
+            "train_loss_curve": row.curve,
         }
         for row in result.sweep
     ]
-    chosen = result.sweep[result.chosen]["config"]["lr"]
+    chosen = result.sweep[result.chosen].config["lr"]
     report = {
         "mixer": args.mixer,
         "steps": args.steps,
         "seconds": seconds,
         "chosen_lr": chosen,
-        "test_accuracy": result.metrics.get("test.accuracy"),
+        "test_accuracy": result.metrics.test.get("accuracy"),
         "configs": rows,
     }
     with open(args.out, "w") as file:

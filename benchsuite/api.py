@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchsuite.disk import network_warning
 from benchsuite.errors import RunError, UsageError, one_line
-from benchsuite.events import Events
+from benchsuite.events import DesignCheck, Events
 from benchsuite.execute.executors import check_available, make_executor
 from benchsuite.execute.interrupts import exit_code, stoppable
 from benchsuite.execute.memory import worker_limit
@@ -42,7 +42,6 @@ from benchsuite.plan.plan import Plan, Skip, plan_run, recipe
 from benchsuite.plan.resolve import check_executor, resolve
 from benchsuite.protocol.power import holm_first_alpha
 from benchsuite.registry import Registry, load_registry
-from benchsuite.registry.variants import lookup
 from benchsuite.settings import RunSettings
 from benchsuite.store.store import FILENAME, Store
 from benchsuite.train.checkpoint import Saves
@@ -79,7 +78,7 @@ class RunSummary:
 
 def prepare(
     settings: RunSettings, registry: Registry | None = None, events: Events | None = None
-) -> tuple[RunSettings, Registry, dict[str, Any]]:
+) -> tuple[RunSettings, Registry, DesignCheck]:
     """Check everything a run needs before it starts: the executor settings and that it can start
     (Ray importable, its address reachable), the plugins, the names and options (one-line usage
     errors), and the design (reported to ``events``)."""
@@ -101,24 +100,13 @@ def prepare(
     from benchsuite.results.summaries import previous_sd
 
     check_extension(stored_plans(Path(resolved.out)), resolved, resolved.out)
-    design = design_check(resolved, registry.tracks, previous_sd(Path(resolved.out)))
-    design["mixer_options"] = {m: dict(o) for m, o in resolved.mixer_options.items() if o}
-    design["mixer_options_set"] = options_set(resolved, registry)
+    design = design_check(
+        resolved, registry.tracks, previous_sd(Path(resolved.out)), registry.mixers
+    )
     events.design(design)
-    if design["warning"] and resolved.strict:
-        raise UsageError(f"{design['warning']} (--strict)")
+    if design.warning and resolved.strict:
+        raise UsageError(f"{design.warning} (--strict)")
     return resolved, registry, design
-
-
-def options_set(settings: RunSettings, registry: Registry) -> dict[str, dict[str, Any]]:
-    """Each mixer's resolved options that differ from its declared defaults (set by
-    ``--mixer-option``, the config file or a variant's name)."""
-    changed = {}
-    for name, options in settings.mixer_options.items():
-        defaults = {o.name: o.default for o in lookup(registry.mixers, name).options}
-        if given := {k: v for k, v in options.items() if defaults.get(k) != v}:
-            changed[name] = given
-    return changed
 
 
 def installed_mixers(settings: RunSettings, registry: Registry) -> list[str]:
@@ -140,7 +128,7 @@ def skipped_cells(plan: Plan) -> dict[bool, list[Skip]]:
     return {failed: group for failed, group in grouped.items() if group}
 
 
-def family_note(plan: Plan, design: dict[str, Any], family: int) -> str:
+def family_note(plan: Plan, design: DesignCheck, family: int) -> str:
     """The line that corrects the design's family once the tracks' data has been probed."""
     why = {False: "ruled out by the data", True: "failed before training"}
     said = [
@@ -148,14 +136,14 @@ def family_note(plan: Plan, design: dict[str, Any], family: int) -> str:
         for failed, group in skipped_cells(plan).items()
     ]
     ruled_out = f" ({'; '.join(said)})" if said else ""
-    if design.get("design") == Claims.SUITE:
+    if design.claims == Claims.SUITE:
         return (
             f"design after probing the data: a per-track family of {family} comparisons, not "
-            f"{design['comparisons']}{ruled_out}"
+            f"{design.comparisons}{ruled_out}"
         )
     return (
         f"design after probing the data: a family of {family} comparisons, not "
-        f"{design['comparisons']}{ruled_out}; the analysis uses {family}: verdicts at alpha "
+        f"{design.comparisons}{ruled_out}; the analysis uses {family}: verdicts at alpha "
         f"{num(holm_first_alpha(family), 2)}, its first step"
     )
 
@@ -227,7 +215,7 @@ def run(
 
 
 def _run(
-    settings: RunSettings, registry: Registry, design: dict[str, Any], events: Events
+    settings: RunSettings, registry: Registry, design: DesignCheck, events: Events
 ) -> RunSummary:
     """:func:`run` once its settings are checked: plan, train, analyse, write."""
     out = Path(settings.out)
@@ -256,7 +244,7 @@ def _run(
             checker(pool, worker),
             reference_step,
             earlier=store.plans(),
-            planned_mde={t: p["planned_mde_rel_pct"] for t, p in design["tracks"].items()},
+            planned_mde=design.planned_mde,
         )
     if (
         plan.family() == 0
@@ -266,7 +254,7 @@ def _run(
         raise RunError(nothing_to_compare(plan))
     if failing := [s for s in plan.skipped if s.kind == SkipKind.PREFLIGHT]:
         events.warning(preflight_note(failing))
-    if (family := plan.family()) != design["comparisons"]:
+    if (family := plan.family()) != design.comparisons:
         events.design_note(family_note(plan, design, family))
     for note in code_changes(store.last_plan(), plan):
         events.warning(note)
@@ -317,7 +305,7 @@ def _announce(plan: Plan, store: Store, slots: int | None, events: Events) -> No
     guess = first_guess(
         [job_units(job, plan.tracks[job.track].tokens) for job in pending],
         slots,
-        plan.environment.get("reference_step_seconds"),
+        plan.environment.reference_step_seconds,
     )
     events.planned(len(pending), len(needed), guess)
 

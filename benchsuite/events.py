@@ -1,14 +1,56 @@
 """What a run reports while it goes: callbacks a front end (the CLI) implements, and what they
-are given. Plain callables and a protocol, in a module every stage may import, so that a front
-end listens to a run without reaching into the stages that run it."""
+are given (the design check among them). Plain callables, dataclasses and a protocol, in a
+module every stage may import, so that a front end listens to a run without reaching into the
+stages that run it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from benchsuite.records import RunRecord
+from benchsuite.vocabulary import Claims, Scale
+
+
+@dataclass
+class PlannedTrack:
+    """What the design plans on one track: the planning sd of the paired differences (relative,
+    on the track's ``scale``), where it came from, and the MDE in % it gives at the design's
+    alpha (None: nothing detectable)."""
+
+    planning_sd_rel: float
+    scale: Scale
+    source: str
+    planned_mde_rel_pct: float | None
+
+
+@dataclass
+class DesignCheck:
+    """The design check printed before training (docs/protocol.md, "Two designs")."""
+
+    claims: Claims
+    comparisons: int  # the per-track Holm family, counted before the data is probed
+    mixers: int  # the compared mixers (the suite's Holm family)
+    tracks_planned: int
+    seeds: int
+    default_seeds: int  # the design's own count
+    seeds_given: bool  # the run asked for another count
+    suite_seeds: int | None  # what suite verdicts need (None: fewer than 2 tracks or mixers)
+    per_track_seeds: int  # what per-track verdicts need, one discordant seed allowed
+    alpha: float  # Holm's first step over the per-track family
+    detectable: bool
+    min_seeds_for_significance: int
+    warning: str | None
+    futility_seeds: int | None  # the per-track design's futility look (None: none)
+    tracks: dict[str, PlannedTrack]
+    mixer_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # every one given
+    mixer_options_set: dict[str, dict[str, Any]] = field(default_factory=dict)  # not default
+
+    @property
+    def planned_mde(self) -> dict[str, float | None]:
+        """Per track, the MDE in % the design plans (None: nothing detectable)."""
+        return {name: planned.planned_mde_rel_pct for name, planned in self.tracks.items()}
 
 
 class Outlook(Protocol):
@@ -29,7 +71,8 @@ class Outlook(Protocol):
 class Events:
     """What a run reports while it goes (the CLI prints from these; every one may be omitted)."""
 
-    design: Callable[[dict], None] = lambda design: None
+    # the design check, before anything trains
+    design: Callable[[DesignCheck], None] = lambda design: None
     # a line of the design block after it is printed (the family once the data is probed)
     design_note: Callable[[str], None] = lambda text: None
     warning: Callable[[str], None] = lambda text: None

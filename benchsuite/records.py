@@ -8,13 +8,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchsuite import serial
 from benchsuite.budget import Budget
-from benchsuite.vocabulary import DivergenceReason, Split, Status, metric_key
+from benchsuite.measures import Costs, Scores
+from benchsuite.vocabulary import DivergenceReason, Split, Status
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ class SweepPoint:
 
     index: int  # in the grid
     config: dict[str, float]
-    metrics: dict[str, float]  # "train_loss", and "val.NAME" of each of the track's metrics
+    metrics: Scores  # its training loss and validation scores
     finite: bool = True  # its training loss and scores stayed finite
     # the training loss, the mean over equal windows of the steps done
     curve: list[float] = field(default_factory=list)
@@ -113,30 +114,42 @@ class SweepPoint:
 
     def val(self, metric: str) -> float:
         """Its validation score of ``metric`` (NaN when it has none)."""
-        return self.metrics.get(metric_key(Split.VAL, metric), math.nan)
+        return self.metrics.of(Split.VAL, metric)
 
     def to_dict(self) -> dict[str, Any]:
         """As stored: the stopping fields only where the budget had a rule."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+        stored = {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+        return {**stored, "metrics": self.metrics.to_dict()}
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> SweepPoint:
+        """A point as stored."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        point = cls(**{k: v for k, v in raw.items() if k in names})
+        point.metrics = Scores.from_dict(raw["metrics"])
+        return point
 
 
 @dataclass
 class JobResult:
-    """What training one job gives: every config of its grid trained on its seed, the one chosen
-    on the seed's validation split, and that one's test score."""
+    """What training one job gives (the trainer's answer, held whole by its record): every
+    config of its grid trained on its seed, the one chosen on the seed's validation split, and
+    that one's test scores, probes and costs. A failed job's record holds an empty one."""
 
-    metrics: dict[str, float]  # the chosen config's: "train_loss", "val.NAME", "test.NAME"
-    chosen: int  # grid index chosen on the seed's validation split
-    sweep: list[SweepPoint]  # every config of the grid
-    diverged: bool
-    divergence: DivergenceReason  # why it is imputed (NONE: it is not)
-    probes: dict[str, float]
-    costs: dict[str, float]
-    data_description: str
-    data_verified: bool
-    cap: float | None  # the trivial predictor's test score
-    test_se: float | None  # the test score's standard error over the test examples (folds)
-    test_digest: str  # hash of the test split the result was scored on
+    metrics: Scores = field(default_factory=Scores)  # the chosen config's
+    chosen: int | None = None  # grid index chosen on the seed's validation split
+    sweep: list[SweepPoint] = field(default_factory=list)  # every config of the grid
+    diverged: bool = False
+    divergence: DivergenceReason = DivergenceReason.NONE  # why it is imputed (NONE: it is not)
+    probes: dict[str, float] = field(default_factory=dict)
+    costs: Costs = field(default_factory=Costs)
+    data_description: str = ""
+    data_verified: bool = True
+    cap: float | None = None  # the trivial predictor's test score
+    # the test score's standard error over the test examples (folds; None: a record from before
+    # it was measured)
+    test_se: float | None = None
+    test_digest: str = ""  # hash of the test split the result was scored on
 
 
 Environment = dict[str, str | int | float | bool]
@@ -148,24 +161,14 @@ lease owner id; absent from records stored before it was kept)."""
 
 @dataclass
 class RunRecord:
-    """The result of one job as the store keeps it (as JSON: :meth:`to_dict`, :meth:`from_dict`,
-    which reads the older forms too)."""
+    """One job as the store keeps it: the job, its status, the trainer's :class:`JobResult`
+    whole, and where and how long it ran. Stored as one flat JSON object (the result's fields
+    beside the job's; :meth:`to_dict`, :meth:`from_dict`, which reads the older forms too)."""
 
     key: str
     job: Job | LegacyJob
     status: Status
-    metrics: dict[str, float] = field(default_factory=dict)  # of the chosen config
-    chosen: int | None = None  # grid index chosen on the seed's validation split
-    sweep: list[SweepPoint] = field(default_factory=list)  # every config of the grid
-    diverged: bool = False
-    divergence: DivergenceReason = DivergenceReason.NONE  # why it is imputed
-    probes: dict[str, float] = field(default_factory=dict)
-    costs: dict[str, float] = field(default_factory=dict)
-    data_description: str = ""
-    data_verified: bool = True
-    cap: float | None = None
-    test_se: float | None = None  # None: a record from before it was measured
-    test_digest: str = ""  # hash of the test split the record was scored on
+    result: JobResult = field(default_factory=JobResult, metadata=serial.FLATTEN)
     seconds: float = 0.0
     error: str = ""
     traceback: str = ""
@@ -176,35 +179,19 @@ class RunRecord:
         cls, job: Job, result: JobResult, seconds: float, environment: Environment
     ) -> RunRecord:
         """The record of a job that trained: its result, as the trainer gave it."""
-        fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
-        return cls(
-            key=job.key,
-            job=job,
-            status=Status.OK,
-            seconds=seconds,
-            environment=environment,
-            **fields,
-        )
+        return cls(job.key, job, Status.OK, result, seconds, environment=environment)
 
     def to_dict(self) -> dict[str, Any]:
         """As the store keeps it (JSON-able)."""
+        result = self.result
         return {
-            **dataclasses.asdict(self),
+            **serial.to_plain(self),
             "job": self.job.to_dict(),
-            "sweep": [point.to_dict() for point in self.sweep],
+            "metrics": result.metrics.to_dict(),
+            "sweep": [point.to_dict() for point in result.sweep],
         }
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> RunRecord:
-        """A record as the store kept it (older forms included)."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        record = cls(**{k: v for k, v in raw.items() if k in names})
-        record.job = stored_job(raw["job"])
-        names = {f.name for f in dataclasses.fields(SweepPoint)}
-        record.sweep = [
-            SweepPoint(**{k: v for k, v in point.items() if k in names})
-            for point in raw.get("sweep", [])
-        ]
-        record.status = Status(record.status)
-        record.divergence = DivergenceReason(record.divergence)
-        return record
+        """A record as the store kept it (older forms included: a job of benchsuite 0.1)."""
+        return dataclasses.replace(serial.build(cls, raw), job=stored_job(raw["job"]))

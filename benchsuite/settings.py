@@ -31,9 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchsuite import serial
 from benchsuite.budget import overrides_help, read_overrides
 from benchsuite.errors import UsageError
 from benchsuite.seeds import DEFAULT_SALT
+from benchsuite.vocabulary import Match
 
 # How a setting is written on the command line and in the config file.
 NAMES = "names"  # "a,b" on the command line, a list of names in the file
@@ -198,7 +200,7 @@ class RunSettings:
     )
     strict: bool = setting(False, "refuse a design whose seeds cannot reach significance", SWITCH)
     match: str = setting(
-        "params",
+        Match.PARAMS,
         "equal size: params (each model within 10 percent of the baseline's parameters: its "
         "size_option, else the channel-MLP width; docs/protocol.md) or none (as declared)",
         TEXT,
@@ -210,7 +212,7 @@ class RunSettings:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able values (tuples as lists, mappings as dicts)."""
-        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        return serial.to_plain(self)
 
     @classmethod
     def from_dict(cls, saved: Mapping[str, Any]) -> RunSettings:
@@ -223,14 +225,6 @@ class RunSettings:
     def replace(self, **changes: Any) -> RunSettings:
         """A copy with ``changes`` (names are checked)."""
         return dataclasses.replace(self, **changes)
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _frozen(value: Any) -> Any:

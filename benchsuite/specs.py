@@ -90,6 +90,28 @@ Probe = Callable[["nn.Module", "Tensor"], float]
 """A measurement on a trained token-mixing module: ``probe(mixer_module, tokens) -> float``."""
 
 
+@dataclass
+class SignatureCheck:
+    """A mixer's predicted probe values beside those observed on it and on the baseline."""
+
+    prediction: str
+    predicted: dict[str, float]
+    tolerance: float
+    observed: dict[str, float]
+    baseline_observed: dict[str, float]
+    confirmed: bool
+    measured_on: str = "trained model (chosen config), first evaluation seed"
+
+    def extra_keys(self) -> dict[str, float]:
+        """The prototype's bench_report v1 keys (``observed_<probe>_seed0``, ...)."""
+        keys: dict[str, float] = {}
+        for key, value in self.predicted.items():
+            keys[f"predicted_{key}"] = value
+            keys[f"observed_{key}_seed0"] = self.observed[key]
+            keys[f"baseline_observed_{key}_seed0"] = self.baseline_observed[key]
+        return keys
+
+
 @dataclass(frozen=True)
 class Signature:
     """A property a mixer promises, checked on the trained model.
@@ -104,7 +126,9 @@ class Signature:
     tolerance: float = 1e-4
     probes: Mapping[str, Probe] = field(default_factory=dict)
 
-    def check(self, observed: Mapping[str, Any], baseline_observed: Mapping[str, Any]) -> dict:
+    def check(
+        self, observed: Mapping[str, Any], baseline_observed: Mapping[str, Any]
+    ) -> SignatureCheck:
         """The prediction beside what was measured on the mixer and on the baseline; confirmed
         when every predicted probe is within tolerance (a missing or NaN value is not)."""
 
@@ -114,16 +138,16 @@ class Signature:
             }
 
         seen = values(observed)
-        return {
-            "prediction": self.prediction,
-            "predicted": {k: float(v) for k, v in self.predicted.items()},
-            "tolerance": self.tolerance,
-            "observed": seen,
-            "baseline_observed": values(baseline_observed),
-            "confirmed": all(
+        return SignatureCheck(
+            prediction=self.prediction,
+            predicted={k: float(v) for k, v in self.predicted.items()},
+            tolerance=self.tolerance,
+            observed=seen,
+            baseline_observed=values(baseline_observed),
+            confirmed=all(
                 abs(seen[k] - float(v)) <= self.tolerance for k, v in self.predicted.items()
             ),
-        }
+        )
 
 
 ISOMETRY = Signature(

@@ -112,9 +112,11 @@ class Split(StrEnum):
     TEST = "test"
 
 
-def metric_key(split: Split, name: str) -> str:
-    """How a result's ``metrics`` name a split's score of metric ``name``: ``"val.accuracy"``."""
-    return f"{split}.{name}"
+class Match(StrEnum):
+    """The equal-size rule a run sizes its models by (``--match``; docs/protocol.md)."""
+
+    PARAMS = "params"  # each model within 10% of the baseline's parameter count
+    NONE = "none"  # every model as declared
 
 
 class Status(StrEnum):

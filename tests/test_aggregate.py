@@ -18,7 +18,7 @@ from benchsuite.results.aggregate import (
     aggregate_across_tracks,
     normalised,
 )
-from benchsuite.results.serial import build, to_plain
+from benchsuite.serial import build, to_plain
 
 # also run at the lowest declared dependency versions (make test-min)
 pytestmark = pytest.mark.floors

@@ -43,6 +43,7 @@ BASE = {
     "version",
     "selection",
     "events",
+    "serial",
 }
 
 

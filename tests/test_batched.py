@@ -111,8 +111,8 @@ def test_every_cell_of_the_default_run_trains_through_the_stacked_trainer(
     assert len(job.grid) >= 2 and job.budget.steps == 3
     result = run_job(job, registry.tracks[track], registry.mixers[mixer])
     assert result.chosen in range(len(job.grid))
-    metric = f"test.{registry.tracks[track].metric.name}"
-    assert math.isfinite(result.metrics[metric]), result.metrics
+    metric = registry.tracks[track].metric.name
+    assert math.isfinite(result.metrics.test[metric]), result.metrics
 
 
 def same(a: float, b: float, rtol: float, atol: float = 1e-7) -> bool:
@@ -121,9 +121,10 @@ def same(a: float, b: float, rtol: float, atol: float = 1e-7) -> bool:
 
 def assert_matches(batched: JobResult, single: JobResult, rtol: float) -> None:
     """One seed's batched result against run_job's: values within ``rtol``."""
-    assert set(batched.metrics) == set(single.metrics)
-    for name, value in single.metrics.items():
-        assert same(batched.metrics[name], value, rtol), (name, batched.metrics[name], value)
+    ours, theirs = batched.metrics.to_dict(), single.metrics.to_dict()
+    assert set(ours) == set(theirs)
+    for name, value in theirs.items():
+        assert same(ours[name], value, rtol), (name, ours[name], value)
     assert batched.diverged == single.diverged
     assert set(batched.probes) == set(single.probes)
     for name, value in single.probes.items():
@@ -159,14 +160,14 @@ def test_batched_seeds_equal_one_by_one(registry, track, mixer):
     jobs = seed_jobs(registry, track, mixer)
     batched = run_jobs_batched(jobs, *parts(registry, jobs))
     single = [run_job(job, *parts(registry, jobs)) for job in jobs]
-    assert [b.costs["batched_seeds"] for b in batched] == [3.0, 3.0, 3.0]
+    assert [b.costs.batched_seeds for b in batched] == [3.0, 3.0, 3.0]
     for b, s in zip(batched, single, strict=True):
         assert b.chosen == s.chosen
         assert_matches(b, s, rtol=1e-4)
     assert single[0].probes and batched[0].probes  # seed 0 measures probes
     assert not batched[1].probes
-    metric = f"test.{registry.tracks[track].metric.name}"
-    scores = [b.metrics[metric] for b in batched]
+    metric = registry.tracks[track].metric.name
+    scores = [b.metrics.test[metric] for b in batched]
     assert len(set(scores)) == 3  # each seed really trained on its own data and order
 
 
@@ -242,8 +243,8 @@ def test_falls_back_to_run_job_when_vmap_fails(tmp_path: Path, caplog, name):
         single = [run_job(job, *parts(registry, jobs)) for job in jobs]
 
     assert "configs trained one by one: vmap cannot run this model" in caplog.text
-    assert all(s.costs["members"] == 1.0 for s in single)
-    assert [b.costs.pop("batched_seeds") for b in batched] == [1.0, 1.0]
+    assert all(s.costs.members == 1.0 for s in single)
+    assert [b.costs.batched_seeds for b in batched] == [1.0, 1.0]
     for b, s in zip(batched, single, strict=True):
         assert b.metrics == s.metrics
         assert b.probes == s.probes
@@ -261,8 +262,8 @@ def test_a_seed_that_diverges_leaves_the_others_untouched(tmp_path: Path):
     single = [run_job(job, *parts(registry, jobs)) for job in jobs]
 
     # the premise: some seeds' losses are NaN, the others' finite
-    assert {math.isnan(s.metrics["train_loss"]) for s in single} == {True, False}
-    assert [b.costs["batched_seeds"] for b in batched] == [3.0] * 3
+    assert {math.isnan(s.metrics.train_loss) for s in single} == {True, False}
+    assert [b.costs.batched_seeds for b in batched] == [3.0] * 3
     for b, s in zip(batched, single, strict=True):
         assert_matches(b, s, rtol=1e-4)
 

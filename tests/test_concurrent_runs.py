@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from helpers import a_job
 
-from benchsuite.records import RunRecord
+from benchsuite.records import JobResult, RunRecord
 from benchsuite.store.leases import Heartbeat, Owner
 from benchsuite.store.store import Store, renew_leases
 
@@ -164,7 +164,9 @@ def test_lease_rules_in_the_store(tmp_path: Path) -> None:
     since = time.time()
     assert theirs.claim(["a", "b", "c"], other, since).mine == ["a", "b", "c"]
     job = a_job("t", "m", 1)
-    theirs.put(RunRecord(key="a", job=job, status="ok", chosen=0), other)  # gives "a" back
+    theirs.put(
+        RunRecord(key="a", job=job, status="ok", result=JobResult(chosen=0)), other
+    )  # gives "a" back
     theirs.put(RunRecord(key="b", job=job, status="failed", error="boom"), other)
     claim = ours.claim(["a", "b", "c", "d"], me, since)
     assert (claim.mine, claim.done, list(claim.failed)) == (["d"], {"a"}, ["b"])

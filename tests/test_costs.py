@@ -78,15 +78,15 @@ def test_measure_costs_on_the_real_model(track, data):
     budget = track.budget("quick")
     costs = measure_costs(track, dense_mixer(), data, budget, track_options=OPTIONS)
     tokens = data.tokens
-    assert costs["mixer_params"] == budget.depth * (tokens * tokens + tokens)
-    assert costs["params"] > costs["mixer_params"]
-    assert 0 < costs["seconds_per_step"] < 1
-    assert costs["activation_bytes"] > 0
-    assert "peak_memory_bytes" not in costs  # CPU
+    assert costs.mixer_params == budget.depth * (tokens * tokens + tokens)
+    assert costs.params > costs.mixer_params
+    assert 0 < costs.seconds_per_step < 1
+    assert costs.activation_bytes > 0
+    assert costs.peak_memory_bytes is None  # CPU
     smaller = dataclasses.replace(budget, batch_size=budget.batch_size // 2)
     again = measure_costs(track, dense_mixer(), data, smaller, track_options=OPTIONS)
-    assert again["flops_per_example"] == costs["flops_per_example"]
-    assert again["activation_bytes"] < costs["activation_bytes"]
+    assert again.flops_per_example == costs.flops_per_example
+    assert again.activation_bytes < costs.activation_bytes
 
 
 def _broken(tokens: int, dim: int) -> nn.Module:

@@ -16,7 +16,7 @@ from benchsuite.plan.extension import check_extension, looks
 from benchsuite.plan.resolve import resolve
 from benchsuite.protocol.power import default_seeds, looks_alpha, suite_seeds
 from benchsuite.results.aggregate import Paired, TrackPairs, aggregate_across_tracks
-from benchsuite.results.serial import to_plain
+from benchsuite.serial import to_plain
 from benchsuite.settings import RunSettings
 
 pytestmark = pytest.mark.floors

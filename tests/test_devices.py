@@ -77,11 +77,11 @@ def test_a_job_keeps_every_tensor_on_its_device(track: str) -> None:
     jobs, (found_track, mixer) = meta_jobs(track)
     with OnMeta():
         result = run_job(jobs[1], found_track, mixer)
-    assert result.costs["members"] == len(jobs[1].grid)  # the configs trained as one stack
+    assert result.costs.members == len(jobs[1].grid)  # the configs trained as one stack
 
 
 def test_seeds_trained_as_one_stack_keep_every_tensor_on_their_device() -> None:
     jobs, (found_track, mixer) = meta_jobs("tabular")
     with OnMeta():
         results = run_jobs_batched(jobs, found_track, mixer)
-    assert [r.costs["batched_seeds"] for r in results] == [2.0, 2.0]
+    assert [r.costs.batched_seeds for r in results] == [2.0, 2.0]

@@ -257,3 +257,17 @@ def test_the_exit_codes_documented_are_those_the_cli_returns_on_signals():
         for name in ("SIGINT", "SIGTERM"):
             assert f"| {exit_code(name)}" in text or f", {exit_code(name)} |" in text, (page, name)
             assert name in text
+
+
+PLACE = re.compile(r"`([\w/]+\.py):(\d+)` \(`([\w.]+)")
+
+
+def test_the_records_path_in_the_architecture_points_at_its_code():
+    """Each ``file:line`` of docs/architecture.md's path of a job's result names the line that
+    defines or calls what it says (it moves when the code does)."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    places = PLACE.findall(text[text.index("from the trainer to the page") :])
+    assert len(places) >= 7
+    for path, line, name in places:
+        source = (ROOT / "benchsuite" / path).read_text().splitlines()
+        assert name.rpartition(".")[2] in source[int(line) - 1], (path, line, name)

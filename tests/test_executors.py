@@ -21,6 +21,7 @@ import pytest
 from benchsuite import UsageError
 from benchsuite.execute.executors import make_executor
 from benchsuite.execute.worker import Cell, Worker
+from benchsuite.measures import Scores
 from benchsuite.plan.jobs import cell_jobs
 from benchsuite.plan.resolve import check_executor, resolve
 from benchsuite.records import Job, RunRecord
@@ -155,8 +156,9 @@ def executor(name: str, jobs: int | None, plugins: str, **options):
     return make_executor(name, Worker(plugins), jobs=jobs, **options)
 
 
-def same(a: dict[str, float], b: dict[str, float]) -> bool:
+def same(ours: Scores, theirs: Scores) -> bool:
     """Equal metrics, bit for bit (NaN equals NaN)."""
+    a, b = ours.to_dict(), theirs.to_dict()
     return a.keys() == b.keys() and all(
         a[k] == b[k] or (math.isnan(a[k]) and math.isnan(b[k])) for k in a
     )
@@ -181,13 +183,13 @@ def test_each_failure_is_isolated(registry: Registry, plugins: str) -> None:
 
     assert sorted(r.key for r in records) == sorted(j.key for j in jobs)  # one record per job
     result = by_mixer(records)
-    healthy = [(r.status, r.error, r.divergence) for r in result["dense"]]
+    healthy = [(r.status, r.error, r.result.divergence) for r in result["dense"]]
     assert all(h[:2] == ("ok", "") and h[2] != "non_finite" for h in healthy) and len(healthy) == 3
     [raised] = result["raises_third"]
     assert (raised.status, raised.error) == ("failed", "RuntimeError: third forward call")
     assert "raises_third" in raised.traceback
     [diverged] = result["nan"]
-    assert diverged.status == "ok" and diverged.divergence == "non_finite"  # not a failure
+    assert diverged.status == "ok" and diverged.result.divergence == "non_finite"  # not a failure
     [slept] = result["sleeps"]
     assert (slept.status, slept.error) == ("failed", f"timed out after {TIMEOUT:g} s")
     assert TIMEOUT <= slept.seconds < TIMEOUT + 5
@@ -205,7 +207,7 @@ def test_killed_job_is_retried_with_the_same_seed(registry: Registry, plugins: s
     assert retried.environment["retried_after"] == "killed by signal 9 (SIGKILL)"
     with executor("local", None, plugins) as pool:
         [local] = list(pool.map([job]))
-    assert same(retried.metrics, local.metrics)
+    assert same(retried.result.metrics, local.result.metrics)
 
 
 STARTUP_PLUGIN = """
@@ -276,8 +278,8 @@ def test_process_gives_the_same_metrics_as_local(registry: Registry, plugins: st
     assert len({r.environment["pid"] for r in pooled.values()}) == 2  # two persistent workers
     for key, record in local.items():
         assert record.status == pooled[key].status == "ok"
-        assert same(record.metrics, pooled[key].metrics)  # bit-identical
-        assert record.diverged == pooled[key].diverged
+        assert same(record.result.metrics, pooled[key].result.metrics)  # bit-identical
+        assert record.result.diverged == pooled[key].result.diverged
 
 
 def test_a_cell_of_seeds_trains_on_a_worker_as_in_the_driver(
@@ -304,7 +306,7 @@ def test_a_cell_of_seeds_trains_on_a_worker_as_in_the_driver(
     for key, record in here.items():
         assert record.status == pooled[key].status == "ok" and pooled[key].environment["batched"]
         assert pooled[key].environment["pid"] != os.getpid()
-        assert same(record.metrics, pooled[key].metrics)  # bit-identical
+        assert same(record.result.metrics, pooled[key].result.metrics)  # bit-identical
     killed = [pooled[job.key] for job in cells["kills_itself"].jobs]
     assert [(r.status, r.error) for r in killed] == [("failed", "killed by signal 9 (SIGKILL)")] * 3
     assert all("3 seeds batched" in r.traceback and "attempt 2" in r.traceback for r in killed)

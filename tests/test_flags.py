@@ -17,12 +17,13 @@ from helpers import Page
 from rich.console import Console
 
 from benchsuite import Budget, api
+from benchsuite.measures import Costs
 from benchsuite.output.html import render_html
 from benchsuite.output.tables import print_report
-from benchsuite.plan.matching import comparison_size
 from benchsuite.protocol.stats import PARAM_TOLERANCE
 from benchsuite.results import flags, summaries
 from benchsuite.results.cells import selection
+from benchsuite.results.comparison import comparison_size
 from benchsuite.results.schema import Analysis
 
 LR = [{"lr": v} for v in (0.001, 0.003, 0.01, 0.03, 0.1)]
@@ -46,7 +47,7 @@ def test_param_mismatch_outside_ten_percent(ratio, raised):
 
 def test_param_ratio_needs_both_counts():
     def ratio(mixer, base):
-        return comparison_size({}, {"params": base}, {"params": mixer})["params_ratio"]
+        return comparison_size(None, Costs(params=base), Costs(params=mixer)).params_ratio
 
     assert ratio(150, 100) == 1.5
     assert ratio(None, 100) is None
@@ -128,7 +129,9 @@ def test_scale_note_names_preset_width_depth_and_budget():
     # the page head's sentence over every track says the same (it said "4000 steps" before)
     from types import SimpleNamespace
 
-    head = summaries.scale_summary("quick", {"dynamics": SimpleNamespace(budget=ruled)}).note
+    head = summaries.scale_summary(
+        "quick", {"dynamics": SimpleNamespace(facts=SimpleNamespace(budget=ruled))}
+    ).note
     assert "dynamics: dim 16, depth 2, at most 4000 steps × batch 8, plateau schedule" in head
 
 
@@ -151,7 +154,7 @@ def test_flags_of_a_real_run_follow_their_thresholds(report):
     for _track, entry, mixer, cell in _cells(report):
         raised = cell.comparison.flags
         arm, base = entry.mixers[mixer], entry.mixers[entry.baseline]
-        ratio = arm.costs["params"] / base.costs["params"]
+        ratio = arm.costs.params / base.costs.params
         assert cell.param_ratio == pytest.approx(ratio)
         assert ("param_mismatch" in raised) is (abs(ratio - 1) > PARAM_TOLERANCE)
         chose = arm.selection
@@ -174,7 +177,7 @@ def test_page_lists_each_flag_with_its_reason_and_the_scale_in_its_head(report):
             ), (mixer, flag)
             assert ("span", "title", reason) in page.attributes
     head = text[text.index("<h1>") : text.index("<nav>")]
-    budget = report.tracks["sequence"].budget
+    budget = report.tracks["sequence"].facts.budget
     assert f"dim {budget.dim}, depth {budget.depth}" in head
     assert f"{budget.steps} steps × batch {budget.batch_size}" in head
     assert budget.steps == 30 and "quick preset" in head

@@ -68,9 +68,9 @@ def test_each_halving_keeps_the_better_half_by_validation_score(registry):
         assert not (pruned and row.converged)
         survivors = [other for other in rows if pruned and (other.pruned_at[0] or 61) > pruned]
         for other in survivors:
-            assert other.metrics["val.mse"] <= row.metrics["val.mse"]
+            assert other.metrics.val["mse"] <= row.metrics.val["mse"]
     assert rows[result.chosen].pruned_at == [None]
-    assert result.costs["steps"] == 60
+    assert result.costs.steps == 60
 
 
 def test_a_halving_ranks_the_whole_grid_converged_configs_included():
@@ -130,12 +130,12 @@ def test_seeds_trained_as_one_stack_are_halved_each_on_its_own(registry):
     track, mixer = registry.tracks["sequence"], registry.mixers["dense"]
     batched = run_jobs_batched(jobs, track, mixer)
     single = [run_job(job, track, mixer) for job in jobs]
-    assert [b.costs["batched_seeds"] for b in batched] == [3.0] * 3
+    assert [b.costs.batched_seeds for b in batched] == [3.0] * 3
     for b, s in zip(batched, single, strict=True):
         assert [row.pruned_at for row in b.sweep] == [row.pruned_at for row in s.sweep]
         assert [row.pruned_at for row in b.sweep].count([None]) == 2
         assert b.chosen == s.chosen
-        assert math.isclose(b.metrics["test.mse"], s.metrics["test.mse"], rel_tol=1e-3)
+        assert math.isclose(b.metrics.test["mse"], s.metrics.test["mse"], rel_tol=1e-3)
 
 
 @pytest.mark.parametrize(("given", "expected"), [("20,40", (20, 40)), ("none", ()), ([30], (30,))])

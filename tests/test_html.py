@@ -14,6 +14,7 @@ import pytest
 from helpers import REPORT_TRACKS, Page
 
 from benchsuite import api
+from benchsuite.measures import Costs
 from benchsuite.output import numbers
 from benchsuite.output.html import write_html
 from benchsuite.output.palette import verdict
@@ -62,7 +63,7 @@ def test_every_section_is_there(page, report):
         "problems",
     ]  # the answer first
     for track, entry in report.tracks.items():
-        assert entry.dataset in text
+        assert entry.facts.dataset in text
         for mixer, cell in entry.comparisons.items():
             comparison = cell.comparison
             # the verdict is written out with its symbol, not shown by colour alone
@@ -125,10 +126,10 @@ def test_costs_table_has_each_cost(page, report):
     cells = Page(page[1]).cells
     costs = report.tracks["sequence"].mixers["attention"].costs
     # costs are written as `benchsuite list --costs` writes them (4.95k, 166k), never 1.009e+04
-    assert re.fullmatch(r"\d+(\.\d+)?k", numbers.cost("params", costs["params"]))
-    assert numbers.cost("params", costs["params"]) in cells
-    assert numbers.cost("flops_per_example", costs["flops_per_example"]) in cells
-    assert numbers.seconds(costs["seconds_per_step"]) in cells
+    assert re.fullmatch(r"\d+(\.\d+)?k", numbers.cost("params", costs.params))
+    assert numbers.cost("params", costs.params) in cells
+    assert numbers.cost("flops_per_example", costs.flops_per_example) in cells
+    assert numbers.seconds(costs.seconds_per_step) in cells
     assert not [cell for cell in cells if re.fullmatch(r"[\d.]+e\+\d+", cell)]
     assert "seconds_per_step" in page[1]
 
@@ -176,7 +177,7 @@ def test_json_report_renders_the_same_page(out, page, tmp_path):
 
 def test_text_is_escaped(report, tmp_path):
     hostile = copy.deepcopy(report)
-    hostile.tracks["sequence"].dataset = "<script>alert(1)</script>"
+    hostile.tracks["sequence"].facts.dataset = "<script>alert(1)</script>"
     hostile.failures[0].reason = '<img src="https://example.com/x.png">'
     text = write_html(hostile, tmp_path).read_text()
     assert "<script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
@@ -189,7 +190,7 @@ def test_degenerate_reports_still_render(report, tmp_path):
     partial = copy.deepcopy(report)
     partial.tracks["sequence_b"].comparisons = {}
     for arm in partial.tracks["sequence"].mixers.values():
-        arm.costs, arm.costs_median = {}, {}
+        arm.costs, arm.costs_median = Costs(), Costs()
     partial.across_tracks = None
     partial.quality_vs_cost = quality_vs_cost(partial.tracks, None)
     text = write_html(partial, tmp_path / "partial").read_text()

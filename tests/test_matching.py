@@ -81,19 +81,19 @@ def test_bisection_finds_the_closest_whole_number():
 
 def test_an_oversized_mixer_is_brought_within_ten_percent_by_the_mlp_width(registry):
     before = planned(registry, ("wide",), match="none").cells["sequence"]
-    assert before["wide"].size == {}
+    assert before["wide"].size is None
     off = real_params(registry, planned(registry, ("wide",), match="none"), "wide")
     plan = planned(registry, ("wide",))
     base, cell = plan.cells["sequence"]["dense"].size, plan.cells["sequence"]["wide"].size
     target = real_params(registry, plan, "dense")
     assert off / target > 1.1  # deliberately oversized as declared
-    assert base["by"] == "baseline" and base["params"] == target
-    assert cell["by"] == "mlp_hidden" and cell["within"]
+    assert base.by == "baseline" and base.params == target
+    assert cell.by == "mlp_hidden" and cell.within
     assert abs(real_params(registry, plan, "wide") / target - 1) <= 0.10
-    assert cell["params"] == real_params(registry, plan, "wide")  # meta count = the real model
+    assert cell.params == real_params(registry, plan, "wide")  # meta count = the real model
     job = plan.jobs[plan.cells["sequence"]["wide"].jobs[0]]
     declared = job.budget.mlp_ratio * BUDGET["dim"]
-    assert declared / 2 <= job.mlp_hidden == cell["set"]["mlp_hidden"] < declared  # narrower
+    assert declared / 2 <= job.mlp_hidden == cell.set["mlp_hidden"] < declared  # narrower
     assert job.key not in set(planned(registry, ("wide",), match="none").jobs)
 
 
@@ -103,10 +103,10 @@ def test_a_declared_size_option_is_searched_first_unless_the_run_gives_it(regist
         plan.cells["sequence"]["sized"].size,
         plan.cells["sequence"]["sized[width=24]"],
     )
-    assert searched["by"] == "option width" and searched["within"]
+    assert searched.by == "option width" and searched.within
     job = plan.jobs[plan.cells["sequence"]["sized"].jobs[0]]
-    assert job.mixer_options["width"] == searched["set"]["width"] < 256 and job.mlp_hidden is None
-    assert given.size["by"] == "mlp_hidden" and given.size["within"]
+    assert job.mixer_options["width"] == searched.set["width"] < 256 and job.mlp_hidden is None
+    assert given.size.by == "mlp_hidden" and given.size.within
     assert plan.jobs[given.jobs[0]].mixer_options["width"] == 24
 
 
@@ -134,12 +134,12 @@ def test_a_mixer_that_cannot_be_matched_says_so_with_its_ratio(registry, mixer):
     than half their declared width."""
     plan = planned(registry, (mixer,))
     size = plan.cells["sequence"][mixer].size
-    assert not size["within"] and size["ratio"] > 1.1
-    assert size["by"] == "unmatched" and size["set"] == {}  # trained as declared
+    assert not size.within and size.ratio > 1.1
+    assert size.by == "unmatched" and size.set == {}  # trained as declared
     found = re.fullmatch(
         r"no size within ±10% of the baseline's parameters \(closest \d+\.\d\dx "
-        rf"at mlp_hidden=(\d+)\): trained as declared, {size['ratio']:.2f}x",
-        size["reason"],
+        rf"at mlp_hidden=(\d+)\): trained as declared, {size.ratio:.2f}x",
+        size.reason,
     )
     budget = plan.jobs[plan.cells["sequence"][mixer].jobs[0]].budget
     assert found and int(found[1]) == budget.mlp_ratio * BUDGET["dim"] / 2  # the narrowest
@@ -209,6 +209,6 @@ def test_every_built_in_mixer_is_matched_on_every_default_track():
     for track, cells in plan.cells.items():
         declared = plan.tracks[track].budget.mlp_ratio * plan.tracks[track].budget.dim
         for mixer, cell in cells.items():
-            assert cell.size["within"], (track, mixer, cell.size)
+            assert cell.size.within, (track, mixer, cell.size)
             hidden = plan.jobs[cell.jobs[0]].mlp_hidden or declared
             assert declared / 2 <= hidden <= 4 * declared, (track, mixer, hidden)

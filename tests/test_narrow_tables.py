@@ -104,7 +104,7 @@ def test_captions_leave_out_empty_clauses(finished_run):
     early in a run) gets captions without an empty clause: no "; ;"."""
     report = Analysis.from_dict(json.loads((finished_run / "report.json").read_text()))
     name, entry = next(iter(report.tracks.items()))
-    entry.scale, entry.comparisons = "unknown scale", {}
+    entry.facts.scale, entry.comparisons = "unknown scale", {}
     wide = track_tables.track_table(name, entry, report.design)
     narrow = track_tables.track_tables_narrow(name, entry, report.design)
     captions = [str(wide.caption), *(str(table.caption) for table in narrow)]

@@ -41,7 +41,7 @@ def test_attention_beats_no_mixing_and_pooling_on_recall(tmp_path):
     summary = api.run(settings)
     assert summary.failed == 0
     entry = summary.report.tracks["recall"]
-    assert entry.tokens >= 128
+    assert entry.facts.tokens >= 128
     assert entry.mixers["attention"].full.mean > 0.5  # far above chance (0.125)
     for control in ("identity", "pooling"):
         c = entry.comparisons[control].comparison

@@ -127,12 +127,12 @@ def test_signature_check_confirms_only_within_tolerance():
     signature = Signature("isometric", {"norm_ratio": 1.0, "inverse_max_error": 0.0}, 1e-4)
     baseline = {"norm_ratio": 0.5, "inverse_max_error": 0.8}
     good = signature.check({"norm_ratio": 1.00005, "inverse_max_error": 0.0}, baseline)
-    assert good["confirmed"] and good["baseline_observed"] == baseline
-    assert good["prediction"] == "isometric" and good["predicted"]["norm_ratio"] == 1.0
+    assert good.confirmed and good.baseline_observed == baseline
+    assert good.prediction == "isometric" and good.predicted["norm_ratio"] == 1.0
     bad = signature.check({"norm_ratio": 1.0, "inverse_max_error": 2e-4}, baseline)
-    assert not bad["confirmed"]
+    assert not bad.confirmed
     missing = signature.check({"norm_ratio": 1.0}, baseline)
-    assert not missing["confirmed"] and math.isnan(missing["observed"]["inverse_max_error"])
+    assert not missing.confirmed and math.isnan(missing.observed["inverse_max_error"])
 
 
 def test_probes_for_adds_a_signatures_own_probes_and_references():
@@ -191,5 +191,5 @@ def test_a_trained_butterfly_keeps_its_signature_and_a_trained_dense_does_not():
 
     (mixer,) = collect_mixers(importlib.import_module("benchsuite.mixers.butterfly"))
     result = mixer.signature.check(observed, baseline)
-    assert result["confirmed"]
-    assert result["baseline_observed"]["norm_ratio"] == baseline["norm_ratio"]
+    assert result.confirmed
+    assert result.baseline_observed["norm_ratio"] == baseline["norm_ratio"]

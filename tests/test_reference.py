@@ -19,4 +19,4 @@ def test_reference_step_is_measured_and_leaves_torch_as_it_was() -> None:
 
 def test_the_environment_block_carries_the_reference_step() -> None:
     seconds = reference_step_seconds(steps=5, repeats=3, warmup=2)
-    assert describe("cpu", 1, seconds)["reference_step_seconds"] == seconds
+    assert describe("cpu", 1, seconds).reference_step_seconds == seconds

@@ -148,7 +148,7 @@ def test_a_diverged_seed_is_left_out_of_the_curve(out, report):
         if (r.job.track, r.job.mixer, r.job.seed) == ("sequence", "attention", 1)
     )
     broken = copy.deepcopy(results[key])
-    broken.sweep[broken.chosen].curve[-1] = float("nan")
+    broken.result.sweep[broken.result.chosen].curve[-1] = float("nan")
     curve = (
         analyse(plan, {**results, key: broken}, failures)
         .tracks["sequence"]

@@ -133,7 +133,7 @@ def report(finished_run) -> Analysis:
 
 def test_report_json_carries_each_tracks_resolution(finished_run, report):
     raw = json.loads((finished_run / "report.json").read_text())
-    assert raw["report_version"] == 11
+    assert raw["report_version"] == 12
     for track, entry in report.tracks.items():
         written = raw["tracks"][track]["resolution"]
         assert set(written) == {

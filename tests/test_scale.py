@@ -232,13 +232,13 @@ def test_exponents_are_slopes_over_the_upper_half():
             "tokens": t,
             "status": "ok",
             "seconds_per_step": (1 if t < 256 else t) * t**2,
-            "memory_bytes": 3.0 * t,
+            "activation_bytes": 3.0 * t,
             "flops_per_example": 0.0,
         }
         for t in (64, 128, 256, 512)
     ]
     slopes = exponents([*points, {"tokens": 1024, "status": "over budget"}])
     assert slopes["seconds_per_step"] == pytest.approx(3.0)  # 256 and 512 only
-    assert slopes["memory_bytes"] == pytest.approx(1.0)
+    assert slopes["activation_bytes"] == pytest.approx(1.0)
     assert slopes["flops_per_example"] is None  # nothing measured to fit
-    assert exponents(points[:1])["memory_bytes"] is None
+    assert exponents(points[:1])["activation_bytes"] is None

@@ -185,7 +185,7 @@ def test_compare_analyses_a_log_ratio_track_as_run_does(finished_run):
     """Run B's dense seeds replaced by butterfly's: compare's dense row is then run's butterfly
     comparison (the same seeds, the same log-ratio scale and margin)."""
     report = analyse_store(finished_run / "benchsuite.sqlite")
-    assert report.tracks["sequence"].scale == "log"
+    assert report.tracks["sequence"].facts.scale == "log"
     want = report.tracks["sequence"].comparisons["butterfly"].comparison
     a = load_run(finished_run)  # the stored per-seed values, no analysis of the whole run
     b = copy.deepcopy(a)

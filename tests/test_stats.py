@@ -15,6 +15,7 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestPower
 
+from benchsuite.measures import Scores
 from benchsuite.protocol.power import (
     default_seeds,
     design_warning,
@@ -33,7 +34,7 @@ from benchsuite.protocol.stats import (
     improvements,
     impute_diverged,
 )
-from benchsuite.records import RunRecord, SweepPoint
+from benchsuite.records import JobResult, RunRecord, SweepPoint
 from benchsuite.results.cells import at_chance, selection
 from benchsuite.selection import Candidate, divergence, learnt_nothing, select_best_config
 from benchsuite.vocabulary import Scale
@@ -358,9 +359,9 @@ def test_divergence_imputation_and_summary():
         impute_diverged([0.3], [False, True], [1.0, 1.0])
     s = divergence_summary(2, 8)
     ci = sps.binomtest(2, 8).proportion_ci(method="exact")
-    assert s["count"] == 2 and s["rate"] == 0.25
-    assert s["ci95"] == pytest.approx([ci.low, ci.high])
-    assert divergence_summary(0, 8)["ci95"][0] == 0.0
+    assert s.count == 2 and s.rate == 0.25
+    assert s.ci95 == pytest.approx([ci.low, ci.high])
+    assert divergence_summary(0, 8).ci95[0] == 0.0
 
 
 def test_compare_both_converged():
@@ -588,7 +589,9 @@ def _records(val: dict[int, list[float]]) -> dict[int, RunRecord]:
             key=str(seed),
             job=a_job(seed=seed),
             status="ok",
-            sweep=[SweepPoint(k, {}, {"val.accuracy": v}) for k, v in enumerate(values)],
+            result=JobResult(
+                sweep=[SweepPoint(k, {}, Scores(val={"accuracy": v})) for k, v in enumerate(values)]
+            ),
         )
         for seed, values in val.items()
     }
@@ -698,13 +701,13 @@ def test_the_design_line_says_when_nothing_is_detectable(tmp_path):
     pair = {"tracks": ("sequence",), "mixers": ("dense", "identity"), "out": str(tmp_path)}
     few = RunSettings(**pair, seeds=5)
     design = design_check(few, tracks)
-    assert not design["detectable"] and design["tracks"]["sequence"]["planned_mde_rel_pct"] is None
+    assert not design.detectable and design.tracks["sequence"].planned_mde_rel_pct is None
     console = Console(record=True, width=300)
     print_design(design, console, verbose=True)  # the per-track MDEs: under -v
     text = console.export_text()
     assert "sequence: nothing detectable: the smallest sign-flip p of 5 seeds" in text
-    planned = design_check(RunSettings(**pair, seeds=6), tracks)["tracks"]["sequence"]
-    assert planned["planned_mde_rel_pct"] > 0 and planned["scale"] == "log"
+    planned = design_check(RunSettings(**pair, seeds=6), tracks).tracks["sequence"]
+    assert planned.planned_mde_rel_pct > 0 and planned.scale == "log"
 
 
 def test_the_power_solution_is_remembered_on_disk_exactly(tmp_path, monkeypatch):

@@ -43,7 +43,7 @@ def test_stopping_records_steps_and_stops_before_the_budget(registry):
         else:
             assert row.steps == 200
     assert any(row.converged for row in rows)
-    assert result.costs["steps"] == max(row.steps for row in rows)
+    assert result.costs.steps == max(row.steps for row in rows)
 
 
 def test_best_checkpoint_scores_at_least_as_well_as_the_last_state(registry):
@@ -56,7 +56,7 @@ def test_best_checkpoint_scores_at_least_as_well_as_the_last_state(registry):
         budget = {"eval_every": 20, "checkpoint": checkpoint}
         job = jobs_of(registry, "dense", budget if checkpoint == "best" else {})[0]
         rows = run_job(job, track, mixer).sweep
-        scores[checkpoint] = [row.metrics["val.mse"] for row in rows]
+        scores[checkpoint] = [row.metrics.val["mse"] for row in rows]
     lower_is_better = not track.metric.higher_is_better
     assert lower_is_better
     for best, last in zip(scores["best"], scores["last"], strict=True):
@@ -102,7 +102,7 @@ def test_every_mixer_of_a_run_follows_the_same_rule(tmp_path, registry):
     assert len(records) == 6
     for record in records:
         assert {k: getattr(record.job.budget, k) for k in RULE} == RULE
-        assert 0 < record.costs["steps"] <= 200
+        assert 0 < record.result.costs.steps <= 200
     curves = [arm.learning_curve for arm in summary.report.tracks["sequence"].mixers.values()]
     stopped_by_rule = [c for c in curves if c.converged_seeds * 2 >= len(c.seeds)]
     assert stopped_by_rule

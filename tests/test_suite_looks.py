@@ -14,7 +14,7 @@ from benchsuite.protocol.signflip import EXACT_LIMIT, sign_flips, suite_test
 from benchsuite.results.aggregate import Paired, TrackPairs, aggregate_across_tracks
 from benchsuite.results.robustness import SuiteTests
 from benchsuite.results.schema import AcrossMixer
-from benchsuite.results.serial import build, to_plain
+from benchsuite.serial import build, to_plain
 
 pytestmark = pytest.mark.floors
 

@@ -379,12 +379,12 @@ def test_a_cell_at_the_trivial_level_on_more_than_one_seed_is_flagged(finished_r
     records = sorted(
         (results[key] for key in plan.cells[track][mixer].jobs), key=lambda r: r.job.seed
     )
-    metric = f"test.{entry['metric']}"
-    records[0].metrics[metric] = records[0].cap
+    metric = entry["metric"]
+    records[0].result.metrics.test[metric] = records[0].result.cap
     one = analyse(plan, results, []).tracks[track].comparisons[mixer]
     assert one.divergence.mixer_not_learned == 1
     assert "no_better_than_trivial" not in one.comparison.flags
-    records[1].metrics[metric] = records[1].cap
+    records[1].result.metrics.test[metric] = records[1].result.cap
     analysis = analyse(plan, results, [])
     changed = analysis.tracks[track].comparisons[mixer]
     assert changed.divergence.mixer_not_learned == 2
@@ -406,22 +406,22 @@ def test_learnt_nothing_is_each_seeds_test_against_its_own_test_noise(finished_r
     track, entry, mixer, _ = _cells(report)[0]
     assert entry["higher_is_better"] is False  # an error: better is below the cap
     record = min((results[key] for key in plan.cells[track][mixer].jobs), key=lambda r: r.job.seed)
-    assert record.test_se is not None and record.test_se > 0
-    metric = f"test.{entry['metric']}"
+    assert record.result.test_se is not None and record.result.test_se > 0
+    metric = entry["metric"]
 
     def learnt_nothing(value: float, noise: float | None) -> int:
-        record.metrics[metric], record.test_se = value, noise
+        record.result.metrics.test[metric], record.result.test_se = value, noise
         return (
             analyse(plan, results, []).tracks[track].comparisons[mixer].divergence.mixer_not_learned
         )
 
-    se = record.test_se
-    others = learnt_nothing(record.cap - 3 * se, se)  # this seed learnt: count the others
-    assert learnt_nothing(record.cap - 1.0 * se, se) == others + 1
-    assert learnt_nothing(record.cap - 1.7 * se, se) == others
-    gap = record.cap - entry["ideal"]
-    assert learnt_nothing(record.cap - 0.009 * gap, None) == others + 1  # the old floor: 1%
-    assert learnt_nothing(record.cap - 0.011 * gap, None) == others
+    se = record.result.test_se
+    others = learnt_nothing(record.result.cap - 3 * se, se)  # this seed learnt: count the others
+    assert learnt_nothing(record.result.cap - 1.0 * se, se) == others + 1
+    assert learnt_nothing(record.result.cap - 1.7 * se, se) == others
+    gap = record.result.cap - entry["ideal"]
+    assert learnt_nothing(record.result.cap - 0.009 * gap, None) == others + 1  # the old floor: 1%
+    assert learnt_nothing(record.result.cap - 0.011 * gap, None) == others
 
 
 def test_the_equivalence_margin_is_the_smaller_of_5_percent_and_a_quarter_of_the_gain(
@@ -441,6 +441,6 @@ def test_the_equivalence_margin_is_the_smaller_of_5_percent_and_a_quarter_of_the
     track, _, mixer, cell = _cells(report)[0]
     for key in plan.cells[track][plan.settings.baseline].jobs:
         record = results[key]
-        record.metrics[f"test.{report['tracks'][track]['metric']}"] = record.cap / 1.02
+        record.result.metrics.test[report["tracks"][track]["metric"]] = record.result.cap / 1.02
     narrow = analyse(plan, results, []).tracks[track].comparisons[mixer].comparison
     assert narrow.margin == pytest.approx(0.25 * math.log(1.02))

@@ -12,13 +12,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from benchsuite import serial
 from benchsuite.budget import Budget, variant_keys
 from benchsuite.errors import one_line
+from benchsuite.measures import Costs
 from benchsuite.plan.jobs import cell_jobs, grid_of
+from benchsuite.plan.matching import Sizing
 from benchsuite.registry import track_variants, variants
 from benchsuite.seeds import DEFAULT_SALT, Streams, evaluation_seeds
 from benchsuite.settings import RunSettings
 from benchsuite.specs import Mixer, Track, TrackData, resolve_options
+from benchsuite.vocabulary import Match
 
 if TYPE_CHECKING:
     from benchsuite.registry import Registry
@@ -39,7 +43,7 @@ def measure_costs(
     steps: int = 5,
     salt: str = DEFAULT_SALT,
     size: Mapping[str, Any] | None = None,
-) -> dict[str, float]:
+) -> Costs:
     """Parameters, FLOPs, step time and memory of ``mixer`` on ``track`` (keys: module docstring).
 
     ``data`` must have been loaded with ``track_options`` (defaults when None); one batch of
@@ -81,12 +85,12 @@ def measure_costs(
         x = torch.from_numpy(np.ascontiguousarray(data.x_train[:size])).to(target)
         y = torch.from_numpy(np.ascontiguousarray(data.y_train[:size])).to(target)
         costs = parameter_counts(model, model.mixers())
-        costs["flops_per_example"] = forward_flops(model, x) / size
-        costs["activation_bytes"] = activation_bytes(model, x)
+        costs.flops_per_example = forward_flops(model, x) / size
+        costs.activation_bytes = activation_bytes(model, x)
         lr = float(job.grid[0].get("lr", 1e-3))
-        costs["seconds_per_step"] = step_seconds(model, track, x, y, lr, warmup, steps)
+        costs.seconds_per_step = step_seconds(model, track, x, y, lr, warmup, steps)
         if cuda:
-            costs["peak_memory_bytes"] = float(torch.cuda.max_memory_allocated(target) - before)
+            costs.peak_memory_bytes = float(torch.cuda.max_memory_allocated(target) - before)
     finally:
         torch.set_num_threads(previous_threads)
     return costs
@@ -151,8 +155,8 @@ def costs_table(
         base = track_variants.base_name(track)  # options are given to the registered track
         options = resolve_options(track.options, (track_options or {}).get(base, {}), base)
         data, problem = _load(track, options, preset, data_dir)
-        sizes = {}
-        if match == "params" and baseline is not None and data is not None:
+        sizes: dict[str, Sizing | None] = {}
+        if match == Match.PARAMS and baseline is not None and data is not None:
             sizes = _sizes(registry, track, mixer_names, preset, options, mixer_options, data_dir)
         cells = [
             _cell(
@@ -164,7 +168,7 @@ def costs_table(
                 options,
                 resolved[name],
                 device,
-                sizes.get(name, {}),
+                sizes.get(name),
             )
             for name in mixer_names
         ]
@@ -193,7 +197,7 @@ def _sizes(
     options: dict,
     mixer_options: Mapping[str, Mapping[str, Any]] | None,
     data_dir: str | None,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, Sizing | None]:
     """Each cell's size as a run plans it (the run's own planner, equal-size rule, the first
     mixer the baseline); none where the plan cannot be made (its cells then keep their declared
     size, and their own rows say what fails)."""
@@ -219,7 +223,7 @@ def _sizes(
         plan = plan_run(resolved, registry.tracks, registry.mixers, parameter_count)
     except Exception:  # the rows report what is wrong, cell by cell
         return {}
-    return {name: dict(cell.size) for name, cell in plan.cells.get(track.name, {}).items()}
+    return {name: cell.size for name, cell in plan.cells.get(track.name, {}).items()}
 
 
 def _cell(
@@ -231,7 +235,7 @@ def _cell(
     options: dict,
     mixer_options: Mapping[str, Any] | None,
     device: str,
-    size: Mapping[str, Any],
+    size: Sizing | None,
 ) -> dict[str, Any]:
     """One row of the costs table: the measured costs of the model as the run sizes it
     (``size``: the plan's size record of the cell), or the reason there are none."""
@@ -250,20 +254,19 @@ def _cell(
     row["reason"] = mixer.reason_unsupported(data.tokens, budget.dim, resolved)
     if row["reason"] is None:
         try:
-            row.update(
-                measure_costs(
-                    track,
-                    mixer,
-                    data,
-                    budget,
-                    preset=preset,
-                    track_options=options,
-                    mixer_options=mixer_options,
-                    device=device,
-                    size=size.get("set"),
-                )
+            measured = measure_costs(
+                track,
+                mixer,
+                data,
+                budget,
+                preset=preset,
+                track_options=options,
+                mixer_options=mixer_options,
+                device=device,
+                size=size.set if size else None,
             )
-            row["sized_by"] = size.get("by", "as declared")
+            row.update(measured.items())
+            row["sized_by"] = size.by if size else "as declared"
         except Exception as error:  # one broken mixer never hides the others
             row["reason"] = f"failed: {one_line(error)}"
     return row
@@ -272,10 +275,11 @@ def _cell(
 def _compare_params(cells: list[dict[str, Any]], baseline: str | None) -> None:
     from benchsuite.results.flags import param_mismatch
 
-    reference = next((c.get("params") for c in cells if c["mixer"] == baseline), None)
+    params = {c["mixer"]: serial.build(Costs, c).params for c in cells}
+    reference = params.get(baseline) if baseline is not None else None
     if not reference:
         return
     for cell in cells:
-        if "params" in cell:
-            cell["params_vs_baseline"] = cell["params"] / reference
+        if (own := params[cell["mixer"]]) is not None:
+            cell["params_vs_baseline"] = own / reference
             cell["param_mismatch"] = param_mismatch(cell["params_vs_baseline"])

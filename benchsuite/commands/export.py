@@ -75,18 +75,20 @@ def flatten(record: RunRecord, created: float | None = None) -> list[dict[str, A
     job): core columns, then ``<group>.<name>`` columns; nested values (``curve``: a list) stay
     as they are, for the writer to store."""
     job = record.job.to_dict()  # the stored form of either kind of job, for its columns
-    points: list[SweepPoint | None] = [*record.sweep] or [None]  # a failed or a legacy job: one
+    points: list[SweepPoint | None] = [*record.result.sweep] or [
+        None
+    ]  # a failed or a legacy job: one
     rows = []
     for point in points:
         index = point.index if point else job.get("config_index")
-        chosen = record.chosen is not None and index == record.chosen
-        own = point.metrics if point else record.metrics
-        metrics = {**own, **(record.metrics if chosen else {})}
+        chosen = record.result.chosen is not None and index == record.result.chosen
+        own = point.metrics if point else record.result.metrics
+        metrics = {**own.to_dict(), **(record.result.metrics.to_dict() if chosen else {})}
         sources: dict[str, Mapping[str, Any]] = {
             "config": point.config if point else job.get("config") or {},
             "metrics": metrics,
-            "costs": record.costs,
-            "probes": record.probes if chosen else {},
+            "costs": dict(record.result.costs.items()),
+            "probes": record.result.probes if chosen else {},
             "budget": job.get("budget") or {},
             "track_options": job.get("track_options") or {},
             "mixer_options": job.get("mixer_options") or {},
@@ -101,12 +103,12 @@ def flatten(record: RunRecord, created: float | None = None) -> list[dict[str, A
             "chosen": chosen if record.status == Status.OK else None,
             "finite": point.finite if point else None,
             "preset": job.get("preset"),
-            "diverged": record.diverged if chosen else None,
-            "divergence": (record.divergence or None) if chosen else None,
+            "diverged": record.result.diverged if chosen else None,
+            "divergence": (record.result.divergence or None) if chosen else None,
             "seconds": record.seconds,
-            "cap": record.cap,
-            "data_description": record.data_description,
-            "data_verified": record.data_verified,
+            "cap": record.result.cap,
+            "data_description": record.result.data_description,
+            "data_verified": record.result.data_verified,
             **{k: job.get(k) for k in ("device", "threads", "measure", "salt", "data_dir")},
             "created": (
                 datetime.datetime.fromtimestamp(created, datetime.UTC).isoformat(timespec="seconds")
@@ -114,7 +116,7 @@ def flatten(record: RunRecord, created: float | None = None) -> list[dict[str, A
                 else None
             ),
             "error": record.error or None,
-            "test_digest": record.test_digest or None,
+            "test_digest": record.result.test_digest or None,
             "curve": point.curve if point else None,
         }
         for group, prefix in GROUPS:

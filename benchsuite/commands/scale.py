@@ -11,8 +11,9 @@ counters of :mod:`benchsuite.train.measures`:
 - ``seconds_per_step``: median wall time of an AdamW training step (forward, loss, backward,
   update) after warm-up steps, over ``steps`` steps or, when they are short, as many as take
   about 0.25 s (``timed_steps``, at most 50);
-- ``memory_bytes``: on a CPU the activation bytes autograd saves in one training-mode forward;
-  on CUDA the peak allocated while the model is built, measured and trained (``memory`` says which);
+- ``activation_bytes``: the bytes autograd saves in one training-mode forward; on CUDA also
+  ``peak_memory_bytes``, the peak allocated while the model is built, measured and trained
+  (``memory`` names the one the memory figure and limit use);
 - ``flops_per_example``: forward FLOPs of the batch over its size; ``params``, ``mixer_params``.
 
 A point is ``"over budget"`` when its first training step or its median step takes longer than
@@ -34,9 +35,11 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from benchsuite import serial
 from benchsuite.commands.scale_points import Point, PointWorker, deadline
 from benchsuite.commands.scale_settings import ScaleSettings
 from benchsuite.errors import UsageError
+from benchsuite.measures import FIGURED, memory_on
 from benchsuite.registry import variants
 from benchsuite.vocabulary import PointStatus
 
@@ -60,7 +63,7 @@ def scale(
     """Measure every mixer along the ladder in a killable process; the scaling record.
 
     The record has ``input`` (what the model sees), ``settings``, ``environment``, ``memory``
-    (``activation_bytes`` or ``peak_allocated_bytes``), ``baseline`` and per mixer its
+    (``activation_bytes`` or ``peak_memory_bytes``), ``baseline`` and per mixer its
     ``description``, ``points`` (``tokens``, ``status``, the measures or a ``reason``) and
     ``exponents`` (per quantity, None with fewer than two measured points). ``on_point`` is
     called with each point as it is finished.
@@ -111,8 +114,10 @@ def scale(
         "kind": "scaling",
         "input": SYNTHETIC_INPUT,
         "settings": settings.record(),
-        "environment": describe(settings.device, settings.threads, reference_step_seconds()),
-        "memory": "peak_allocated_bytes" if cuda else "activation_bytes",
+        "environment": serial.to_plain(
+            describe(settings.device, settings.threads, reference_step_seconds())
+        ),
+        "memory": memory_on(cuda),
         "baseline": settings.baseline,
         "mixers": mixers,
     }
@@ -131,12 +136,10 @@ def exponents(points: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
     """Per quantity, the log-log slope over the upper half of the measured points (>= 2)."""
     import numpy as np
 
-    from benchsuite.output.scaling import QUANTITIES
-
     done = [p for p in points if p["status"] == PointStatus.OK]
     upper = done[min(len(done) // 2, max(len(done) - 2, 0)) :]
     slopes: dict[str, float | None] = {}
-    for key in QUANTITIES:
+    for key in FIGURED:
         pairs = [(p["tokens"], p[key]) for p in upper if (p.get(key) or 0) > 0]
         if len(pairs) < 2:
             slopes[key] = None

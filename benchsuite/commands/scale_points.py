@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchsuite.commands.scale_settings import ScaleSettings, size_text
 from benchsuite.errors import one_line
+from benchsuite.measures import Costs
 from benchsuite.registry import variants
 from benchsuite.seeds import DEFAULT_SALT, Streams
 from benchsuite.specs import Mixer, Track
@@ -112,6 +113,7 @@ def _point(mixer: Mixer | None, name: str, settings: ScaleSettings, tokens: int)
             what = f"{size_text(int(asked[1]))} more" if asked else one_line(error)
             return _over(
                 {},
+                Costs(),
                 f"out of memory under --max-memory {size_text(settings.max_memory)} "
                 f"(could not allocate {what})",
             )
@@ -194,37 +196,37 @@ def measure_point(mixer: Mixer, settings: ScaleSettings, tokens: int) -> dict[st
     generator = torch.Generator().manual_seed(streams.int_seed("data"))
     x = torch.randn(settings.batch, tokens, width, generator=generator).to(device)
     y = torch.randn(settings.batch, 1, generator=generator).to(device)
-    point: dict[str, Any] = {"status": PointStatus.OK, **parameter_counts(model, model.mixers())}
-    point["activation_bytes"] = activation_bytes(model, x)
-    point["flops_per_example"] = forward_flops(model, x) / settings.batch
-    if not cuda:
-        point["memory_bytes"] = point["activation_bytes"]
-        if point["memory_bytes"] > settings.max_memory:
-            taken, cap = size_text(point["memory_bytes"]), size_text(settings.max_memory)
-            return _over(point, f"activations take {taken} > --max-memory {cap}")
+    costs = parameter_counts(model, model.mixers())
+    costs.activation_bytes = activation_bytes(model, x)
+    costs.flops_per_example = forward_flops(model, x) / settings.batch
+    point: dict[str, Any] = {"status": PointStatus.OK}
+    if not cuda and costs.activation_bytes > settings.max_memory:
+        taken, cap = size_text(costs.activation_bytes), size_text(settings.max_memory)
+        return _over(point, costs, f"activations take {taken} > --max-memory {cap}")
     task, limit = _Regression(), settings.max_seconds
     first = step_seconds(model, task, x, y, settings.lr, warmup=0, steps=1)
     if first > limit:
-        return _over(point, f"a training step took {first:.3g} s > --max-seconds {limit:g}")
+        return _over(point, costs, f"a training step took {first:.3g} s > --max-seconds {limit:g}")
     timed = max(settings.steps, min(MAX_STEPS, math.ceil(TIMED_SECONDS / max(first, 1e-6))))
     point["timed_steps"] = timed
-    point["seconds_per_step"] = step_seconds(
+    costs.seconds_per_step = step_seconds(
         model, task, x, y, settings.lr, settings.warmup - 1, timed
     )
     if cuda:
-        point["memory_bytes"] = float(torch.cuda.max_memory_allocated(device) - before)
-        if point["memory_bytes"] > settings.max_memory:
+        costs.peak_memory_bytes = float(torch.cuda.max_memory_allocated(device) - before)
+        if costs.peak_memory_bytes > settings.max_memory:
             return _over(
                 point,
-                f"peak allocated {size_text(point['memory_bytes'])} > --max-memory "
+                costs,
+                f"peak allocated {size_text(costs.peak_memory_bytes)} > --max-memory "
                 f"{size_text(settings.max_memory)}",
             )
-    if point["seconds_per_step"] > limit:
+    if costs.seconds_per_step > limit:
         return _over(
-            point, f"median step {point['seconds_per_step']:.3g} s > --max-seconds {limit:g}"
+            point, costs, f"median step {costs.seconds_per_step:.3g} s > --max-seconds {limit:g}"
         )
-    return point
+    return {**point, **dict(costs.items())}
 
 
-def _over(point: dict[str, Any], reason: str) -> dict[str, Any]:
-    return {**point, "status": PointStatus.OVER_BUDGET, "reason": reason}
+def _over(point: dict[str, Any], costs: Costs, reason: str) -> dict[str, Any]:
+    return {**point, **dict(costs.items()), "status": PointStatus.OVER_BUDGET, "reason": reason}

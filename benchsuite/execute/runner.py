@@ -127,7 +127,7 @@ class Runner:
             self.counts.failed += 1
         else:
             self.counts.trained += 1
-            self.counts.resumed += record.costs.get("resumed_at_step", 0) > 0
+            self.counts.resumed += (record.result.costs.resumed_at_step or 0) > 0
         # which run timed it: a cost ratio of two cells timed by different runs says so
         record.environment = {**record.environment, RUN: self.owner.id}
         self.store.put(record, self.owner)

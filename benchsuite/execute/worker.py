@@ -226,7 +226,7 @@ class Worker:
                 job,
                 result,
                 seconds,
-                {**environment(job), "batched": result.costs["batched_seeds"] > 1},
+                {**environment(job), "batched": (result.costs.batched_seeds or 1) > 1},
             )
             for job, result in zip(jobs, results, strict=True)
         ]

@@ -148,10 +148,16 @@ RANKS = (
     "tracks, Nemenyi's critical difference (CD, at the suite verdicts' α) and bars joining "
     "mixers that do not differ by more than it. Descriptive."
 )
-COSTS = (
-    f"as recorded with the first evaluation run of the chosen config: {measures.explained()} "
-    "(k = thousand, M = million, G = billion)."
-)
+
+
+def costs(names: list[str]) -> str:
+    """The caption of the cost table that shows the costs ``names``."""
+    return (
+        "as recorded with the first evaluation run of the chosen config: "
+        f"{measures.explained(names)} (k = thousand, M = million, G = billion)."
+    )
+
+
 TRACK_UNDECIDED = (
     "Holm over {family} comparisons{partial}: no sign pattern of {n} seeds reaches its first "
     "step (alpha {alpha}), so each row shows its effect, 95% CI († where it excludes 0: before "

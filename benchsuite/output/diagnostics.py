@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from benchsuite.measures import COSTS
 from benchsuite.output import numbers
 from benchsuite.output.canvas import new_figure, titled
 from benchsuite.output.numbers import finite
@@ -25,11 +26,6 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-COST_LABELS = {
-    "params": "parameters (whole model)",
-    "flops_per_example": "forward FLOPs per example",
-    "seconds_per_step": "seconds per training step",
-}
 EDGE = "0.15"
 
 
@@ -166,7 +162,7 @@ def forest_figure(track: str, entry: TrackResult) -> Figure | None:
         ax.annotate(text, (1.01, y), xycoords=("axes fraction", "data"), va="center", fontsize=7)
     ax.set_yticks(range(len(rows)), labels=[mixer for mixer, _ in rows])
     ax.set_ylim(-0.7, len(rows) - 0.3)
-    scale = "1 − geometric-mean ratio, %" if entry.scale == Scale.LOG else "% of its mean"
+    scale = "1 − geometric-mean ratio, %" if entry.facts.scale == Scale.LOG else "% of its mean"
     ax.set_xlabel(f"improvement over {entry.baseline} ({scale}; > 0 is better) with 95% CI")
     used = dict.fromkeys(c.verdict for _, c in rows)
     handles = [
@@ -198,7 +194,7 @@ def forest_figure(track: str, entry: TrackResult) -> Figure | None:
 
 
 def _used_costs(points: dict[str, CostPoint], costs: list[str]) -> list[str]:
-    return [k for k in costs if sum(finite(p.cost(k)) is not None for p in points.values()) >= 2]
+    return [k for k in costs if sum(finite(p.get(k)) is not None for p in points.values()) >= 2]
 
 
 def cost_note(tradeoff: Tradeoff | None, costs: list[str]) -> str:
@@ -248,7 +244,7 @@ def cost_figure(
     for ax, cost in zip(axes, used, strict=True):
         front = tradeoff.pareto.get(cost) or []
         for name, point in points.items():
-            x, y = finite(point.cost(cost)), finite(point.score)
+            x, y = finite(point.get(cost)), finite(point.score)
             if x is None or y is None:
                 continue
             style = styles.get(name, Style("0.3", "o"))
@@ -268,7 +264,7 @@ def cost_figure(
             )
             if name in front:
                 ax.scatter([x], [y], s=160, facecolor="none", edgecolor="black", lw=1, zorder=4)
-        line = [(points[n].cost(cost), points[n].score) for n in front]
+        line = [(points[n].get(cost), points[n].score) for n in front]
         if len(line) > 1:
             ax.plot(
                 *zip(*line, strict=True),
@@ -284,7 +280,7 @@ def cost_figure(
         ax.set_xscale("log")
         ax.margins(x=0.1)
         _cost_ticks(ax, cost, relative)
-        label = COST_LABELS.get(cost, cost)
+        label = COSTS[cost].label
         ax.set_xlabel(f"{label}, relative to the baseline" if relative else label, fontsize=8)
         ax.grid(alpha=0.3, which="both")
     axes[0].set_ylabel(ylabel, fontsize=8)

@@ -19,6 +19,7 @@ from markupsafe import Markup
 
 from benchsuite.output import captions, numbers
 from benchsuite.output.canvas import Plot, css_pixels, data_uri, slug
+from benchsuite.output.costs import cost_rows
 from benchsuite.output.headline import (
     SUITE_COLUMNS,
     Line,
@@ -49,6 +50,7 @@ from benchsuite.output.track_tables import (
 from benchsuite.results.cell_schema import TrackResult
 from benchsuite.results.flags import track_reasons
 from benchsuite.results.schema import Analysis
+from benchsuite.results.summaries import budget_words
 from benchsuite.vocabulary import Problem, Scale
 
 FILENAME = "report.html"
@@ -90,10 +92,10 @@ def render(template: str, **context: Any) -> str:
 
 def scale_text(entry: TrackResult) -> str:
     """How the improvement, CI and MDE columns of a track are scaled."""
-    text = captions.PAGE_SCALE[Scale(entry.scale)]
+    text = captions.PAGE_SCALE[Scale(entry.facts.scale)]
     return (
         f"{text}; {captions.POINTS_NOTE}"
-        if entry.scale != Scale.LOG and entry.in_points()
+        if entry.facts.scale != Scale.LOG and entry.in_points()
         else text
     )
 
@@ -178,25 +180,18 @@ def _facts(report: Analysis) -> list[tuple[str, Any]]:
 def _datasets(report: Analysis) -> list[tuple[str, ...]]:
     rows = []
     for track, entry in report.tracks.items():
-        size = report.scale.tracks[track]
-        budget = (
-            ("steps", size.steps),
-            ("batch_size", size.batch_size),
-            ("dim", size.dim),
-            ("depth", size.depth),
-        )
         rows.append(
             (
                 track,
-                entry.dataset,
-                "yes" if entry.verified else "no",
-                f"{entry.metric} ({entry.direction})",
-                str(entry.tokens),
-                ", ".join(f"{k} {v}" for k, v in budget if v is not None),
-                str(len(entry.grid)),
+                entry.facts.dataset,
+                "yes" if entry.facts.verified else "no",
+                f"{entry.facts.metric} ({entry.facts.direction})",
+                str(entry.facts.tokens),
+                budget_words(entry.facts.budget),
+                str(len(entry.facts.grid)),
                 mde_text(entry),
                 num(entry.resolution.resolving_power, 3) if entry.resolution else "–",
-                entry.budget_signature,
+                entry.facts.budget_signature,
             )
         )
     return rows
@@ -256,19 +251,6 @@ def _across_rows(report: Analysis) -> list[tuple[str, ...]]:
     return rows
 
 
-def _costs(report: Analysis) -> tuple[list[str], list[tuple[str, ...]]]:
-    keys: list[str] = []
-    for entry in report.tracks.values():
-        for arm in entry.mixers.values():
-            keys += [k for k in arm.costs if k not in keys]
-    rows = [
-        (track, mixer, *(numbers.cost(k, arm.costs.get(k)) for k in keys))
-        for track, entry in report.tracks.items()
-        for mixer, arm in entry.mixers.items()
-    ]
-    return keys, rows
-
-
 def _problems(report: Analysis) -> list[tuple[str, ...]]:
     rows = [(s.track, s.mixer, Problem.SKIPPED, "", s.said, "") for s in report.skipped]
     rows += [
@@ -318,7 +300,7 @@ def render_html(report: Analysis, plots: Sequence[Plot], scaling_page: str | Non
     """The whole page as text (``scaling_page``: the scaling page beside it, linked if given)."""
     tracks, mixers = heatmap_order(report)
     lines = headline(report)
-    cost_keys, cost_rows = _costs(report)
+    cost_names, cost_cells = cost_rows(report)
     axes = Markup(axes_section(report))  # escaped where it is built (track_tables.py)
     nav = [
         ("headline", "Headline"),
@@ -363,8 +345,9 @@ def render_html(report: Analysis, plots: Sequence[Plot], scaling_page: str | Non
         across_rows=_across_rows(report),
         left_out_header=left_out_header(report.across_tracks) if report.across_tracks else [],
         left_out_rows=left_out_rows(report.across_tracks, digits=3),
-        cost_keys=cost_keys,
-        cost_rows=cost_rows,
+        cost_keys=cost_names,
+        cost_rows=cost_cells,
+        cost_caption=captions.costs(cost_names),
         problems=_problems(report),
         axes=axes,
     )

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from benchsuite.measures import COSTS
 from benchsuite.output import numbers
 from benchsuite.registry import Registry
 from benchsuite.specs import Option, provenance
@@ -188,11 +189,6 @@ def print_plugins(registry: Registry, console: Console) -> None:
         console.print(failed)
 
 
-def _count(value: float | None, unit: str = "") -> str:
-    """A count as everywhere else (:func:`~benchsuite.output.numbers.count`), blank when missing."""
-    return "" if value is None else f"{numbers.count(value)}{unit}"
-
-
 def print_costs(rows: list[dict[str, Any]], console: Console) -> None:
     """One rich table per track of :func:`costs_table` rows; unmeasured mixers with their reason."""
     for track in dict.fromkeys(row["track"] for row in rows):
@@ -209,23 +205,13 @@ def print_costs(rows: list[dict[str, Any]], console: Console) -> None:
             ),
             "",
         )
-        memory = "peak allocated" if any("peak_memory_bytes" in c for c in cells) else "activations"
+        shown = [name for name, c in COSTS.items() if c.column and any(name in r for r in cells)]
         table = Table(
             title=f"[bold]costs on {escape(track)}[/] {shape}",
-            caption="params: whole model; vs base: over the baseline's ([yellow]yellow[/]: "
-            f"param_mismatch, > 10%); forward FLOPs per example (matmuls, convolutions, attention, "
-            "FFTs); memory: "
-            f"{memory}",
+            caption="; ".join(f"{COSTS[name].column}: {COSTS[name].label}" for name in shown)
+            + "; vs base: params over the baseline's ([yellow]yellow[/]: param_mismatch, > 10%)",
         )
-        for column in (
-            "mixer",
-            "params",
-            "vs base",
-            "mixer params",
-            "FLOPs/ex",
-            "ms/step",
-            "memory",
-        ):
+        for column in ("mixer", *(COSTS[name].column for name in shown), "vs base"):
             table.add_column(column, justify="left" if column == "mixer" else "right")
         for row in cells:
             if row["reason"] is not None:
@@ -233,12 +219,8 @@ def print_costs(rows: list[dict[str, Any]], console: Console) -> None:
             ratio = f"{row['params_vs_baseline']:.2f}x" if "params_vs_baseline" in row else ""
             table.add_row(
                 escape(row["mixer"]),
-                _count(row["params"]),
+                *(numbers.cost(name, row.get(name)) for name in shown),
                 f"[yellow]{ratio}[/]" if row.get("param_mismatch") else ratio,
-                _count(row["mixer_params"]),
-                _count(row["flops_per_example"]),
-                f"{1e3 * row['seconds_per_step']:.2f}",
-                _count(row.get("peak_memory_bytes", row["activation_bytes"]), "B"),
             )
         if table.row_count:
             console.print(table)

@@ -106,7 +106,9 @@ def cost(name: str, value: Any) -> str:
     unit = unit_of(name)
     if unit == Unit.SECONDS:
         return seconds(value)
-    return count(value) if unit == Unit.COUNT else num(value)
+    if unit == Unit.BYTES and finite(value) is not None:
+        return f"{count(value)}B"
+    return count(value) if unit in (Unit.COUNT, Unit.FLOPS) else num(value)
 
 
 def config(values: dict, sep: str = " ") -> str:

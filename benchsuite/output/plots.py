@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from benchsuite import measures
 from benchsuite.output import numbers
 from benchsuite.output.canvas import Plot, new_figure, render, slug, titled
 from benchsuite.output.diagnostics import (
@@ -37,7 +38,7 @@ from benchsuite.output.palette import (
 )
 from benchsuite.results.cell_schema import TrackResult
 from benchsuite.results.schema import AcrossTracks, Analysis
-from benchsuite.vocabulary import Split, Verdict, metric_key
+from benchsuite.vocabulary import Split, Verdict
 
 SCALING_PREFIX = "scaling-"  # benchsuite scale's figures (output/scaling.py)
 
@@ -47,7 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 
 def _metric_label(entry: TrackResult, split: Split) -> str:
-    return f"{metric_key(split, entry.metric)} ({entry.direction})"
+    return f"{measures.key(split, entry.facts.metric)} ({entry.facts.direction})"
 
 
 PANEL_MIXERS = 8  # the per-seed figure puts at most this many mixers in one panel
@@ -90,7 +91,7 @@ def _seed_panel(ax: Axes, entry: TrackResult, names: list[str]) -> int:
     values it omitted."""
     from matplotlib.collections import LineCollection
 
-    higher = bool(entry.higher_is_better)
+    higher = bool(entry.facts.higher_is_better)
     omitted = 0
     for x, name in enumerate(names):
         cell = entry.comparisons.get(name)
@@ -167,7 +168,7 @@ def sweep_figure(track: str, entry: TrackResult, styles: dict[str, Style]) -> Fi
                     lw=1.5,
                     zorder=4,
                 )
-    configs = entry.grid or next(
+    configs = entry.facts.grid or next(
         ([row.cfg for row in rows] for rows in sweeps.values() if len(rows) == grid), []
     )
     ax.set_xticks(range(grid), labels=[numbers.config(c, "\n") for c in configs[:grid]], fontsize=7)

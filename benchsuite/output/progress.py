@@ -25,43 +25,42 @@ from rich.progress import (
 )
 from rich.progress import Progress as RichProgress
 
-from benchsuite.events import Events, Outlook
+from benchsuite.events import DesignCheck, Events, Outlook
 from benchsuite.output.numbers import num, options_text, pct
 from benchsuite.records import RunRecord
 from benchsuite.vocabulary import Claims, Scale, Status
 
 
-def print_design(design: dict, console: Console, verbose: bool = False) -> None:
+def print_design(design: DesignCheck, console: Console, verbose: bool = False) -> None:
     """The design check, before training, in one line (and its warning): which claims the seeds
-    are planned for and what the other claims need; ``verbose``: each track's planned MDE too
-    (``design``: :func:`benchsuite.plan.design.design_check`'s plain dict, not a report)."""
-    m, seeds, mixers = design["comparisons"], design["seeds"], design["mixers"]
-    if design["design"] == Claims.SUITE:
+    are planned for and what the other claims need; ``verbose``: each track's planned MDE too."""
+    m, seeds, mixers = design.comparisons, design.seeds, design.mixers
+    if design.claims == Claims.SUITE:
         why = (
             "as given"
-            if design["seeds_given"]
+            if design.seeds_given
             else "the fewest with which a suite verdict passes Holm with one discordant seed and "
             "any one track left out"
         )
         console.print(
             f"design: suite claims, {seeds} paired seeds ({why}): each mixer's verdict across "
-            f"{design['tracks_planned']} tracks, Holm over {mixers} mixers; per-track verdicts "
-            f"(Holm over {m} comparisons) need at least {design['min_seeds_for_significance']} "
-            f"seeds (the per-track design plans {design['per_track_seeds']}: one discordant seed "
+            f"{design.tracks_planned} tracks, Holm over {mixers} mixers; per-track verdicts "
+            f"(Holm over {m} comparisons) need at least {design.min_seeds_for_significance} "
+            f"seeds (the per-track design plans {design.per_track_seeds}: one discordant seed "
             "allowed): --design per-track into the same --out trains only the new seeds"
         )
     else:
         why = (
             "as given"
-            if design["seeds_given"]
+            if design.seeds_given
             else "the fewest with which a comparison with one discordant seed passes Holm, and "
             "at least 12"
         )
-        look = design.get("futility_seeds")
+        look = design.futility_seeds
         console.print(
             f"design: per-track claims, {seeds} paired seeds ({why}), {m} comparisons (Holm "
-            f"needs at least {design['min_seeds_for_significance']} seeds; verdicts at alpha "
-            f"{num(design['alpha'], 2)}, its first step)"
+            f"needs at least {design.min_seeds_for_significance} seeds; verdicts at alpha "
+            f"{num(design.alpha, 2)}, its first step)"
             + (
                 f"; futility look at {look} of {seeds} seeds (pre-registered; --no-futility "
                 "trains every seed)"
@@ -69,26 +68,26 @@ def print_design(design: dict, console: Console, verbose: bool = False) -> None:
                 else ""
             )
         )
-    if design["warning"]:
-        console.print(f"[yellow]warning:[/] {design['warning']}")
-    shown = design.get("mixer_options" if verbose else "mixer_options_set") or {}
+    if design.warning:
+        console.print(f"[yellow]warning:[/] {design.warning}")
+    shown = design.mixer_options if verbose else design.mixer_options_set
     if shown:
         which = "" if verbose else " not at their defaults (-v: every one)"
         console.print(f"mixer options{which}: {escape(options_text(shown))}")
     if not verbose:
         return
-    for track, plan in design["tracks"].items():
-        scale = "geometric-mean ratio" if plan.get("scale") == Scale.LOG else "of the baseline mean"
+    for track, plan in design.tracks.items():
+        scale = "geometric-mean ratio" if plan.scale == Scale.LOG else "of the baseline mean"
         mde = (
-            f"planned MDE {pct(plan['planned_mde_rel_pct'], signed=False)} ({scale}) at alpha "
-            f"{num(design['alpha'], 2)}"
-            if plan["planned_mde_rel_pct"] is not None
+            f"planned MDE {pct(plan.planned_mde_rel_pct, signed=False)} ({scale}) at alpha "
+            f"{num(design.alpha, 2)}"
+            if plan.planned_mde_rel_pct is not None
             else f"nothing detectable: the smallest sign-flip p of {seeds} seeds is "
             "not below that alpha"
         )
         console.print(
             f"  {escape(track)}: {mde} (sd of paired differences "
-            f"{pct(100 * plan['planning_sd_rel'], signed=False)}, {plan['source']})"
+            f"{pct(100 * plan.planning_sd_rel, signed=False)}, {plan.source})"
         )
 
 
@@ -190,7 +189,7 @@ def progress_events(
     current: dict[str, Phase] = {}
     printed = {"at": 0.0}
 
-    def design(plan: dict) -> None:
+    def design(plan: DesignCheck) -> None:
         print_design(plan, console, verbose)
         if out or config:
             console.print(f"  out: {escape(out)}; config: {escape(config)}")

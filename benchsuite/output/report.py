@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from benchsuite.results.schema import Analysis
-from benchsuite.results.serial import strict, to_plain
+from benchsuite.serial import strict, to_plain
 
 BENCH_VERSION = 1
 
@@ -20,14 +20,14 @@ def bench_report(report: Analysis, track: str, mixer: str) -> dict:
     entry = report.tracks[track]
     base, arm = entry.mixers[entry.baseline], entry.mixers[mixer]
     cell = entry.comparisons[mixer]
-    comparison, size = cell.comparison, report.scale.tracks[track]
+    comparison, budget = cell.comparison, entry.facts.budget
     return {
         "bench_version": BENCH_VERSION,
         "track": track,
-        "dataset": entry.dataset,
-        "model": f"metaformer dim {size.dim} depth {size.depth}",
-        "metric": entry.metric,
-        "metric_direction": entry.direction,
+        "dataset": entry.facts.dataset,
+        "model": f"metaformer dim {budget.dim} depth {budget.depth}",
+        "metric": entry.facts.metric,
+        "metric_direction": entry.facts.direction,
         "n_seeds": comparison.n,
         "baseline": {
             "name": entry.baseline,
@@ -50,7 +50,7 @@ def bench_report(report: Analysis, track: str, mixer: str) -> dict:
             "both_converged": to_plain(cell.both_converged),
         },
         "mechanism_signature": to_plain(cell.signature),
-        "budget_signature": entry.budget_signature,
+        "budget_signature": entry.facts.budget_signature,
         "versions": to_plain(report.environment),
     }
 

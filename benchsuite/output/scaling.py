@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
+from benchsuite.measures import COSTS, FIGURED, Cost, Unit, unit_of
+from benchsuite.output import numbers
 from benchsuite.output.canvas import Plot, new_figure
 from benchsuite.output.canvas import render as render_plot
 from benchsuite.output.html import render
-from benchsuite.output.numbers import count, finite, seconds
+from benchsuite.output.numbers import finite
 from benchsuite.output.palette import mixer_styles
 from benchsuite.vocabulary import PointStatus
 
@@ -28,17 +30,19 @@ FILENAME = "scaling.json"
 PAGE = "scaling.html"
 
 
-class Quantity(NamedTuple):
-    label: str
-    unit: str
-    stem: str  # the plot is plots/scaling-<stem>.png
+def quantities(result: dict[str, Any]) -> dict[str, Cost]:
+    """The costs drawn, one per figure (:data:`benchsuite.measures.FIGURED`; of the memory
+    costs, the one the record's device measures, ``result["memory"]``): the plot of cost
+    ``name`` is ``plots/scaling-<figure>.png``."""
+    drawn: dict[str, str] = {}
+    for name in FIGURED:
+        figure = COSTS[name].figure
+        if figure not in drawn or name == result.get("memory"):
+            drawn[figure] = name
+    return {name: COSTS[name] for name in drawn.values()}
 
 
-QUANTITIES = {
-    "seconds_per_step": Quantity("time per training step", "s", "time"),
-    "memory_bytes": Quantity("memory", "bytes", "memory"),
-    "flops_per_example": Quantity("forward FLOPs per example", "FLOPs", "flops"),
-}
+UNIT_WORDS = {Unit.SECONDS: "s", Unit.BYTES: "bytes", Unit.FLOPS: "FLOPs"}
 STATUS_TEXT = {
     PointStatus.OVER_BUDGET: "over budget",
     PointStatus.UNSUPPORTED: "n/a",
@@ -62,25 +66,11 @@ def write_scaling(result: dict[str, Any], out_dir: Path | str) -> list[Path]:
     return written
 
 
-def memory_label(result: dict[str, Any]) -> str:
-    """What the memory figure counts on the device the record was measured on."""
-    if result.get("memory") == "peak_allocated_bytes":
-        return "peak allocated memory"
-    return "activation memory (bytes autograd saves)"
-
-
-def _label(result: dict[str, Any], key: str) -> str:
-    return memory_label(result) if key == "memory_bytes" else QUANTITIES[key].label
-
-
 def _amount(value: float, key: str, unit: bool = True) -> str:
     """An absolute value, written as everywhere else (:mod:`benchsuite.output.numbers`):
     ``12.3 ms``, ``4.59MB``, ``3.2G FLOPs`` (``3.2G`` without ``unit``)."""
-    if key == "seconds_per_step":
-        return seconds(value)
-    if key == "memory_bytes":
-        return f"{count(value)}B"
-    return f"{count(value)} FLOPs" if unit else count(value)
+    written = numbers.cost(key, value)
+    return f"{written} FLOPs" if unit and unit_of(key) == Unit.FLOPS else written
 
 
 def _lengths(result: dict[str, Any]) -> list[int]:
@@ -110,7 +100,7 @@ def relative_rows(result: dict[str, Any], key: str) -> list[tuple[str, list[str]
                 value, same = point[key], base.get(tokens) or {}
                 reference = finite(same.get(key)) if same.get("status") == PointStatus.OK else None
                 if name == baseline or not reference:
-                    cells.append(_amount(value, key, unit=key != "flops_per_example"))
+                    cells.append(_amount(value, key, unit=False))
                 else:
                     cells.append(f"{value / reference:.3g}x")
         slope = finite(entry["exponents"].get(key))
@@ -153,9 +143,9 @@ def scaling_tables(result: dict[str, Any]) -> list[Table]:
     from rich.table import Table
 
     tables = []
-    for key in QUANTITIES:
+    for key, quantity in quantities(result).items():
         table = Table(
-            title=f"[bold]{_label(result, key)}[/] against sequence length",
+            title=f"[bold]{quantity.label}[/] against sequence length",
             caption=_caption(result),
         )
         table.add_column("mixer")
@@ -189,10 +179,8 @@ def point_line(mixer: str, point: dict[str, Any]) -> str:
     head = f"{mixer} at {point['tokens']} tokens:"
     if point["status"] != PointStatus.OK:
         return f"{head} {point['status']} ({point.get('reason', '')})"
-    return (
-        f"{head} {_amount(point['seconds_per_step'], 'seconds_per_step')} per step, "
-        f"{_amount(point['memory_bytes'], 'memory_bytes')}, "
-        f"{_amount(point['flops_per_example'], 'flops_per_example')} per example"
+    return f"{head} " + ", ".join(
+        f"{COSTS[name].label} {_amount(point[name], name)}" for name in FIGURED if name in point
     )
 
 
@@ -202,7 +190,7 @@ def scaling_plots(result: dict[str, Any]) -> list[Plot]:
     plots = []
     lengths = _lengths(result)
     styles = mixer_styles(list(result["mixers"]))
-    for key, quantity in QUANTITIES.items():
+    for key, quantity in quantities(result).items():
         fig, (ax,) = new_figure(6.0, 4.0)
         first = None
         for name, entry in result["mixers"].items():
@@ -242,13 +230,13 @@ def scaling_plots(result: dict[str, Any]) -> list[Plot]:
         ax.set_yscale("log")
         ax.set_xticks(lengths, [str(t) for t in lengths], fontsize=7)
         ax.set_xlabel("tokens")
-        label = _label(result, key)
-        ax.set_ylabel(f"{label} ({quantity.unit})")
+        label = quantity.label
+        ax.set_ylabel(f"{label} ({UNIT_WORDS.get(quantity.unit, quantity.unit)})")
         ax.set_title(f"{label} against sequence length (log-log)", fontsize=10)
         ax.legend(fontsize=7)
         plots.append(
             render_plot(
-                f"scaling-{quantity.stem}", "scaling", quantity.stem, f"scaling: {label}", fig
+                f"scaling-{quantity.figure}", "scaling", quantity.figure, f"scaling: {label}", fig
             )
         )
     return plots
@@ -261,13 +249,13 @@ def write_scaling_page(
     (``plots``: the figures when already drawn by :func:`scaling_plots`); the run's
     report.html links it. Returns the page."""
     by_stem = {p.kind: p for p in (scaling_plots(result) if plots is None else plots)}
-    quantities = [
+    drawn = [
         {
-            "label": _label(result, key),
+            "label": quantity.label,
             "rows": relative_rows(result, key),
-            "plot": by_stem.get(quantity.stem),
+            "plot": by_stem.get(quantity.figure),
         }
-        for key, quantity in QUANTITIES.items()
+        for key, quantity in quantities(result).items()
     ]
     path = Path(out_dir) / PAGE
     path.write_text(
@@ -277,7 +265,7 @@ def write_scaling_page(
             setup=setup_line(result),
             caption=_caption(result),
             lengths=[str(t) for t in _lengths(result)],
-            quantities=quantities,
+            quantities=drawn,
             missing=notes(result),
         ),
         encoding="utf-8",

@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchsuite.output import captions
+from benchsuite.output.costs import cost_table
 from benchsuite.output.headline import SUITE_STYLE, headline_tables, styled, suite_interval
 from benchsuite.output.left_out import left_out_table
 from benchsuite.output.numbers import MISSING, num
@@ -213,8 +214,8 @@ def print_partial(report: Analysis, complete: list[str], console: Console) -> No
 def print_report(report: Analysis, console: Console, verbose: bool = False) -> None:
     """Print every table of a report, each in the widest layout the terminal fits, and the
     headline last (the answer where the eye lands when the run ends); ``verbose``: with the
-    suite effects without each track. A report of one track has no across-tracks table and no
-    headline (no suite claim: its table is the answer)."""
+    suite effects without each track and the cost per mixer. A report of one track has no
+    across-tracks table and no headline (no suite claim: its table is the answer)."""
     design = report.design
     banner = f"[yellow]{escape(design.banner())}[/]; Holm over all {design.comparisons} comparisons"
     if design.partial:
@@ -240,6 +241,8 @@ def print_report(report: Analysis, console: Console, verbose: bool = False) -> N
         )
     if verbose and (without := left_out_table(report.across_tracks)) is not None:
         console.print(without)
+    if verbose and (costs := cost_table(report)) is not None:
+        console.print(costs)
     if _problem_rows(report):
         console.print(
             FirstFitting(

@@ -132,7 +132,7 @@ def mde(c: Comparison) -> str:
 
 
 def _scale(entry: TrackResult) -> str:
-    note = SCALE_NOTE.get(entry.scale, "")
+    note = SCALE_NOTE.get(entry.facts.scale, "")
     return f"{note}; {POINTS_NOTE}" if entry.in_points() else note
 
 
@@ -198,7 +198,7 @@ def _flags(entry: TrackResult, mixer: str) -> str:
 
 def _scale_and_budget(entry: TrackResult) -> str:
     """The scale that produced the track's results, then its budget signature."""
-    budget = f"budget {entry.budget_signature}"
+    budget = f"budget {entry.facts.budget_signature}"
     return f"{entry.scale_note}; {budget}" if entry.scale_note else budget
 
 
@@ -213,7 +213,7 @@ def _label(entry: TrackResult, mixer: str) -> str:
 
 def _title(name: str, entry: TrackResult) -> str:
     """The track's name, then its data (whose description may itself start with the name)."""
-    dataset = entry.dataset.removeprefix(f"{name}: ")
+    dataset = entry.facts.dataset.removeprefix(f"{name}: ")
     return f"[bold]{escape(name)}[/] — {escape(dataset)}"
 
 
@@ -230,7 +230,7 @@ def track_table(name: str, entry: TrackResult, design: Design | None = None) -> 
     table = new_table(
         _title(name, entry),
         clauses(
-            f"{entry.metric} ({entry.direction})",
+            f"{entry.facts.metric} ({entry.facts.direction})",
             f"improvement > 0 means better than {entry.baseline}",
             _scale(entry),
             _family(entry, design),
@@ -242,7 +242,7 @@ def track_table(name: str, entry: TrackResult, design: Design | None = None) -> 
         [
             "mixer",
             "config",
-            f"{entry.metric} mean ± sd",
+            f"{entry.facts.metric} mean ± sd",
             "improvement [95% CI]",
             *(["Δ pt [95% CI]"] if points else []),
             "p",
@@ -255,7 +255,7 @@ def track_table(name: str, entry: TrackResult, design: Design | None = None) -> 
     )
     for mixer in rows_by_effect(entry):
         arm, cell = entry.mixers[mixer], entry.comparisons.get(mixer)
-        row = [_label(entry, mixer), choice(arm, entry.grid), _spread(arm)]
+        row = [_label(entry, mixer), choice(arm, entry.facts.grid), _spread(arm)]
         if cell is None:
             table.add_row(*row, *[""] * (6 if points else 5), _flags(entry, mixer))
             continue
@@ -281,15 +281,15 @@ def track_tables_narrow(
     """The same figures in two narrower tables: each mixer's result, then its comparison."""
     results = new_table(
         _title(name, entry),
-        f"{entry.metric} ({entry.direction}) on the test split; {CONFIG_NOTE}; "
+        f"{entry.facts.metric} ({entry.facts.direction}) on the test split; {CONFIG_NOTE}; "
         f"{_scale_and_budget(entry)}",
-        ["mixer", "config", f"{entry.metric} mean ± sd", "flags"],
+        ["mixer", "config", f"{entry.facts.metric} mean ± sd", "flags"],
         narrow=True,
     )
     for mixer in rows_by_effect(entry):
         arm = entry.mixers[mixer]
         results.add_row(
-            _label(entry, mixer), choice(arm, entry.grid), _spread(arm), _flags(entry, mixer)
+            _label(entry, mixer), choice(arm, entry.facts.grid), _spread(arm), _flags(entry, mixer)
         )
     tables = [results]
     if entry.comparisons:

@@ -21,6 +21,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from benchsuite.events import DesignCheck, PlannedTrack
 from benchsuite.protocol.futility import futility_look
 from benchsuite.protocol.power import (
     default_seeds,
@@ -31,20 +32,37 @@ from benchsuite.protocol.power import (
     planned_mde,
     suite_seeds,
 )
+from benchsuite.registry.variants import lookup
 from benchsuite.settings import RunSettings
-from benchsuite.specs import Track
+from benchsuite.specs import Mixer, Track
 from benchsuite.vocabulary import Claims, Scale
 
 
+def options_set(settings: RunSettings, mixers: Mapping[str, Mixer]) -> dict[str, dict[str, Any]]:
+    """Each mixer's resolved options that differ from its declared defaults (set by
+    ``--mixer-option``, the config file or a variant's name)."""
+    changed = {}
+    for name, options in settings.mixer_options.items():
+        defaults = {o.name: o.default for o in lookup(dict(mixers), name).options}
+        if given := {k: v for k, v in options.items() if defaults.get(k) != v}:
+            changed[name] = given
+    return changed
+
+
 def design_check(
-    settings: RunSettings, tracks: dict[str, Track], previous: Mapping[str, float] | None = None
-) -> dict[str, Any]:
+    settings: RunSettings,
+    tracks: dict[str, Track],
+    previous: Mapping[str, float] | None = None,
+    mixers: Mapping[str, Mixer] | None = None,
+) -> DesignCheck:
     """The design (suite or per-track), family size, seeds each claim needs, the warning if the
-    seeds cannot reach the design's claims, and the planned per-track MDE, for resolved
-    ``settings`` (``tracks``: the registered tracks; ``previous``: per track the sd measured by
-    the last run in the same folder, which the caller reads from its report)."""
-    names, mixers, seeds = settings.tracks or (), settings.mixers or (), settings.seeds or 0
-    comparisons = len(names) * (len(mixers) - 1)
+    seeds cannot reach the design's claims, the planned per-track MDE and the mixer options set,
+    for resolved ``settings`` (``tracks``, ``mixers``: the registered ones; ``previous``: per
+    track the sd measured by the last run in the same folder, which the caller reads from its
+    report)."""
+    names, names_of_mixers = settings.tracks or (), settings.mixers or ()
+    seeds = settings.seeds or 0
+    comparisons = len(names) * (len(names_of_mixers) - 1)
     alpha = holm_first_alpha(comparisons)
     design = Claims(settings.design or Claims.PER_TRACK)
     previous = previous or {}
@@ -54,40 +72,42 @@ def design_check(
         sd = previous[name] if measured else tracks[name].planning_sd
         mde = planned_mde(seeds, sd, alpha)
         log_scale = tracks[name].metric.scale == Scale.LOG
-        planned[name] = {
-            "planning_sd_rel": sd,
-            "scale": tracks[name].metric.scale,
-            "source": "previous run in this folder" if measured else "track default",
-            "planned_mde_rel_pct": None
+        planned[name] = PlannedTrack(
+            planning_sd_rel=sd,
+            scale=tracks[name].metric.scale,
+            source="previous run in this folder" if measured else "track default",
+            planned_mde_rel_pct=None
             if math.isnan(mde)
             else 100 * (1 - math.exp(-mde) if log_scale else mde),
-        }
+        )
     per_track_seeds = default_seeds(max(comparisons, 1))
-    several = len(names) >= 2 and len(mixers) >= 2
-    suite = suite_seeds(len(names), len(mixers) - 1) if several else None
+    several = len(names) >= 2 and len(names_of_mixers) >= 2
+    suite = suite_seeds(len(names), len(names_of_mixers) - 1) if several else None
     if design == Claims.SUITE:
         default = suite or per_track_seeds
         warning = suite_warning(settings)
     else:
         default = per_track_seeds
         warning = design_warning(seeds, max(comparisons, 1))
-    return {
-        "design": str(design),
-        "comparisons": comparisons,
-        "mixers": len(mixers) - 1,
-        "tracks_planned": len(names),
-        "seeds": seeds,
-        "default_seeds": default,
-        "seeds_given": seeds != default,
-        "suite_seeds": suite,
-        "per_track_seeds": per_track_seeds,
-        "alpha": alpha,
-        "detectable": seeds >= 2 and min_sign_flip_p(seeds) < alpha,
-        "min_seeds_for_significance": min_seeds_for_significance(max(comparisons, 1)),
-        "warning": warning,
-        "futility_seeds": look.seeds if (look := futility_look(settings, comparisons)) else None,
-        "tracks": planned,
-    }
+    return DesignCheck(
+        claims=design,
+        comparisons=comparisons,
+        mixers=len(names_of_mixers) - 1,
+        tracks_planned=len(names),
+        seeds=seeds,
+        default_seeds=default,
+        seeds_given=seeds != default,
+        suite_seeds=suite,
+        per_track_seeds=per_track_seeds,
+        alpha=alpha,
+        detectable=seeds >= 2 and min_sign_flip_p(seeds) < alpha,
+        min_seeds_for_significance=min_seeds_for_significance(max(comparisons, 1)),
+        warning=warning,
+        futility_seeds=look.seeds if (look := futility_look(settings, comparisons)) else None,
+        tracks=planned,
+        mixer_options={m: dict(o) for m, o in settings.mixer_options.items() if o},
+        mixer_options_set=options_set(settings, mixers) if mixers is not None else {},
+    )
 
 
 def suite_warning(settings: RunSettings) -> str | None:

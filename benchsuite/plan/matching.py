@@ -15,22 +15,44 @@ device by :mod:`benchsuite.train.size`); nothing here imports torch.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from benchsuite.errors import PluginError, one_line
 from benchsuite.protocol.stats import PARAM_TOLERANCE
+from benchsuite.serial import OMIT_NONE
 from benchsuite.specs import Mixer
+from benchsuite.vocabulary import Match
 
-MATCHES = ("params", "none")
 MLP_WIDEST = 4  # the widest channel MLP searched, in multiples of its declared width
 MLP_NARROWEST = 0.5  # the narrowest channel MLP searched, as a fraction of its declared width
 OPTION_WIDEST = 8  # the largest size option searched, in multiples of its default
 OPTION_LARGEST = 2**16  # where the search of an option whose default is 0 gives up
 
-Count = Callable[[Mapping[str, Any]], int]
+Count = Callable[[Mapping[str, int]], int]
 """Parameters of a cell's model under a size: ``{"mlp_hidden": 96}``, ``{"expansion": 3}``."""
+
+
+@dataclass
+class Sizing:
+    """How the equal-size rule sized one cell's model (``Cell.size``): ``set`` (what its jobs
+    change: a mixer option and/or ``mlp_hidden``), ``by`` (``"baseline"``, ``"as declared"``,
+    ``"option NAME"``, ``"option NAME, mlp_hidden"``, ``"mlp_hidden"``, ``"unmatched"``),
+    ``params`` (of the model trained; None: not counted), ``baseline_params`` (the count the
+    track matches to), their ``ratio``, whether it is ``within`` the band, and ``reason`` when
+    the band is out of reach or the model could not be counted."""
+
+    baseline_params: int | None
+    by: str
+    set: dict[str, int]
+    params: int | None
+    ratio: float | None
+    within: bool
+    reason: str | None = field(default=None, metadata=OMIT_NONE)
+    rule: Match = Match.PARAMS
 
 
 def within_band(ratio: float) -> bool:
@@ -93,7 +115,7 @@ def size_option(mixer: Mixer, name: str, options: Mapping[str, Any]) -> str:
 
 def match(
     mixer: Mixer, name: str, options: Mapping[str, Any], target: int, width: int, count: Count
-) -> dict[str, Any]:
+) -> Sizing:
     """The size of one cell under the rule: ``set`` (what the jobs change: a mixer option and/or
     ``mlp_hidden``), ``by`` (``"as declared"``, ``"option NAME"``, ``"option NAME, mlp_hidden"``,
     ``"mlp_hidden"``, ``"unmatched"``), ``params`` (of the model trained), ``baseline_params``,
@@ -104,7 +126,7 @@ def match(
         declared = count({})
         if within(declared, target):
             return _record(target, "as declared", {}, declared)
-        chosen: dict[str, Any] = {}
+        chosen: dict[str, int] = {}
         if option:
 
             def sized(value: int) -> int:
@@ -131,12 +153,12 @@ def match(
     if within(found, target):
         return _record(target, by, chosen, found)
     shown = ", ".join(f"{k}={v}" for k, v in chosen.items())
-    return {
-        **_record(target, "unmatched", {}, declared),
-        "reason": f"no size within ±{PARAM_TOLERANCE:.0%} of the baseline's parameters (closest "
+    return dataclasses.replace(
+        _record(target, "unmatched", {}, declared),
+        reason=f"no size within ±{PARAM_TOLERANCE:.0%} of the baseline's parameters (closest "
         f"{found / target:.2f}x at {shown}): trained as declared, "
         f"{declared / target:.2f}x",
-    }
+    )
 
 
 def _mlp_width(
@@ -159,47 +181,16 @@ def _mlp_width(
     return closest(count, target, narrowest, widest)
 
 
-def _record(target: int, by: str, chosen: Mapping[str, Any], params: int) -> dict[str, Any]:
-    return {
-        "rule": "params",
-        "baseline_params": target,
-        "by": by,
-        "set": dict(chosen),
-        "params": params,
-        "ratio": params / target,
-        "within": within(params, target),
-    }
+def _record(target: int, by: str, chosen: Mapping[str, int], params: int) -> Sizing:
+    return Sizing(target, by, dict(chosen), params, params / target, within(params, target))
 
 
-def uncounted(target: int | None, error: Exception) -> dict[str, Any]:
+def uncounted(target: int | None, error: Exception) -> Sizing:
     """The record of a cell whose model could not be counted (its jobs will fail with why)."""
-    return {
-        "rule": "params",
-        "baseline_params": target,
-        "set": {},
-        "by": "unmatched",
-        "params": None,
-        "ratio": None,
-        "within": False,
-        "reason": f"parameters not counted: {one_line(error)}",
-    }
+    reason = f"parameters not counted: {one_line(error)}"
+    return Sizing(target, "unmatched", {}, None, None, False, reason)
 
 
-def baseline_size(params: int) -> dict[str, Any]:
+def baseline_size(params: int) -> Sizing:
     """The baseline's own record: the count every other cell of its track is matched to."""
     return _record(params, "baseline", {}, params)
-
-
-def comparison_size(
-    size: Mapping[str, Any], base_costs: Mapping[str, float], arm_costs: Mapping[str, float]
-) -> dict[str, Any]:
-    """What report.json says of a comparison's sizes: both models' parameter and forward-FLOP
-    counts as trained (``*_ratio``: the mixer's over the baseline's; None when not measured) and
-    how the rule sized the mixer's model (``by``, ``set``, ``within``, ``reason``)."""
-    entry: dict[str, Any] = {key: size.get(key) for key in ("by", "within", "reason")}
-    entry["set"] = dict(size.get("set", {}))
-    for name, key in (("params", "params"), ("flops", "flops_per_example")):
-        base, arm = base_costs.get(key), arm_costs.get(key)
-        entry[f"baseline_{name}"], entry[f"mixer_{name}"] = base, arm
-        entry[f"{name}_ratio"] = arm / base if base and arm else None
-    return entry

@@ -15,13 +15,14 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+from benchsuite import serial
 from benchsuite.budget import Budget
 from benchsuite.errors import PluginError, UsageError, one_line
 from benchsuite.plan import jobs as jobs_
 from benchsuite.plan import matching
-from benchsuite.plan.environment import describe
+from benchsuite.plan.environment import RunEnvironment, describe
 from benchsuite.plan.extension import looks, track_looks
 from benchsuite.plan.preflight import REFUSED, Check, Checker, check_key
 from benchsuite.protocol.futility import FutilityLook, futility_look
@@ -30,7 +31,7 @@ from benchsuite.registry.variants import lookup
 from benchsuite.seeds import Streams, evaluation_seeds
 from benchsuite.settings import RunSettings
 from benchsuite.specs import Mixer, Track, TrackData, provenance
-from benchsuite.vocabulary import Scale, SkipKind
+from benchsuite.vocabulary import Match, Scale, SkipKind
 
 Counter = Callable[[Track, Mixer, TrackData, Job], int]
 """Parameters of the model a job trains on some data (``benchsuite.train.size``)."""
@@ -56,26 +57,50 @@ class TrackFacts:
 
 
 @dataclass
+class DeclaredSignature:
+    """A mixer's mechanism signature as the plan keeps it: what it predicts, the probe values
+    predicted, the tolerance (the probes themselves are code: the plugin's)."""
+
+    prediction: str
+    predicted: dict[str, float]
+    tolerance: float
+
+
+@dataclass
 class MixerFacts:
     """What the report says about a mixer (read from its declaration)."""
 
     description: str
     plugin: str
     causal: bool
-    signature: dict[str, Any] | None
+    signature: DeclaredSignature | None
     tags: tuple[str, ...] = ()  # as declared: ``control`` leaves a mixer out of resolving power
+
+
+T = TypeVar("T")
 
 
 @dataclass
 class Cell:
     """One (track, mixer): its job keys (one per seed) and its size under the equal-size rule
-    (see :func:`benchsuite.plan.matching.match`; empty under ``match = "none"``). Each seed's
+    (see :func:`benchsuite.plan.matching.match`; None under ``match = "none"``). Each seed's
     chosen config is in its job's record (``RunRecord.chosen``), nowhere else."""
 
     track: str
     mixer: str
     jobs: list[str]
-    size: dict[str, Any] = field(default_factory=dict)
+    size: matching.Sizing | None = None
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> Cell:
+        """A stored cell (a plan from before sizes were typed kept ``{}`` for none)."""
+        size = raw.get("size") or None
+        return cls(
+            raw["track"],
+            raw["mixer"],
+            list(raw["jobs"]),
+            size and serial.build(matching.Sizing, size),
+        )
 
 
 @dataclass
@@ -109,7 +134,7 @@ class Plan:
     """A run's plan; ``jobs`` and ``templates`` (the Job objects) live in memory only."""
 
     settings: RunSettings  # the resolved run settings
-    environment: dict[str, Any]
+    environment: RunEnvironment
     mixers: dict[str, MixerFacts]
     tracks: dict[str, TrackFacts]
     cells: dict[str, dict[str, Cell]]  # track -> mixer -> cell
@@ -169,58 +194,25 @@ class Plan:
 
     def to_dict(self) -> dict[str, Any]:
         """The plan as plain JSON-able data (without the in-memory Job objects)."""
-        return {
-            "settings": self.settings.to_dict(),
-            "environment": self.environment,
-            "mixers": {n: dataclasses.asdict(m) for n, m in self.mixers.items()},
-            "tracks": {n: dataclasses.asdict(t) for n, t in self.tracks.items()},
-            "cells": {
-                t: {m: dataclasses.asdict(c) for m, c in cells.items()}
-                for t, cells in self.cells.items()
-            },
-            "skipped": [dataclasses.asdict(s) for s in self.skipped],
-            "code": self.code,
-            "recipe": self.recipe,
-            "looks": self.looks,
-            "track_looks": self.track_looks,
-            "track_alpha": self.track_alpha,
-            "futility": self.futility.to_dict() if self.futility else None,
-            "planned_mde": self.planned_mde,
-        }
+        return serial.to_plain(self)
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> Plan:
         """A plan read back from the store (no Job objects), its tracks and mixers in the order
         the run listed them (the store keeps its mappings sorted), so that ``report`` prints the
         tables in the run's order."""
-        settings = RunSettings.from_dict(raw["settings"])
+        plan = serial.build(cls, {"environment": {}, **raw})
+        tracks, mixers = plan.settings.tracks or (), plan.settings.mixers or ()
+        plan.mixers = _listed(plan.mixers, mixers)
+        plan.tracks = _listed(plan.tracks, tracks)
+        plan.cells = {t: _listed(cells, mixers) for t, cells in _listed(plan.cells, tracks).items()}
+        return plan
 
-        def listed(mapping: dict[str, Any], key: str) -> list[str]:
-            order = {name: i for i, name in enumerate(getattr(settings, key) or ())}
-            return sorted(mapping, key=lambda name: order.get(name, len(order)))
 
-        tracks, cells = raw["tracks"], raw["cells"]
-        return cls(
-            settings=settings,
-            environment=raw.get("environment", {}),
-            mixers={n: MixerFacts(**raw["mixers"][n]) for n in listed(raw["mixers"], "mixers")},
-            tracks={
-                n: TrackFacts(**{**tracks[n], "budget": Budget.from_dict(tracks[n]["budget"])})
-                for n in listed(tracks, "tracks")
-            },
-            cells={
-                t: {m: Cell(**cells[t][m]) for m in listed(cells[t], "mixers")}
-                for t in listed(cells, "tracks")
-            },
-            skipped=[Skip.from_dict(s) for s in raw["skipped"]],
-            code=raw.get("code", {}),
-            recipe=raw.get("recipe", ""),
-            looks=list(raw.get("looks", [])),
-            track_looks=list(raw.get("track_looks", [])),
-            track_alpha=float(raw.get("track_alpha", 0.05)),
-            futility=FutilityLook(**raw["futility"]) if raw.get("futility") else None,
-            planned_mde=dict(raw.get("planned_mde", {})),
-        )
+def _listed(mapping: dict[str, T], order: Sequence[str]) -> dict[str, T]:
+    """``mapping`` in the order of ``order`` (names it does not list last, as they were)."""
+    rank = {name: i for i, name in enumerate(order)}
+    return {name: mapping[name] for name in sorted(mapping, key=lambda n: rank.get(n, len(rank)))}
 
 
 # Settings that decide how jobs run, not which: they leave a plan's recipe unchanged.
@@ -302,11 +294,9 @@ def mixer_facts(mixer: Mixer) -> MixerFacts:
         causal=mixer.causal,
         signature=None
         if signature is None
-        else {
-            "prediction": signature.prediction,
-            "predicted": dict(signature.predicted),
-            "tolerance": signature.tolerance,
-        },
+        else DeclaredSignature(
+            signature.prediction, dict(signature.predicted), signature.tolerance
+        ),
         tags=tuple(mixer.tags),
     )
 
@@ -422,7 +412,7 @@ def _plan_track(
     """A probed track's cells in ``plan``: its jobs, sized when ``count`` is given, or the
     cell's skip (ruled out by the data, or failed by the pre-flight)."""
     settings, name, facts = plan.settings, track.name, plan.tracks[track.name]
-    sizing = count if settings.match == "params" else None
+    sizing = count if settings.match == Match.PARAMS else None
     target = None
     for mixer_name in settings.mixers or ():
         mixer = lookup(mixers, mixer_name)
@@ -434,7 +424,7 @@ def _plan_track(
             continue
         plan.code[f"mixer {mixer_name}"] = jobs_.plugin_code(mixer)
         jobs = jobs_.cell_jobs(settings, track, mixer, facts.grid, facts.data_key)
-        size: dict[str, Any] = {}
+        size: matching.Sizing | None = None
         if sizing is not None:
             counts = _counter(sizing, track, mixer, rungs[0], jobs[0])
             if mixer_name == settings.baseline:
@@ -448,10 +438,8 @@ def _plan_track(
                 except PluginError as error:  # a wrong size_option: that mixer's error
                     plan.skipped.append(Skip(name, mixer_name, one_line(error), SkipKind.ERROR))
                     continue
-            if size.get("set"):
-                jobs = jobs_.cell_jobs(
-                    settings, track, mixer, facts.grid, facts.data_key, size["set"]
-                )
+            if size is not None and size.set:
+                jobs = jobs_.cell_jobs(settings, track, mixer, facts.grid, facts.data_key, size.set)
         plan.jobs.update((job.key, job) for job in jobs)
         cell = Cell(name, mixer_name, [job.key for job in jobs], size=size)
         plan.cells.setdefault(name, {})[mixer_name] = cell
@@ -463,7 +451,7 @@ def _counter(
     """Parameters of the cell's model on its first rung under a size (a mixer option and/or
     ``mlp_hidden``)."""
 
-    def params(size: Any) -> int:
+    def params(size: Mapping[str, int]) -> int:
         size = dict(size)
         sized = dataclasses.replace(
             job,
@@ -475,7 +463,7 @@ def _counter(
     return params
 
 
-def _baseline_size(counts: matching.Count) -> tuple[dict[str, Any], int | None]:
+def _baseline_size(counts: matching.Count) -> tuple[matching.Sizing, int | None]:
     """The baseline cell's size record and the count its track matches to (None: not counted,
     then no cell of the track is matched)."""
     try:

@@ -18,12 +18,11 @@ from typing import Any
 from benchsuite.budget import read_overrides
 from benchsuite.errors import PluginError, UsageError, did_you_mean, one_line
 from benchsuite.plan.jobs import GRID_AXES
-from benchsuite.plan.matching import MATCHES
 from benchsuite.protocol.power import default_seeds, min_seeds_for_significance, suite_seeds
 from benchsuite.registry import Registry, track_variants, variants
 from benchsuite.settings import EXECUTORS, RunSettings
 from benchsuite.specs import Track, resolve_options
-from benchsuite.vocabulary import Claims
+from benchsuite.vocabulary import Claims, Match
 
 
 def resolve(settings: RunSettings, registry: Registry) -> RunSettings:
@@ -55,8 +54,8 @@ def resolve(settings: RunSettings, registry: Registry) -> RunSettings:
     if len(mixer_names) < 2:
         raise UsageError(f"nothing to compare: only the baseline {baseline.name!r} was given")
     check_grids(settings.grids, [name for name in registry.tracks if "[" not in name])
-    if settings.match not in MATCHES:
-        raise UsageError(f"unknown --match {settings.match!r}; valid: {', '.join(MATCHES)}")
+    if settings.match not in tuple(Match):
+        raise UsageError(f"unknown --match {settings.match!r}; valid: {', '.join(Match)}")
     bases = len({track_variants.base_name(track) for track in tracks.values()})
     design, seeds = design_and_seeds(settings, len(track_names), len(mixer_names) - 1, bases)
     overrides = budget_overrides(settings.budget)

@@ -15,8 +15,7 @@ pre-registered.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,10 +32,6 @@ class FutilityLook:
     seeds: int
     planned: int
     alpha: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able values (a plan's record of its look)."""
-        return asdict(self)
 
 
 def futility_look(settings: RunSettings, family: int, alpha: float = 0.05) -> FutilityLook | None:

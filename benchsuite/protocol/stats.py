@@ -453,14 +453,24 @@ def impute_diverged(
     ]
 
 
-def divergence_summary(k: int, n: int) -> dict[str, Any]:
+@dataclass
+class Count:
+    """Diverged runs of one arm with their exact 95% interval."""
+
+    count: int
+    n: int
+    rate: float | None
+    ci95: list[float]
+
+
+def divergence_summary(k: int, n: int) -> Count:
     """Diverged count k of n runs, its rate and exact Clopper-Pearson 95% CI."""
     if n == 0:
-        return {"count": 0, "n": 0, "rate": None, "ci95": [0.0, 1.0]}
+        return Count(0, 0, None, [0.0, 1.0])
     from scipy import stats
 
     ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
-    return {"count": k, "n": n, "rate": k / n, "ci95": [float(ci.low), float(ci.high)]}
+    return Count(k, n, k / n, [float(ci.low), float(ci.high)])
 
 
 def compare_both_converged(

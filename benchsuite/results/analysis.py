@@ -22,11 +22,11 @@ from benchsuite.protocol import stats
 from benchsuite.protocol.power import looks_alpha
 from benchsuite.records import RunRecord
 from benchsuite.results import cells as cells_
-from benchsuite.results import curves, flags, futility, resolving, serial, summaries
+from benchsuite.results import curves, flags, futility, resolving, summaries
 from benchsuite.results.aggregate import Paired, TrackPairs, aggregate_across_tracks
 from benchsuite.results.cell_schema import CellResult, TrackResult
 from benchsuite.results.comparison import compare_cell
-from benchsuite.results.schema import REPORT_VERSION, AcrossTracks, Analysis, RunEnvironment
+from benchsuite.results.schema import REPORT_VERSION, AcrossTracks, Analysis
 from benchsuite.results.tradeoffs import quality_vs_cost
 from benchsuite.store.store import Store
 
@@ -43,7 +43,7 @@ def _track(
     arms = {m: cells_.arm(plan, track, m, early if m in stopped else results) for m in mixers}
     found = {m: a for m, a in arms.items() if a is not None}
     entry = TrackResult(
-        **{f.name: getattr(facts, f.name) for f in dataclasses.fields(facts)},
+        facts=facts,
         baseline=baseline,
         test_set=summaries.test_set([r for a in found.values() for r in a.records.values()]),
         scale_note=summaries.scale_note(settings.preset, facts.budget),
@@ -117,7 +117,7 @@ def analyse(
             *filter(None, [suite_warning(plan.settings)]),
         ],
         settings=settings,
-        environment=serial.build(RunEnvironment, plan.environment),
+        environment=plan.environment,
         mixers=plan.mixers,
         tracks=tracks,
         skipped=plan.skipped,
@@ -195,7 +195,7 @@ def _across(tracks: dict[str, TrackResult], plan: Plan, baseline: str) -> Across
         if not entry.comparisons:
             continue
         per_track[name] = TrackPairs(
-            higher_is_better=entry.higher_is_better,
+            higher_is_better=entry.facts.higher_is_better,
             ideal=plan.tracks[name].ideal,
             pairs={mixer: _pairs(c) for mixer, c in sorted(entry.comparisons.items())},
         )

@@ -107,7 +107,7 @@ def axis_groups(report: Analysis) -> list[AxisGroup]:
         groups.append(
             AxisGroup(
                 base,
-                first.metric,
+                first.facts.metric,
                 first.baseline,
                 column,
                 values,

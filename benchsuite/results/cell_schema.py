@@ -14,8 +14,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from benchsuite.measures import Costs
 from benchsuite.plan.plan import TrackFacts
-from benchsuite.protocol.stats import Comparison
+from benchsuite.protocol.stats import Comparison, Count
+from benchsuite.serial import FLATTEN
+from benchsuite.specs import SignatureCheck
 from benchsuite.vocabulary import Scale
 
 
@@ -100,8 +103,8 @@ class MixerResult:
     sweep: list[SweepRow]
     full: Full
     diverged: int
-    costs: dict[str, float]
-    costs_median: dict[str, float]
+    costs: Costs
+    costs_median: Costs
     probes: dict[str, Any]
     learning_curve: LearningCurve | None
     undertrained: bool
@@ -118,16 +121,6 @@ class MixerResult:
 
 
 @dataclass
-class Count:
-    """Diverged runs of one arm with their exact 95% interval."""
-
-    count: int
-    n: int
-    rate: float | None
-    ci95: list[float]
-
-
-@dataclass
 class Divergence:
     """Diverged counts of the mixer and the baseline, the mixer's reasons, and how many of the
     mixer's seeds learnt nothing (no better than the trivial predictor: below it, imputed, or at
@@ -140,35 +133,13 @@ class Divergence:
 
 
 @dataclass
-class SignatureCheck:
-    """A mixer's predicted probe values beside those observed on it and on the baseline."""
-
-    prediction: str
-    predicted: dict[str, float]
-    tolerance: float
-    observed: dict[str, float]
-    baseline_observed: dict[str, float]
-    confirmed: bool
-    measured_on: str = "trained model (chosen config), first evaluation seed"
-
-    def extra_keys(self) -> dict[str, float]:
-        """The prototype's bench_report v1 keys (``observed_<probe>_seed0``, ...)."""
-        keys: dict[str, float] = {}
-        for key, value in self.predicted.items():
-            keys[f"predicted_{key}"] = value
-            keys[f"observed_{key}_seed0"] = self.observed[key]
-            keys[f"baseline_observed_{key}_seed0"] = self.baseline_observed[key]
-        return keys
-
-
-@dataclass
 class Size:
     """Both models' sizes as trained and how the equal-size rule sized the mixer's."""
 
     by: str | None
-    within: Any
+    within: bool | None
     reason: str | None
-    set: dict[str, Any]
+    set: dict[str, int]
     baseline_params: float | None
     mixer_params: float | None
     params_ratio: float | None
@@ -241,9 +212,11 @@ class Resolution:
 
 
 @dataclass
-class TrackResult(TrackFacts):
-    """One track: its facts (as the plan has them), each mixer's result and each comparison."""
+class TrackResult:
+    """One track: its facts (as the plan has them; in report.json beside the rest), each
+    mixer's result and each comparison."""
 
+    facts: TrackFacts = field(metadata=FLATTEN)
     baseline: str = ""
     test_set: TestSet | None = None
     mixers: dict[str, MixerResult] = field(default_factory=dict)
@@ -253,7 +226,7 @@ class TrackResult(TrackFacts):
 
     def in_points(self) -> bool:
         """An accuracy-type metric (higher is better, ideal 1): effects also in points."""
-        return bool(self.higher_is_better) and self.ideal == 1.0
+        return bool(self.facts.higher_is_better) and self.facts.ideal == 1.0
 
     def ordered(self, names: list[str] | None = None) -> list[str]:
         """``names`` (default: the track's mixers) with the baseline first."""

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
+from benchsuite.measures import Costs
 from benchsuite.plan.plan import Plan, TrackFacts
 from benchsuite.protocol import stats
 from benchsuite.records import RunRecord
 from benchsuite.results import curves, flags
 from benchsuite.results.cell_schema import Full, MixerResult, Selection, Spread, Summary, SweepRow
 from benchsuite.selection import divergence, learnt_nothing, on_edge
-from benchsuite.vocabulary import DivergenceReason, Split, metric_key
+from benchsuite.vocabulary import DivergenceReason, Split
 
 AT_CHANCE_P = 0.05  # one-sided level of "better than the trivial predictor"
 
@@ -55,9 +56,9 @@ def sweep_rows(
     rows = []
     for k, config in enumerate(grid):
         values = [
-            float(records[seed].sweep[k].val(metric))
+            float(records[seed].result.sweep[k].val(metric))
             for seed in sorted(records)
-            if len(records[seed].sweep) > k
+            if len(records[seed].result.sweep) > k
         ]
         rows.append(
             SweepRow(
@@ -86,7 +87,7 @@ def _modal(counts: list[int], rows: list[SweepRow], higher: bool) -> tuple[int, 
 def tied_choice(record: RunRecord, chosen: int, metric: str) -> bool:
     """Whether a seed's choice was an exact tie: another config of its grid scored the very same
     finite validation value, so the tie rule (fewer diverged runs, then grid order) decided."""
-    values = [point.val(metric) for point in record.sweep]
+    values = [point.val(metric) for point in record.result.sweep]
     if chosen >= len(values) or not math.isfinite(values[chosen]):
         return False
     return sum(value == values[chosen] for value in values) > 1
@@ -159,7 +160,11 @@ class Arm:
             or (
                 not self.reasons[seed]
                 and learnt_nothing(
-                    value, self.caps[seed], self.ideal, self.higher, self.records[seed].test_se
+                    value,
+                    self.caps[seed],
+                    self.ideal,
+                    self.higher,
+                    self.records[seed].result.test_se,
                 )
             )
             for seed, value in self.values.items()
@@ -171,15 +176,15 @@ class Arm:
         return {seed: bool(reason) for seed, reason in self.reasons.items()}
 
     @property
-    def costs(self) -> dict[str, float]:
+    def costs(self) -> Costs:
         """The costs of the first evaluation run."""
-        return self.records[min(self.records)].costs
+        return self.records[min(self.records)].result.costs
 
     @property
     def probes(self) -> dict[str, Any]:
         """The probes of the first evaluation run, when it measured them."""
         first = self.records[min(self.records)]
-        return first.probes if first.job.measure else {}
+        return first.result.probes if first.job.measure else {}
 
     def imputed(
         self,
@@ -202,9 +207,11 @@ def _reason(record: RunRecord, value: float, higher: bool) -> DivergenceReason:
     """Why a stored result is imputed, with the caps compared at float32 precision (records
     stored before that tolerance keep their non-finite reason, not a rounding one)."""
     non_finite = DivergenceReason.NON_FINITE
-    if record.divergence == non_finite or (record.diverged and not record.divergence):
-        return record.divergence or non_finite
-    return divergence(value, record.cap, higher, finite=True)
+    if record.result.divergence == non_finite or (
+        record.result.diverged and not record.result.divergence
+    ):
+        return record.result.divergence or non_finite
+    return divergence(value, record.result.cap, higher, finite=True)
 
 
 def arm(plan: Plan, track: str, mixer: str, results: dict[str, RunRecord]) -> Arm | None:
@@ -215,12 +222,11 @@ def arm(plan: Plan, track: str, mixer: str, results: dict[str, RunRecord]) -> Ar
     records = {record.job.seed: record for record in found}
     if not records:
         return None
-    chosen = {seed: r.chosen for seed, r in records.items() if r.chosen is not None}
-    metric = metric_key(Split.TEST, facts.metric)
-    values = {seed: r.metrics.get(metric, math.nan) for seed, r in records.items()}
-    caps = {seed: r.cap for seed, r in records.items()}
+    chosen = {seed: r.result.chosen for seed, r in records.items() if r.result.chosen is not None}
+    values = {seed: r.result.metrics.of(Split.TEST, facts.metric) for seed, r in records.items()}
+    caps = {seed: r.result.cap for seed, r in records.items()}
     higher = facts.higher_is_better
-    noise = {seed: r.test_se for seed, r in records.items()}
+    noise = {seed: r.result.test_se for seed, r in records.items()}
     chance = at_chance(values, caps, higher, facts.ideal, noise)
     picked = selection(facts.grid, chosen, records, facts.metric, chance, higher)
     return Arm(
@@ -236,40 +242,36 @@ def arm(plan: Plan, track: str, mixer: str, results: dict[str, RunRecord]) -> Ar
     )
 
 
-def summary(values: list[float]) -> Summary:
-    """Mean, sample sd and every value (None where there are too few)."""
+S = TypeVar("S", bound=Summary)
+
+
+def summary(values: list[float], kind: type[S] = Summary, **more: Any) -> S:
+    """Mean, sample sd and every value (None where there are too few), as a ``kind`` (with
+    ``more`` of its fields)."""
     array = np.asarray(values, dtype=float)
-    return Summary(
+    return kind(
         mean=float(array.mean()) if len(array) else None,
         std=float(array.std(ddof=1)) if len(array) > 1 else None,
         per_seed=[float(v) for v in array],
         n=len(array),
+        **more,
     )
-
-
-def cost_medians(records: dict[int, RunRecord]) -> dict[str, float]:
-    """Each recorded cost's median over a cell's evaluation runs (the seeds that measured it)."""
-    names = dict.fromkeys(name for record in records.values() for name in record.costs)
-    return {
-        name: float(np.median([r.costs[name] for r in records.values() if name in r.costs]))
-        for name in names
-    }
 
 
 def mixer_result(facts: TrackFacts, cell: Arm) -> MixerResult:
     """``tracks.<t>.mixers.<m>``: the cell's choice, sweep, test scores, costs and curve."""
     seeds = sorted(cell.values)
-    imputed = summary(cell.imputed(seeds, facts.higher_is_better))
+    imputed = cell.imputed(seeds, facts.higher_is_better)
     learnt = {seed for seed, nothing in cell.not_learned.items() if not nothing}
     curve = curves.learning_curve(cell.records, facts.budget.steps, learnt)
     return MixerResult(
         best_cfg=facts.grid[cell.selection.modal],
         selection=cell.selection,
         sweep=cell.sweep,
-        full=Full(**vars(imputed), raw=summary([cell.values[s] for s in seeds])),
+        full=summary(imputed, Full, raw=summary([cell.values[s] for s in seeds])),
         diverged=int(sum(cell.diverged.values())),
         costs=cell.costs,
-        costs_median=cost_medians(cell.records),
+        costs_median=Costs.median(r.result.costs for r in cell.records.values()),
         probes=cell.probes,
         learning_curve=curve,
         undertrained=bool(curve and curve.undertrained),

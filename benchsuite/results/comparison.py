@@ -5,22 +5,46 @@ from __future__ import annotations
 
 import math
 
-from benchsuite.plan.matching import comparison_size
-from benchsuite.plan.plan import Plan
+from benchsuite.measures import Costs
+from benchsuite.plan.matching import Sizing
+from benchsuite.plan.plan import DeclaredSignature, Plan
 from benchsuite.protocol import stats
 from benchsuite.protocol.ranges import metric_range
 from benchsuite.records import RUN
-from benchsuite.results import flags, serial
-from benchsuite.results.cell_schema import CellResult, Count, Divergence, SignatureCheck, Size
+from benchsuite.results import flags
+from benchsuite.results.cell_schema import CellResult, Divergence, SignatureCheck, Size
 from benchsuite.results.cells import Arm
 from benchsuite.specs import Signature
 from benchsuite.vocabulary import DivergenceReason, Flag
 
 
-def _signature(signature: dict | None, arm: Arm, base: Arm) -> SignatureCheck | None:
-    if not signature:
+def _signature(declared: DeclaredSignature | None, arm: Arm, base: Arm) -> SignatureCheck | None:
+    if declared is None:
         return None
-    return serial.build(SignatureCheck, Signature(**signature).check(arm.probes, base.probes))
+    signature = Signature(declared.prediction, declared.predicted, declared.tolerance)
+    return signature.check(arm.probes, base.probes)
+
+
+def comparison_size(sizing: Sizing | None, base: Costs, arm: Costs) -> Size:
+    """Both models' parameter and forward-FLOP counts as trained (``*_ratio``: the mixer's over
+    the baseline's; None where either is not measured) and how the rule sized the mixer's model
+    (``by``, ``set``, ``within``, ``reason``; None without the rule)."""
+
+    def ratio(ours: float | None, theirs: float | None) -> float | None:
+        return ours / theirs if theirs and ours else None
+
+    return Size(
+        by=sizing.by if sizing else None,
+        within=sizing.within if sizing else None,
+        reason=sizing.reason if sizing else None,
+        set=dict(sizing.set) if sizing else {},
+        baseline_params=base.params,
+        mixer_params=arm.params,
+        params_ratio=ratio(arm.params, base.params),
+        baseline_flops=base.flops_per_example,
+        mixer_flops=arm.flops_per_example,
+        flops_ratio=ratio(arm.flops_per_example, base.flops_per_example),
+    )
 
 
 def paired(
@@ -66,7 +90,7 @@ def compare_cell(
     reasons = [arm.reasons[s] for s in seeds]
     learnt_nothing = arm.not_learned  # per seed, computed once
     not_learned = sum(learnt_nothing[s] for s in seeds)
-    size = serial.build(Size, comparison_size(plan.cells[track][mixer].size, base.costs, arm.costs))
+    size = comparison_size(plan.cells[track][mixer].size, base.costs, arm.costs)
     bounds = metric_range(higher, facts.ideal)  # an interval of a difference stays within it
     comparison = stats.compare_paired(
         base_vals,
@@ -105,8 +129,8 @@ def compare_cell(
         seeds=seeds,
         missing_seeds=arm.n_planned - len(seeds),
         divergence=Divergence(
-            mixer=Count(**stats.divergence_summary(sum(arm_div), len(seeds))),
-            baseline=Count(**stats.divergence_summary(sum(base_div), len(seeds))),
+            mixer=stats.divergence_summary(sum(arm_div), len(seeds)),
+            baseline=stats.divergence_summary(sum(base_div), len(seeds)),
             mixer_reasons={r: reasons.count(r) for r in DivergenceReason if r},
             mixer_not_learned=not_learned,
         ),

@@ -47,9 +47,9 @@ def _rounded(values: np.ndarray) -> list[float]:
 
 def chosen_curve(record: RunRecord) -> list[float] | None:
     """The training-loss curve of the config the record chose (None when it kept none)."""
-    if record.chosen is None or record.chosen >= len(record.sweep):
+    if record.result.chosen is None or record.result.chosen >= len(record.result.sweep):
         return None
-    curve = record.sweep[record.chosen].curve
+    curve = record.result.sweep[record.result.chosen].curve
     return [float(v) for v in curve] if curve else None
 
 
@@ -108,7 +108,11 @@ def learning_curve(
 
 def _converged(record: RunRecord) -> bool:
     """Whether the record's chosen config stopped early under its budget's stopping rule."""
-    return bool(record.sweep[record.chosen].converged) if record.chosen is not None else False
+    return (
+        bool(record.result.sweep[record.result.chosen].converged)
+        if record.result.chosen is not None
+        else False
+    )
 
 
 def summary(tracks: Mapping[str, TrackResult]) -> CurvesSummary:

@@ -105,7 +105,7 @@ def of_track(
     base = entry.mixers.get(entry.baseline)
     return resolution(
         {mixer: cell.comparison for mixer, cell in entry.comparisons.items()},
-        Scale(entry.scale),
+        Scale(entry.facts.scale),
         planned_pct,
         base.full.mean if base else None,
         controls,

@@ -11,15 +11,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchsuite import serial
+from benchsuite.measures import Costs
+from benchsuite.plan.environment import RunEnvironment
 from benchsuite.plan.plan import MixerFacts, Skip
 from benchsuite.protocol.stats import Comparison
-from benchsuite.results import serial
 from benchsuite.results.cell_schema import TrackResult
+from benchsuite.serial import OMIT_NONE
 from benchsuite.settings import RunSettings
 from benchsuite.vocabulary import Claims, Shift, SuiteVerdict
 
-OMIT_NONE = {"omit_none": True}
 BOOTSTRAP_SEEDS = 5  # fewest seeds per track for a bootstrap interval of the pooled summaries
+# 12: scale.tracks gone (each track's width, depth and budget are tracks.<t>.budget); a cost or a
+# size not measured is left out of quality_vs_cost's points, not null; a size's within is null
+# under --match none.
 # 11: the suite tests of an extended or futility-looked run combine stages of seeds (every seed
 # used; across_tracks.stages, stage_weights, suite_test.stages, p_se), enumerate up to 2**22
 # patterns; without_track holds each left-out effect, p and Holm p; rests_on and
@@ -36,7 +41,7 @@ BOOTSTRAP_SEEDS = 5  # fewest seeds per track for a bootstrap interval of the po
 # stopped_at). 5: the design first (its claims: suite or per-track), then the suite verdicts with
 # their looks; the per-track verdict needs_more_seeds. 4: the across-tracks verdict one_track and
 # its CI the sign-flip test inverted; 3: no param_ratio
-REPORT_VERSION = 11
+REPORT_VERSION = 12
 
 
 @dataclass(frozen=True)
@@ -172,20 +177,14 @@ class AcrossTracks:
 
 
 @dataclass
-class CostPoint:
-    """A mixer's score with its CI and verdict against each cost (None: not measured)."""
+class CostPoint(Costs):
+    """A mixer's score with its CI and verdict against each trade-off cost (its costs: None
+    where not measured)."""
 
-    score: float | None
-    ci95: list[float] | None
-    verdict: str | None
-    params: float | None
-    flops_per_example: float | None
-    seconds_per_step: float | None
+    score: float | None = None
+    ci95: list[float] | None = None
+    verdict: str | None = None
     tracks: list[str] | None = field(default=None, metadata=OMIT_NONE)  # across: its tracks
-
-    def cost(self, name: str) -> float | None:
-        """The cost ``name`` (one of ``tradeoffs.COSTS``)."""
-        return getattr(self, name)
 
 
 @dataclass
@@ -266,21 +265,10 @@ class Design:
 
 
 @dataclass
-class TrackScale:
-    """A track's width, depth and budget."""
-
-    dim: int | None
-    depth: int | None
-    steps: int | None
-    batch_size: int | None
-
-
-@dataclass
 class Scale:
     """The run's scale (``scale``) and the one sentence the page's head shows."""
 
     preset: str
-    tracks: dict[str, TrackScale]
     note: str
 
 
@@ -305,22 +293,6 @@ class Failure:
     seed: int
     reason: str | None
     traceback: str | None
-
-
-@dataclass
-class RunEnvironment:
-    """The environment block of a run (:func:`benchsuite.plan.environment.describe`), read."""
-
-    date: str | None = None
-    versions: dict[str, str] = field(default_factory=dict)
-    python: str | None = None
-    platform: str | None = None
-    machine: str | None = None
-    cpus: int | None = None
-    device: str | None = None
-    threads_per_job: int | None = None
-    git_revision: str | None = None
-    reference_step_seconds: float | None = None
 
 
 @dataclass

@@ -18,7 +18,7 @@ from benchsuite.protocol.futility import FutilityLook
 from benchsuite.protocol.power import default_seeds, design_warning, min_seeds_for_significance
 from benchsuite.records import RunRecord
 from benchsuite.results.cell_schema import TestSet, TrackResult
-from benchsuite.results.schema import Analysis, Design, Failure, Scale, SelectionSummary, TrackScale
+from benchsuite.results.schema import Analysis, Design, Failure, Scale, SelectionSummary
 from benchsuite.vocabulary import Claims
 
 ENVIRONMENT_KEYS = ("torch", "python", "threads", "device", "deterministic")
@@ -46,19 +46,15 @@ def scale_note(preset: str, budget: Budget) -> str:
 
 
 def scale_summary(preset: str, tracks: Mapping[str, TrackResult]) -> Scale:
-    """The run's scale (``report.json`` → ``scale``): each track's width, depth and budget, and
-    the one sentence the page's head shows."""
-    budgets = {
-        t: TrackScale(e.budget.dim, e.budget.depth, e.budget.steps, e.budget.batch_size)
-        for t, e in tracks.items()
-    }
-    per_track = "; ".join(f"{t}: {budget_words(e.budget)}" for t, e in tracks.items())
+    """The run's scale (``report.json`` → ``scale``): its preset and the one sentence the page's
+    head shows (each track's width, depth and budget are its ``budget``)."""
+    per_track = "; ".join(f"{t}: {budget_words(e.facts.budget)}" for t, e in tracks.items())
     closing = (
         "quick-preset verdicts describe this small scale, not the mixers at large"
         if preset == "quick"
         else "verdicts describe this scale"
     )
-    return Scale(preset=preset, tracks=budgets, note=f"{preset} preset ({per_track}): {closing}.")
+    return Scale(preset=preset, note=f"{preset} preset ({per_track}): {closing}.")
 
 
 def selection_summary(tracks: Mapping[str, TrackResult]) -> SelectionSummary:
@@ -156,7 +152,7 @@ def design(
 def test_set(records: list[RunRecord]) -> TestSet:
     """Whether every seed of a track was scored on the same test set, and its digest (else one
     digest of the seeds' test sets), read from the records."""
-    digests = {r.job.seed: r.test_digest for r in records if r.test_digest}
+    digests = {r.job.seed: r.result.test_digest for r in records if r.result.test_digest}
     unique = sorted(set(digests.values()))
     combined = hashlib.sha256(" ".join(digests[s] for s in sorted(digests)).encode())
     return TestSet(

@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchsuite.measures import TRADEOFFS
+from benchsuite.measures import TRADEOFFS, Costs
 from benchsuite.results.cell_schema import MixerResult, TrackResult
 from benchsuite.results.schema import AcrossTracks, CostPoint, QualityVsCost, Tradeoff
 
@@ -40,8 +40,9 @@ def pareto(points: Mapping[str, tuple[float | None, float | None]]) -> list[str]
     return sorted(front, key=lambda name: (valid[name][0], -valid[name][1]))
 
 
-def _costs(arm: MixerResult) -> dict[str, Any]:
-    return arm.costs_median or arm.costs or {}
+def _costs(arm: MixerResult) -> Costs:
+    """The cell's median costs (its first run's where no median was kept)."""
+    return arm.costs_median if next(arm.costs_median.items(), None) else arm.costs
 
 
 def _number(value: float | None) -> float | None:
@@ -55,7 +56,7 @@ def _interval(bounds: Sequence[float] | None) -> list[float | None] | None:
 def _with_fronts(
     points: dict[str, CostPoint], costs: tuple[str, ...], score: str, cost_scale: str | None = None
 ) -> Tradeoff:
-    fronts = {k: pareto({n: (p.cost(k), p.score) for n, p in points.items()}) for k in costs}
+    fronts = {k: pareto({n: (p.get(k), p.score) for n, p in points.items()}) for k in costs}
     return Tradeoff(score=score, points=points, pareto=fronts, cost_scale=cost_scale)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from benchsuite.records import RunRecord
 from benchsuite.selection import Candidate, select_best_config
-from benchsuite.vocabulary import Scale, Split, metric_key
+from benchsuite.vocabulary import Scale, Split
 
 RENAMED = {"margin_rel": "margin", "budget_overrides": "budget"}
 
@@ -24,7 +24,7 @@ def _chosen(track: dict[str, Any], keys: list[str], records: dict[str, RunRecord
     sweep = []
     for index, config in enumerate(track["grid"]):
         values = [
-            r.metrics.get(metric_key(Split.VAL, track["metric"]), math.nan)
+            r.result.metrics.of(Split.VAL, track["metric"])
             for r in runs
             if r.job.config_index == index
         ]

@@ -77,8 +77,8 @@ def _choices_into_records(db: sqlite3.Connection) -> None:
             for key in cell["jobs"]:
                 record = records.get(key)
                 chosen = choices.get(str(record.job.seed)) if record else None
-                if record is not None and record.chosen is None and chosen is not None:
-                    record.chosen = chosen
+                if record is not None and record.result.chosen is None and chosen is not None:
+                    record.result.chosen = chosen
                     db.execute(
                         "UPDATE results SET record = ? WHERE key = ?",
                         (_payload(record), key),
@@ -301,7 +301,7 @@ class Store:
                     job.track,
                     job.mixer,
                     STAGE,
-                    record.chosen,
+                    record.result.chosen,
                     job.seed,
                     payload,
                     time.time(),

@@ -24,6 +24,7 @@ import torch
 
 from benchsuite.budget import Budget
 from benchsuite.errors import PluginError
+from benchsuite.measures import Costs, Scores
 from benchsuite.records import JobResult, SweepPoint
 from benchsuite.seeds import Streams
 from benchsuite.selection import Candidate, divergence, select_best_config
@@ -37,7 +38,7 @@ from benchsuite.train.halving import HalvingMark, halve_one_by_one
 from benchsuite.train.measures import forward_flops, parameter_counts
 from benchsuite.train.preflight import check_mixer
 from benchsuite.train.stopping import stopping_fields, stopping_of
-from benchsuite.vocabulary import Split, metric_key
+from benchsuite.vocabulary import Split
 
 if TYPE_CHECKING:
     from benchsuite.records import Job
@@ -102,13 +103,13 @@ def capture_mixer_inputs(model: Encoder, x: torch.Tensor) -> list[torch.Tensor]:
 
 
 def measure_model(
-    model: Encoder, mixer: Mixer, x_train: torch.Tensor, data: TrackData, costs: dict[str, float]
+    model: Encoder, mixer: Mixer, x_train: torch.Tensor, data: TrackData, costs: Costs
 ) -> dict[str, float]:
-    """FLOPs per example (added to ``costs``) and the mechanism probes of a trained model."""
+    """FLOPs per example (set in ``costs``) and the mechanism probes of a trained model."""
     from benchsuite.train.probes import measure, probes_for
 
     sample = x_train[: min(len(x_train), 8)]
-    costs["flops_per_example"] = forward_flops(model, sample) / len(sample)
+    costs.flops_per_example = forward_flops(model, sample) / len(sample)
     inputs = capture_mixer_inputs(model, to_device(data.x_test[:64], x_train.device))
     return measure(model.mixers(), inputs, *probes_for(mixer.signature))
 
@@ -196,11 +197,9 @@ def _predicted(
     return predict(model, to_device(x, device), batch_size), to_device(y, device)
 
 
-def _metrics(
-    track: Track, data: TrackData, model: Encoder, split: Split, batch_size: int
-) -> dict[str, float]:
-    scores = track.evaluate(*_predicted(data, model, split, batch_size), data)
-    return {metric_key(split, name): float(value) for name, value in scores.items()}
+def _val_scores(track: Track, data: TrackData, model: Encoder, batch_size: int) -> Scores:
+    scores = track.evaluate(*_predicted(data, model, Split.VAL, batch_size), data)
+    return Scores(val={name: float(value) for name, value in scores.items()})
 
 
 NOISE_FOLDS = 20
@@ -209,7 +208,7 @@ NOISE_FOLDS = 20
 
 def _test_scores(
     track: Track, data: TrackData, model: Encoder, metric: str, batch_size: int
-) -> tuple[dict[str, float], float]:
+) -> tuple[Scores, float]:
     """``model``'s test metrics and the standard error of its score ``metric`` over the test
     examples: the spread of the score on ``NOISE_FOLDS`` consecutive folds over the square root
     of their number (NaN with fewer than two examples). Consecutive folds keep neighbouring
@@ -217,7 +216,7 @@ def _test_scores(
     rather than hiding in it; the folds cost one more ``evaluate`` of the same predictions."""
     prediction, target = _predicted(data, model, Split.TEST, batch_size)
     scores = track.evaluate(prediction, target, data)
-    metrics = {metric_key(Split.TEST, name): float(value) for name, value in scores.items()}
+    metrics = Scores(test={name: float(value) for name, value in scores.items()})
     folds = min(NOISE_FOLDS, len(target))
     if folds < 2:
         return metrics, float("nan")
@@ -227,16 +226,6 @@ def _test_scores(
         for a, b in itertools.pairwise(bounds)
     ]
     return metrics, float(np.std(per_fold, ddof=1) / np.sqrt(folds))
-
-
-def _over_rungs(per_rung: list[dict[str, float]]) -> dict[str, float]:
-    """Each metric's mean over the rungs; with several rungs, each rung's value too."""
-    merged = {name: float(np.mean([m[name] for m in per_rung])) for name in per_rung[0]}
-    if len(per_rung) > 1:
-        merged.update(
-            {f"{name}@rung{i}": value for i, m in enumerate(per_rung) for name, value in m.items()}
-        )
-    return merged
 
 
 def score(
@@ -249,21 +238,17 @@ def score(
     sweep = []
     for index, config in enumerate(job.grid):
         summaries = [traces[r][index].member(0) for r in range(len(rungs))]
-        val = _over_rungs(
-            [
-                _metrics(
-                    track, rung.data, rung.members[index].model, Split.VAL, budget.eval_batch_size
-                )
-                for rung in rungs
-            ]
-        )
+        val = [
+            _val_scores(track, rung.data, rung.members[index].model, budget.eval_batch_size)
+            for rung in rungs
+        ]
         curves = [traces[r][index].curve(0) for r in range(len(rungs))]
         curves = [curve[: min(map(len, curves))] for curve in curves]  # rungs may stop apart
         sweep.append(
             SweepPoint(
                 index=index,
                 config=dict(config),
-                metrics={"train_loss": float(np.mean([loss for loss, _ in summaries])), **val},
+                metrics=Scores.over_rungs(val, float(np.mean([loss for loss, _ in summaries]))),
                 finite=all(finite for _, finite in summaries),
                 curve=[float(v) for v in np.mean(curves, axis=0)] if curves[0] else [],
                 **stopping_fields([traces[r][index] for r in range(len(rungs))], budget),
@@ -282,21 +267,19 @@ def score(
         )
         for rung in rungs
     ]
-    metrics = {**sweep[chosen].metrics, **_over_rungs([m for m, _ in tested])}
+    metrics = sweep[chosen].metrics.with_test(Scores.over_rungs([m for m, _ in tested]))
     # the score is the rungs' mean: its error, theirs added in quadrature over their number
     test_se = float(np.sqrt(np.sum(np.square([se for _, se in tested]))) / len(tested))
     first = rungs[0]
     model = first.members[chosen].model
-    costs = {
-        **parameter_counts(model, model.mixers()),
-        "seconds_per_step": seconds_per_step,
-        "examples_per_second": budget.batch_size / max(seconds_per_step, 1e-12),
-        "members": float(len(job.grid)),
-    }
+    costs = parameter_counts(model, model.mixers())
+    costs.seconds_per_step = seconds_per_step
+    costs.examples_per_second = budget.batch_size / max(seconds_per_step, 1e-12)
+    costs.members = float(len(job.grid))
     if budget.eval_every:  # the steps the job trained: its longest config's, over the rungs
-        costs["steps"] = float(sum(max(t.steps(0) for t in rung) for rung in traces))
+        costs.steps = float(sum(max(t.steps(0) for t in rung) for rung in traces))
     if resumed := max(t.resumed_at for rung in traces for t in rung):
-        costs["resumed_at_step"] = float(resumed)  # its training went on from a save
+        costs.resumed_at_step = float(resumed)  # its training went on from a save
     probes = (
         measure_model(model, mixer, first.members[chosen].x, first.data, costs)
         if job.measure
@@ -305,7 +288,7 @@ def score(
     caps = [rung.data.cap for rung in rungs]
     cap = None if None in caps else float(np.mean(caps))
     reason = divergence(
-        metrics[metric_key(Split.TEST, metric.name)],
+        metrics.of(Split.TEST, metric.name),
         cap,
         metric.higher_is_better,
         sweep[chosen].finite,
@@ -378,7 +361,7 @@ def run_job(job: Job, track: Track, mixer: Mixer, saves: Saves | None = None) ->
     seconds = float(np.mean([s for _, s, _ in trained]))
     result = score(ready, track, mixer, [traces for traces, _, _ in trained], seconds)
     stacked = all(together for _, _, together in trained)
-    result.costs["members"] = float(len(job.grid)) if stacked else 1.0
+    result.costs.members = float(len(job.grid)) if stacked else 1.0
     if saves is not None:
         saves.clear(job.key)
     return result
@@ -390,7 +373,7 @@ def run_jobs_batched(
     """The result of each job (in order), training every seed x config of the jobs as one
     stack per rung; ``jobs`` must differ only in ``seed`` (and ``measure``). Falls back to
     training each job on its own (as :func:`run_job`) when vmap cannot run the model or the
-    seeds' data differ in shape; ``costs["batched_seeds"]`` says how many seeds trained together
+    seeds' data differ in shape; ``costs.batched_seeds`` says how many seeds trained together
     (1 when it fell back); ``saves`` as for :func:`run_job`, the cell's under its own name."""
     _check_same_cell(jobs)
     prepared = [prepare(job, track, mixer) for job in jobs]
@@ -410,7 +393,7 @@ def run_jobs_batched(
     except Unbatchable:
         results = [run_job(job, track, mixer, saves) for job in jobs]
         for result in results:
-            result.costs["batched_seeds"] = 1.0
+            result.costs.batched_seeds = 1.0
         return results
     results = []
     configs = len(jobs[0].grid)
@@ -420,7 +403,7 @@ def run_jobs_batched(
         ]
         seconds = float(np.mean([t.seconds_per_step for t in per_rung]))
         result = score(ready, track, mixer, traces, seconds)
-        result.costs["batched_seeds"] = float(len(jobs))
+        result.costs.batched_seeds = float(len(jobs))
         results.append(result)
     if saves is not None:
         saves.clear(name)

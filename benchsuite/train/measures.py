@@ -32,6 +32,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
+from benchsuite.measures import Costs
 from benchsuite.specs import Track
 from benchsuite.train.fit import synchronize
 
@@ -66,14 +67,14 @@ EXTRA_FLOPS = {  # ops FlopCounterMode does not count by itself
 }
 
 
-def parameter_counts(model: nn.Module, mixers: Sequence[nn.Module]) -> dict[str, float]:
+def parameter_counts(model: nn.Module, mixers: Sequence[nn.Module]) -> Costs:
     """``params`` (the whole model) and ``mixer_params`` (trainable, summed over ``mixers``)."""
-    return {
-        "params": float(sum(p.numel() for p in model.parameters())),
-        "mixer_params": float(
+    return Costs(
+        params=float(sum(p.numel() for p in model.parameters())),
+        mixer_params=float(
             sum(p.numel() for m in mixers for p in m.parameters() if p.requires_grad)
         ),
-    }
+    )
 
 
 def forward_flops(model: nn.Module, x: Tensor) -> float:

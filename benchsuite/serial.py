@@ -5,8 +5,10 @@
 again, so a report from the store and one from its file are the same objects. A dataclass may
 name ``DERIVED`` properties and give ``extra_keys()``: they are written (the schema has them) and
 ignored when read; a field with ``metadata={"omit_none": True}`` is not written while None; a
-dataclass with a ``from_dict`` classmethod (a ``Budget``, the ``RunSettings``, a ``Skip``: each
-knows its older forms) reads itself.
+field with ``metadata={"flatten": True}`` (a dataclass) writes its fields beside its owner's, as
+if they were the owner's own, and is read back from them; a dataclass with a ``from_dict``
+classmethod (a ``Budget``, the ``RunSettings``, a ``Skip``: each knows its older forms) reads
+itself.
 """
 
 from __future__ import annotations
@@ -22,17 +24,21 @@ from functools import cache
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+OMIT_NONE = {"omit_none": True}  # a field's metadata: not written while None
+FLATTEN = {"flatten": True}  # a field's metadata: its fields written beside its owner's
 
 
 def to_plain(value: Any) -> Any:
     """Dataclasses as dicts (fields in order, then their ``DERIVED`` properties), tuples as
     lists, numbers as Python ``int`` / ``float``: nothing but JSON's types (NaN kept)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        plain = {
-            f.name: to_plain(getattr(value, f.name))
-            for f in dataclasses.fields(value)
-            if f.repr and not (f.metadata.get("omit_none") and getattr(value, f.name) is None)
-        }
+        plain = {}
+        for f in dataclasses.fields(value):
+            own = getattr(value, f.name)
+            if f.metadata.get("flatten"):
+                plain.update(to_plain(own))
+            elif f.repr and not (f.metadata.get("omit_none") and own is None):
+                plain[f.name] = to_plain(own)
         for name in getattr(value, "DERIVED", ()):
             plain[name] = to_plain(getattr(value, name))
         if extra := getattr(value, "extra_keys", None):
@@ -99,5 +105,10 @@ def build(cls: type[T], raw: dict[str, Any]) -> T:
     """An instance of dataclass ``cls`` from a dict: known fields converted by their hints,
     missing ones at their defaults, anything else (derived keys) left out."""
     hints = _hints(cls)
-    known = {f.name for f in dataclasses.fields(cls) if f.init}
-    return cls(**{k: from_plain(hints[k], v) for k, v in raw.items() if k in known})
+    fields = [f for f in dataclasses.fields(cls) if f.init]
+    known = {f.name for f in fields if not f.metadata.get("flatten")}
+    values = {k: from_plain(hints[k], v) for k, v in raw.items() if k in known}
+    for f in fields:
+        if f.metadata.get("flatten"):
+            values[f.name] = from_plain(hints[f.name], raw)
+    return cls(**values)
