@@ -15,6 +15,7 @@ from typing import Any
 from benchsuite import serial
 from benchsuite.budget import Budget
 from benchsuite.measures import Costs, Scores
+from benchsuite.specs import OptionValue
 from benchsuite.vocabulary import DivergenceReason, Split, Status
 
 
@@ -30,8 +31,8 @@ class Job:
     grid: tuple[Mapping[str, float], ...]
     preset: str
     budget: Budget  # the preset's, after overrides; its grid is ``grid``, not repeated here
-    track_options: Mapping[str, Any]
-    mixer_options: Mapping[str, Any]
+    track_options: Mapping[str, OptionValue]
+    mixer_options: Mapping[str, OptionValue]
     data_dir: str | None
     threads: int
     device: str

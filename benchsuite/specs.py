@@ -9,7 +9,7 @@ import functools
 import inspect
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -87,6 +87,9 @@ def resolve_options(declared: tuple[Option, ...], given: Mapping[str, Any], owne
 
 
 Probe = Callable[["nn.Module", "Tensor"], float]
+Scalar = bool | int | float | str
+OptionValue = Scalar | Sequence[Scalar]
+"""A value a mixer's or a track's option takes (its declared type's; a list of them)."""
 """A measurement on a trained token-mixing module: ``probe(mixer_module, tokens) -> float``."""
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from benchsuite.measures import Costs
 from benchsuite.plan.plan import TrackFacts
@@ -43,7 +43,7 @@ class Full(Summary):
 class SweepRow:
     """One grid config: its validation value per seed, how many seeds chose it, their mean."""
 
-    cfg: dict[str, Any]
+    cfg: dict[str, float]
     val: list[float]
     chosen_by: int
     mean: float
@@ -98,14 +98,14 @@ class MixerResult:
     """One mixer on one track (``tracks.<t>.mixers.<m>``)."""
 
     DERIVED: ClassVar[tuple[str, ...]] = ("best_index", "edge_of_grid")
-    best_cfg: dict[str, Any]
+    best_cfg: dict[str, float]
     selection: Selection
     sweep: list[SweepRow]
     full: Full
     diverged: int
     costs: Costs
     costs_median: Costs
-    probes: dict[str, Any]
+    probes: dict[str, float]
     learning_curve: LearningCurve | None
     undertrained: bool
 

@@ -181,7 +181,7 @@ class Arm:
         return self.records[min(self.records)].result.costs
 
     @property
-    def probes(self) -> dict[str, Any]:
+    def probes(self) -> dict[str, float]:
         """The probes of the first evaluation run, when it measured them."""
         first = self.records[min(self.records)]
         return first.result.probes if first.job.measure else {}

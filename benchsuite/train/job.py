@@ -28,7 +28,7 @@ from benchsuite.measures import Costs, Scores
 from benchsuite.records import JobResult, SweepPoint
 from benchsuite.seeds import Streams
 from benchsuite.selection import Candidate, divergence, select_best_config
-from benchsuite.specs import Mixer, Track, TrackData
+from benchsuite.specs import Mixer, OptionValue, Track, TrackData
 from benchsuite.train.alone import fit, predict
 from benchsuite.train.batched import Member, Unbatchable, train_stack
 from benchsuite.train.checkpoint import Saves, checkpoint
@@ -140,7 +140,7 @@ class Rung:
     """One rung of a job's ladder (most tracks have one): its options, data and one member per
     config of the grid."""
 
-    options: dict[str, Any]
+    options: dict[str, OptionValue]
     data: TrackData
     members: list[Member]
 
