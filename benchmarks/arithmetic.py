@@ -88,7 +88,7 @@ def validation_size(job: dict, sizes: dict[tuple, int]) -> int:
 
 def tally(record: RunRecord, forward: float, n_val: int) -> Tally:
     """One job's seconds and FLOPs (``forward``: its model's forward FLOPs per example)."""
-    budget = record.job.to_dict()["budget"]
+    budget = record.job.to_plain()["budget"]
     steps = [row.steps or budget["steps"] for row in record.result.sweep]
     checks = sum(s // budget["eval_every"] for s in steps) if budget.get("eval_every") else 0
     return Tally(
@@ -136,7 +136,7 @@ def main() -> None:
     by_track: dict[str, Tally] = defaultdict(Tally)
     seeds_per_cell: dict[tuple[str, str], set[int]] = defaultdict(set)
     for record in found:
-        job = record.job.to_dict()
+        job = record.job.to_plain()
         flops = forward[job["track"], job["mixer"]]
         by_track[job["track"]].add(tally(record, flops, validation_size(job, sizes)))
         seeds_per_cell[job["track"], job["mixer"]].add(job["seed"])

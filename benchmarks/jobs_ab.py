@@ -51,7 +51,7 @@ def child() -> None:
         wall, cpu = time.perf_counter(), time.process_time()
         result = run_job(job, track, mixer)
         metrics = result["metrics"] if isinstance(result, dict) else result.metrics  # older: dicts
-        metrics = metrics if isinstance(metrics, dict) else metrics.to_dict()  # older: flat
+        metrics = metrics if isinstance(metrics, dict) else metrics.to_plain()  # older: flat
         seconds = [time.perf_counter() - wall, time.process_time() - cpu]
         print(json.dumps([*seconds, metrics]), flush=True)
 

@@ -167,7 +167,7 @@ class Scores:
         ]
         return Scores(self.train_loss, self.val, tested.test, rungs)
 
-    def to_dict(self) -> dict[str, float]:
+    def to_plain(self) -> dict[str, float]:
         """The stored form: one flat object."""
         flat: dict[str, float] = {}
         if self.train_loss is not None:

@@ -42,7 +42,7 @@ class Job:
     mlp_hidden: int | None = None  # the channel MLPs' width the equal-size rule chose (None: ratio)
     fingerprint: Mapping[str, str] = field(default_factory=dict)  # versions, code, data
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_plain(self) -> dict[str, Any]:
         """The job as plain JSON-able values (as a record stores it: the budget's training
         fields, :meth:`Budget.training`)."""
         return {**dataclasses.asdict(self), "budget": self.budget.training()}
@@ -54,7 +54,7 @@ class Job:
         ``data_dir`` is left out: where the data lies does not matter, what it is does, and that
         is in ``fingerprint["data"]`` (the track's data key: checksums, file hashes, options).
         """
-        fields = self.to_dict()
+        fields = self.to_plain()
         del fields["data_dir"]
         payload = json.dumps(fields, sort_keys=True, default=str)
         return hashlib.sha256(payload.encode()).hexdigest()[:24]
@@ -78,7 +78,8 @@ class LegacyJob:
     config: dict[str, float] = field(default_factory=dict)
     measure: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_plain(self) -> dict[str, Any]:
+        """As stored."""
         return dataclasses.asdict(self)
 
 
@@ -107,28 +108,19 @@ class SweepPoint:
     finite: bool = True  # its training loss and scores stayed finite
     # the training loss, the mean over equal windows of the steps done
     curve: list[float] = field(default_factory=list)
-    steps: int | None = None  # steps trained (over the rungs)
-    converged: bool | None = None  # stopped by the rule on every rung
-    best_step: list[int | None] | None = None  # per rung, the step of its best check
-    pruned_at: list[int | None] | None = None  # per rung, the step halving stopped it at
-    cut_at: list[list[int]] | None = None  # per rung, the steps the plateau schedule cut at
+    steps: int | None = field(default=None, metadata=serial.OMIT_NONE)  # over the rungs
+    # stopped by the rule on every rung
+    converged: bool | None = field(default=None, metadata=serial.OMIT_NONE)
+    # per rung, the step of its best check
+    best_step: list[int | None] | None = field(default=None, metadata=serial.OMIT_NONE)
+    # per rung, the step halving stopped it at
+    pruned_at: list[int | None] | None = field(default=None, metadata=serial.OMIT_NONE)
+    # per rung, the steps the plateau schedule cut at
+    cut_at: list[list[int]] | None = field(default=None, metadata=serial.OMIT_NONE)
 
     def val(self, metric: str) -> float:
         """Its validation score of ``metric`` (NaN when it has none)."""
         return self.metrics.of(Split.VAL, metric)
-
-    def to_dict(self) -> dict[str, Any]:
-        """As stored: the stopping fields only where the budget had a rule."""
-        stored = {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
-        return {**stored, "metrics": self.metrics.to_dict()}
-
-    @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> SweepPoint:
-        """A point as stored."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        point = cls(**{k: v for k, v in raw.items() if k in names})
-        point.metrics = Scores.from_dict(raw["metrics"])
-        return point
 
 
 @dataclass
@@ -184,13 +176,7 @@ class RunRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """As the store keeps it (JSON-able)."""
-        result = self.result
-        return {
-            **serial.to_plain(self),
-            "job": self.job.to_dict(),
-            "metrics": result.metrics.to_dict(),
-            "sweep": [point.to_dict() for point in result.sweep],
-        }
+        return serial.to_plain(self)
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> RunRecord:

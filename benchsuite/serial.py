@@ -6,9 +6,10 @@ again, so a report from the store and one from its file are the same objects. A 
 name ``DERIVED`` properties and give ``extra_keys()``: they are written (the schema has them) and
 ignored when read; a field with ``metadata={"omit_none": True}`` is not written while None; a
 field with ``metadata={"flatten": True}`` (a dataclass) writes its fields beside its owner's, as
-if they were the owner's own, and is read back from them; a dataclass with a ``from_dict``
-classmethod (a ``Budget``, the ``RunSettings``, a ``Skip``: each knows its older forms) reads
-itself.
+if they were the owner's own, and is read back from them; a dataclass with a ``to_plain``
+method writes itself (a ``Job``: the budget a job trains with; ``Scores``: the flat form every
+store has), and one with a ``from_dict`` classmethod reads itself (a ``Budget``, the
+``RunSettings``, a ``Skip``, ``Scores``: each knows its older forms).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ def to_plain(value: Any) -> Any:
     """Dataclasses as dicts (fields in order, then their ``DERIVED`` properties), tuples as
     lists, numbers as Python ``int`` / ``float``: nothing but JSON's types (NaN kept)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if (writes := getattr(value, "to_plain", None)) is not None:
+            return writes()
         plain = {}
         for f in dataclasses.fields(value):
             own = getattr(value, f.name)

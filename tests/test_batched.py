@@ -121,7 +121,7 @@ def same(a: float, b: float, rtol: float, atol: float = 1e-7) -> bool:
 
 def assert_matches(batched: JobResult, single: JobResult, rtol: float) -> None:
     """One seed's batched result against run_job's: values within ``rtol``."""
-    ours, theirs = batched.metrics.to_dict(), single.metrics.to_dict()
+    ours, theirs = batched.metrics.to_plain(), single.metrics.to_plain()
     assert set(ours) == set(theirs)
     for name, value in theirs.items():
         assert same(ours[name], value, rtol), (name, ours[name], value)

@@ -158,7 +158,7 @@ def executor(name: str, jobs: int | None, plugins: str, **options):
 
 def same(ours: Scores, theirs: Scores) -> bool:
     """Equal metrics, bit for bit (NaN equals NaN)."""
-    a, b = ours.to_dict(), theirs.to_dict()
+    a, b = ours.to_plain(), theirs.to_plain()
     return a.keys() == b.keys() and all(
         a[k] == b[k] or (math.isnan(a[k]) and math.isnan(b[k])) for k in a
     )

@@ -96,7 +96,7 @@ def test_scores_read_and_write_the_flat_stored_form():
     scores = Scores.from_dict(stored)
     assert scores.of(Split.TEST, "mse") == 0.25 and scores.rungs[1].val == {"mse": 0.75}
     assert math.isnan(scores.of(Split.VAL, "accuracy"))
-    assert scores.to_dict() == stored
+    assert scores.to_plain() == stored
     validated = Scores.over_rungs([Scores(val={"mse": 0.25}), Scores(val={"mse": 0.75})], 0.5)
     tested = Scores.over_rungs([Scores(test={"mse": 0.125}), Scores(test={"mse": 0.375})])
-    assert validated.with_test(tested).to_dict() == stored  # as the trainer builds a record's
+    assert validated.with_test(tested).to_plain() == stored  # as the trainer builds a record's

@@ -15,6 +15,7 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestPower
 
+from benchsuite import serial
 from benchsuite.measures import Scores
 from benchsuite.protocol.power import (
     default_seeds,
@@ -24,6 +25,7 @@ from benchsuite.protocol.power import (
     planned_mde,
 )
 from benchsuite.protocol.stats import (
+    Comparison,
     compare_both_converged,
     compare_paired,
     comparison_flags,
@@ -64,6 +66,11 @@ MIXER = [
 ]
 
 
+def plain(comparison: Comparison) -> dict:
+    """A comparison as report.json writes it (strict JSON: NaN as None)."""
+    return serial.strict(serial.to_plain(comparison))
+
+
 def _scipy_p(d, rng=None):
     return sps.permutation_test(
         (d,),
@@ -101,9 +108,9 @@ def test_worked_example_reproduces_protocol_table():
     assert c.p_holm == c.p_value and c.verdict == "inconclusive"
 
 
-def test_to_dict_is_plain_json_with_none_for_nan():
+def test_a_comparison_serialises_to_plain_json_with_none_for_nan():
     c = compare_paired(BASE, MIXER)
-    d = c.to_dict()
+    d = plain(c)
     assert d["p_holm"] is None and d["p_tost_holm"] is None
     assert isinstance(d["ci95"], list) and len(d["ci95"]) == 2
     assert json.loads(json.dumps(d, allow_nan=False)) == d
@@ -269,7 +276,7 @@ def test_degenerate_inputs():
     one = compare_paired([1.0], [0.5])
     assert one.p_value == 1.0 and one.verdict == "inconclusive"
     assert one.ci95 == (-math.inf, math.inf) and math.isnan(one.mde)
-    assert one.to_dict()["ci95"] == [None, None] and not one.interval_bounded
+    assert plain(one)["ci95"] == [None, None] and not one.interval_bounded
     same = compare_paired([1.0, 2.0, 3.0], [1.0, 2.0, 3.0])
     assert same.p_value == 1.0 and same.ties == 3
     assert not same.detectable and math.isnan(same.mde)  # 3 seeds: p >= 2/8 > alpha
@@ -686,7 +693,7 @@ def test_nothing_is_detectable_when_the_seeds_cannot_reach_alpha():
     comps = [compare_paired(np.zeros(8), np.arange(1, 9.0), True) for _ in range(60)]
     comps = holm_adjusted(comps)  # 2/256 = 0.0078 is not below 0.05/60
     assert not comps[0].detectable and math.isnan(comps[0].mde)
-    assert comps[0].to_dict()["mde"] is None
+    assert plain(comps[0])["mde"] is None
 
 
 def test_the_design_line_says_when_nothing_is_detectable(tmp_path):

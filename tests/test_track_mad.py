@@ -112,7 +112,7 @@ def trained_metrics(registry, name: str, mixer: str, lr: float | tuple) -> dict[
         registry,
     )
     job = cell_jobs(settings, track, registry.mixers[mixer], grid_of(track, settings), "t")[1]
-    return run_job(job, track, registry.mixers[mixer]).metrics.to_dict()
+    return run_job(job, track, registry.mixers[mixer]).metrics.to_plain()
 
 
 def accuracy(registry, name: str, mixer: str, lr: float) -> float:

@@ -74,7 +74,7 @@ def flatten(record: RunRecord, created: float | None = None) -> list[dict[str, A
     """A job's training runs as flat rows (one per config of its grid; one row for a failed
     job): core columns, then ``<group>.<name>`` columns; nested values (``curve``: a list) stay
     as they are, for the writer to store."""
-    job = record.job.to_dict()  # the stored form of either kind of job, for its columns
+    job = record.job.to_plain()  # the stored form of either kind of job, for its columns
     points: list[SweepPoint | None] = [*record.result.sweep] or [
         None
     ]  # a failed or a legacy job: one
@@ -83,7 +83,7 @@ def flatten(record: RunRecord, created: float | None = None) -> list[dict[str, A
         index = point.index if point else job.get("config_index")
         chosen = record.result.chosen is not None and index == record.result.chosen
         own = point.metrics if point else record.result.metrics
-        metrics = {**own.to_dict(), **(record.result.metrics.to_dict() if chosen else {})}
+        metrics = {**own.to_plain(), **(record.result.metrics.to_plain() if chosen else {})}
         sources: dict[str, Mapping[str, Any]] = {
             "config": point.config if point else job.get("config") or {},
             "metrics": metrics,

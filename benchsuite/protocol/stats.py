@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -87,10 +87,6 @@ class Comparison:
     verdict: Verdict = Verdict.INCONCLUSIVE
     flags: list[Flag] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able dict: floats, lists, str, bool, int; NaN and infinities become None."""
-        return {key: _plain(value) for key, value in asdict(self).items()}
-
     def relative(self, value: float) -> float:
         """An analysis-scale effect as a percentage of the baseline."""
         if self.scale == Scale.LOG:
@@ -122,15 +118,6 @@ class Comparison:
         return dataclasses.replace(
             self, stopped_at=seeds, p_at_stop=self.p_value, p_value=1.0, p_tost=1.0
         )
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
-    if isinstance(value, bool | str | int) or value is None:
-        return value
-    value = float(value)
-    return value if math.isfinite(value) else None
 
 
 def _mean_stat(x: np.ndarray, axis: int = -1) -> np.ndarray:
