@@ -84,7 +84,7 @@ T = TypeVar("T")
 class Cell:
     """One (track, mixer): its job keys (one per seed) and its size under the equal-size rule
     (see :func:`benchsuite.plan.matching.match`; None under ``match = "none"``). Each seed's
-    chosen config is in its job's record (``RunRecord.chosen``), nowhere else."""
+    chosen config is in its job's record (``RunRecord.result.chosen``), nowhere else."""
 
     track: str
     mixer: str
@@ -94,13 +94,8 @@ class Cell:
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> Cell:
         """A stored cell (a plan from before sizes were typed kept ``{}`` for none)."""
-        size = raw.get("size") or None
-        return cls(
-            raw["track"],
-            raw["mixer"],
-            list(raw["jobs"]),
-            size and serial.build(matching.Sizing, size),
-        )
+        size = serial.build(matching.Sizing, raw["size"]) if raw.get("size") else None
+        return cls(raw["track"], raw["mixer"], list(raw["jobs"]), size)
 
 
 @dataclass
