@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from helpers import TINY, invoke
 
+from benchsuite.output import html, track_tables
 from benchsuite.output.numbers import num
 from benchsuite.protocol.futility import (
     FutilityLook,
@@ -23,6 +24,7 @@ from benchsuite.protocol.futility import (
     lowest_equivalence_p,
 )
 from benchsuite.protocol.stats import sign_flip_p
+from benchsuite.results.schema import Analysis
 from benchsuite.settings import RunSettings
 
 
@@ -159,6 +161,15 @@ def test_a_stopped_comparison_trains_no_later_seed_and_reads_p_1_where_it_stoppe
     assert {m: c["comparison"]["stopped_at"] for m, c in reread.items()} == {
         m: c["comparison"]["stopped_at"] for m, c in comparisons.items()
     }
+    # a stopped comparison listed first does not speak for the track: its caption is the 9
+    # seeds' family, not "no sign pattern of 4 seeds"
+    analysis = Analysis.from_dict(report)
+    entry = analysis.tracks["sequence"]
+    halted = sorted(entry.comparisons, key=lambda m: m not in stopped)
+    entry.comparisons = {m: entry.comparisons[m] for m in halted}
+    caption = str(track_tables.track_table("sequence", entry, analysis.design).caption)
+    assert "Holm over 5 comparisons;" in caption and "no sign pattern" not in caption
+    assert html.mde_text(entry) != "none (the seeds cannot reach α)"
 
     page = (out / "report.html").read_text()
     assert page.count("stopped at 4 seeds</span>") == len(stopped)

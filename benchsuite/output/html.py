@@ -121,7 +121,7 @@ def family_text(report: Analysis) -> str:
 
 def first_alpha(entry: TrackResult) -> float | None:
     """The alpha of the track's verdicts (every comparison of a run shares it)."""
-    first = next(iter(entry.comparisons.values()), None)
+    first = entry.fullest()
     return first.comparison.alpha if first else None
 
 
@@ -130,7 +130,7 @@ def mde_text(entry: TrackResult) -> str:
     values = [
         v for c in entry.comparisons.values() if (v := finite(c.comparison.mde_rel_pct)) is not None
     ]
-    first = next(iter(entry.comparisons.values()), None)
+    first = entry.fullest()
     if first is not None and first.comparison.detectable is False:
         return "none (the seeds cannot reach α)"
     if not values:

@@ -138,7 +138,7 @@ def _scale(entry: TrackResult) -> str:
 
 def _family(entry: TrackResult, design: Design | None) -> str:
     """The Holm family and the alpha of the verdicts, as the comparisons record them."""
-    first = next(iter(entry.comparisons.values()), None)
+    first = entry.fullest()
     if first is None:
         return ""
     c = first.comparison

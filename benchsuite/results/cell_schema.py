@@ -235,6 +235,13 @@ class TrackResult:
             n for n in names if n != self.baseline
         ]
 
+    def fullest(self) -> CellResult | None:
+        """The comparison with the most seeds (the first of them; None without one): the one
+        whose family, alpha and seeds describe the track, where a comparison the futility look
+        stopped has only the look's seeds."""
+        cells = list(self.comparisons.values())
+        return max(cells, key=lambda cell: cell.comparison.n) if cells else None
+
     def by_effect(self) -> list[str]:
         """The compared mixers, largest improvement first (no estimate last)."""
 
