@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from benchsuite import serial
 from benchsuite.vocabulary import Split
 
 
@@ -50,7 +51,7 @@ class Cost:
 def cost(label: str, unit: Unit, **declared: Any) -> Any:
     """A :class:`Costs` field with its :class:`Cost` (``declared``: the other fields); None
     until measured, and not written while None."""
-    return field(default=None, metadata={"cost": Cost(label, unit, **declared), "omit_none": True})
+    return field(default=None, metadata={"cost": Cost(label, unit, **declared), **serial.OMIT_NONE})
 
 
 @dataclass

@@ -77,9 +77,6 @@ class MixerFacts:
     tags: tuple[str, ...] = ()  # as declared: ``control`` leaves a mixer out of resolving power
 
 
-T = TypeVar("T")
-
-
 @dataclass
 class Cell:
     """One (track, mixer): its job keys (one per seed) and its size under the equal-size rule
@@ -202,6 +199,9 @@ class Plan:
         plan.tracks = _listed(plan.tracks, tracks)
         plan.cells = {t: _listed(cells, mixers) for t, cells in _listed(plan.cells, tracks).items()}
         return plan
+
+
+T = TypeVar("T")
 
 
 def _listed(mapping: dict[str, T], order: Sequence[str]) -> dict[str, T]:
